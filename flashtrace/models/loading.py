@@ -1,0 +1,131 @@
+"""Load a model by alias, local folder or Hugging Face id, with its family spec."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
+from .families import FamilySpec, spec_for, spec_for_model_type
+from .recording import ATTN_IMPLEMENTATION
+from .tiny import TINY_ALIASES, build_tiny_model
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found or loaded; the message says what to do."""
+
+
+@dataclass
+class LoadedModel:
+    """A causal LM ready for recording: the model, its tokenizer and its family spec."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    spec: FamilySpec
+    name: str
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    def info(self) -> dict:
+        """Plain facts about the model, as stored in a `Trace`."""
+        cfg = self.model.config
+        text_cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+        n_heads = getattr(text_cfg, "num_attention_heads", None) or getattr(text_cfg, "n_head")
+        return {
+            "name": self.name,
+            "family": self.spec.name,
+            "n_layers": len(self.spec.decoder_layers(self.model)),
+            "n_heads": int(n_heads),
+            "n_kv_heads": int(getattr(text_cfg, "num_key_value_heads", None) or n_heads),
+            "hidden_size": int(getattr(text_cfg, "hidden_size", None) or getattr(text_cfg, "n_embd")),
+            "vocab_size": int(text_cfg.vocab_size),
+            "n_params": int(sum(p.numel() for p in self.model.parameters())),
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }
+
+
+_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+           "float16": torch.float16, "fp16": torch.float16}
+MODEL_ALIASES = (DEFAULT_ALIAS, *TINY_ALIASES)
+
+
+def _dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype or torch.float32
+    try:
+        return _DTYPES[dtype]
+    except KeyError:
+        raise ModelLoadError(f"unknown dtype '{dtype}'; use one of {', '.join(_DTYPES)}") from None
+
+
+def default_tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(ensure_default_model())
+
+
+def load_model(
+    name: str = DEFAULT_ALIAS,
+    device: str | None = None,
+    dtype: str | torch.dtype | None = None,
+    trust_remote_code: bool = False,
+    device_map: str | None = None,
+    seed: int = 0,
+) -> LoadedModel:
+    """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights), a local
+    folder, or a Hugging Face id. The family is checked before any weights are read."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    torch_dtype = _dtype(dtype)
+    if name in TINY_ALIASES:
+        tokenizer = default_tokenizer()
+        model = build_tiny_model(TINY_ALIASES[name], tokenizer, seed=seed).to(torch_dtype)
+        loaded = LoadedModel(model, tokenizer, spec_for(model), name)
+        return _place(loaded, device)
+    source = str(ensure_default_model()) if name == DEFAULT_ALIAS else name
+    local = Path(source).expanduser()
+    offline_hint = (f"'{name}' is neither a local folder nor a model available offline; "
+                    f"use the built-in '{DEFAULT_ALIAS}', a tiny-<family> model, or a folder with config.json")
+    try:
+        config = AutoConfig.from_pretrained(str(local) if local.is_dir() else source, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
+    spec_for_model_type(getattr(config, "model_type", "unknown"))
+    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=ATTN_IMPLEMENTATION,
+                  use_safetensors=_has_safetensors(local) if local.is_dir() else None)
+    if device_map:
+        kwargs["device_map"] = device_map
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(local) if local.is_dir() else source,
+                                                  trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(str(local) if local.is_dir() else source, **kwargs)
+    except OSError as exc:
+        raise ModelLoadError(f"{offline_hint} ({exc.__class__.__name__}: {str(exc).splitlines()[0][:200]})") from None
+    loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), DEFAULT_ALIAS if name == DEFAULT_ALIAS else name)
+    return loaded if device_map else _place(loaded, device)
+
+
+def _has_safetensors(folder: Path) -> bool | None:
+    if any(folder.glob("*.safetensors")):
+        return True
+    if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
+        raise ModelLoadError(f"{folder} holds only pickle weight files (.bin/.pt), which can run code when loaded; "
+                             "convert them to safetensors first")
+    return None
+
+
+def _place(loaded: LoadedModel, device: str | None) -> LoadedModel:
+    if device:
+        loaded.model.to(device)
+    return loaded
+
+
+__all__ = ["LoadedModel", "ModelLoadError", "load_model", "MODEL_ALIASES", "converted_dir"]

@@ -1,0 +1,240 @@
+"""One forward pass that records, per layer, what the attention decomposition needs.
+
+Kept per layer (all linear in N): the residual stream entering the layer ``x_prev [N, D]`` and
+after attention ``x_mid [N, D]``, post-rotary/post-norm queries ``q [H, N, d]``, keys and values
+``k, v [KVH, N, d]``, the attention's scaling / soft-cap / window, and for families with a norm on
+the attention output, its per-position scale ``post_scale [N]``. No ``[H, N, N]`` map is ever kept.
+
+The capture works through an attention function registered with transformers
+(``attn_implementation="ft_record"``): outside a recording it simply calls SDPA.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from .attention import attention_logits, row_blocks
+from .families import FamilySpec
+
+ATTN_IMPLEMENTATION = "ft_record"
+
+
+@dataclass
+class LayerRecord:
+    """What one decoder layer contributed, enough to rebuild any attention row and its parts."""
+
+    x_prev: torch.Tensor  # [N, D] residual stream entering the layer
+    x_mid: torch.Tensor  # [N, D] residual stream after the attention block is added
+    q: torch.Tensor  # [H, N, d] post-rotary (post q-norm) queries
+    k: torch.Tensor  # [KVH, N, d] post-rotary keys
+    v: torch.Tensor  # [KVH, N, dv] values (bias included)
+    w_o: torch.Tensor  # [H, dv, D] per-head output projection (post-norm gain folded in)
+    b_o: torch.Tensor | None  # [D] output bias (gain folded in) or None
+    scaling: float
+    softcap: float | None = None
+    sliding_window: int | None = None
+    post_scale: torch.Tensor | None = None  # [N] 1/rms of the attention output (sandwich norm)
+
+    @property
+    def n_heads(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.k.shape[0]
+
+    def kv_index(self) -> torch.Tensor:
+        """``[H]`` the key/value head each query head reads (grouped-query attention)."""
+        rep = self.n_heads // self.n_kv_heads
+        return torch.arange(self.n_heads, device=self.q.device) // rep
+
+    def head_values(self, src: slice) -> torch.Tensor:
+        """``F[h, j] = v[kv(h), j] · W_O[h]`` for sources in `src`: ``[H, n_src, D]`` float32."""
+        v = self.v[:, src].float()[self.kv_index()]  # [H, n, dv]
+        return torch.bmm(v, self.w_o.float())
+
+    def attention_output(self) -> torch.Tensor:
+        """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``."""
+        return (self.x_mid.float() - self.x_prev.float())
+
+
+@dataclass
+class Recording:
+    """One forward pass over a token sequence, reusable by every attribution."""
+
+    input_ids: torch.Tensor  # [N]
+    layers: list[LayerRecord]
+    forward_seconds: float
+    last_logits: torch.Tensor | None = None  # [V] logits at the last position
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.input_ids.numel())
+
+    def nbytes(self) -> int:
+        total = 0
+        for layer in self.layers:
+            for t in (layer.x_prev, layer.x_mid, layer.q, layer.k, layer.v, layer.post_scale):
+                if t is not None:
+                    total += t.numel() * t.element_size()
+        return total
+
+
+class _Recorder:
+    def __init__(self, spec: FamilySpec, model: torch.nn.Module):
+        self.spec = spec
+        self.layers = spec.decoder_layers(model)
+        self.attn_index = {id(getattr(layer, spec.attention)): i for i, layer in enumerate(self.layers)}
+        self.slots: list[dict] = [{} for _ in self.layers]
+        self.handles = []
+
+    def install(self) -> None:
+        for i, layer in enumerate(self.layers):
+            self.handles.append(layer.register_forward_pre_hook(self._store_input(i, "x_prev"), with_kwargs=True))
+            mid = getattr(layer, self.spec.mid_norm)
+            self.handles.append(mid.register_forward_pre_hook(self._store_input(i, "x_mid"), with_kwargs=True))
+            if self.spec.post_attn_norm:
+                post = getattr(layer, self.spec.post_attn_norm)
+                self.handles.append(post.register_forward_pre_hook(self._store_post_scale(i, post), with_kwargs=True))
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def _store_input(self, i: int, key: str):
+        def hook(module, args, kwargs):
+            hidden = args[0] if args else kwargs["hidden_states"]
+            self.slots[i][key] = hidden[0].detach()
+
+        return hook
+
+    def _store_post_scale(self, i: int, norm: torch.nn.Module):
+        eps = getattr(norm, "eps", getattr(norm, "variance_epsilon", 1e-6))
+
+        def hook(module, args, kwargs):
+            u = (args[0] if args else kwargs["hidden_states"])[0].float()
+            self.slots[i]["post_scale"] = torch.rsqrt(u.pow(2).mean(-1) + eps)
+
+        return hook
+
+    def capture_attention(self, module, query, key, value, scaling, softcap, sliding_window) -> None:
+        i = self.attn_index.get(id(module))
+        if i is None:
+            return
+        if query.shape[0] != 1:
+            raise ValueError("recording supports one sequence at a time (batch size 1)")
+        self.slots[i].update(
+            q=query[0].detach(), k=key[0].detach(), v=value[0].detach(),
+            scaling=float(scaling if scaling is not None else query.shape[-1] ** -0.5),
+            softcap=softcap, sliding_window=sliding_window,
+        )
+
+    def layer_records(self) -> list[LayerRecord]:
+        records = []
+        for layer, slot in zip(self.layers, self.slots):
+            missing = {"x_prev", "x_mid", "q", "k", "v"} - slot.keys()
+            if missing:
+                raise RuntimeError(f"recording incomplete: {sorted(missing)} not captured; is the model loaded with "
+                                   f"attn_implementation='{ATTN_IMPLEMENTATION}'?")
+            w_o, b_o = output_projection(self.spec, layer, slot["q"].shape[0])
+            records.append(LayerRecord(w_o=w_o, b_o=b_o, **slot))
+        return records
+
+
+def output_projection(spec: FamilySpec, layer: torch.nn.Module, n_heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-head output projection ``[H, dv, D]`` and bias ``[D]``, with any post-attention norm gain folded in."""
+    proj = getattr(getattr(layer, spec.attention), spec.out_proj)
+    w_o = spec.heads_of(proj, n_heads).detach()
+    b_o = proj.bias.detach() if getattr(proj, "bias", None) is not None else None
+    if spec.post_attn_norm:
+        gain = spec.post_norm_gain(getattr(layer, spec.post_attn_norm)).detach().float()
+        w_o = w_o.float() * gain
+        b_o = b_o.float() * gain if b_o is not None else None
+    return w_o, b_o
+
+
+_ACTIVE: list[_Recorder] = []
+
+
+def _blocked_eager_attention(query, key, value, attention_mask, scaling, softcap, sliding_window, block=512):
+    """Exact eager-style attention computed a block of query rows at a time (for soft-capped logits,
+    which SDPA cannot do). Batch size 1 or an explicit boolean/additive mask."""
+    bsz, n_heads, q_len, _ = query.shape
+    kv_len = key.shape[2]
+    out = torch.empty(bsz, q_len, n_heads, value.shape[-1], dtype=query.dtype, device=query.device)
+    rep = n_heads // key.shape[1]
+    for b in range(bsz):
+        positions = torch.arange(kv_len - q_len, kv_len, device=query.device)
+        for blk in row_blocks(torch.arange(q_len, device=query.device), block):
+            logits = attention_logits(query[b][:, blk], key[b], positions[blk], scaling, softcap,
+                                      None if attention_mask is not None else sliding_window)
+            if attention_mask is not None:
+                mask = attention_mask[b, :, blk, :kv_len]
+                logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+            probs = torch.softmax(logits, dim=-1).to(value.dtype)  # [H, r, kv]
+            out[b, blk] = torch.einsum("hrk,hkd->rhd", probs, value[b].repeat_interleave(rep, dim=0))
+    return out
+
+
+def flashtrace_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention function registered as ``"ft_record"``: SDPA, plus capture while recording."""
+    softcap = kwargs.get("softcap")
+    sliding_window = kwargs.get("sliding_window")
+    if _ACTIVE:
+        _ACTIVE[-1].capture_attention(module, query, key, value, scaling, softcap, sliding_window)
+    if softcap is not None:
+        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+        return _blocked_eager_attention(query, key, value, attention_mask, scale, softcap, sliding_window), None
+    return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+
+
+AttentionInterface.register(ATTN_IMPLEMENTATION, flashtrace_attention)
+AttentionMaskInterface.register(ATTN_IMPLEMENTATION, sdpa_mask)
+
+
+@contextmanager
+def _recording(spec: FamilySpec, model: torch.nn.Module):
+    recorder = _Recorder(spec, model)
+    recorder.install()
+    _ACTIVE.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _ACTIVE.remove(recorder)
+        recorder.remove()
+
+
+@torch.no_grad()
+def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: bool = False) -> Recording:
+    """Run the model once over `input_ids` (one sequence) and keep every layer's `LayerRecord`.
+
+    `loaded` is a `LoadedModel` (model + spec). Only the last position's logits are computed unless
+    `keep_logits` is set (full logits cost ``N × vocab`` floats).
+    """
+    model, spec = loaded.model, loaded.spec
+    if model.config._attn_implementation != ATTN_IMPLEMENTATION:
+        model.set_attn_implementation(ATTN_IMPLEMENTATION)
+    ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(1, -1).to(loaded.device)
+    if ids.shape[1] == 0:
+        raise ValueError("cannot record an empty sequence")
+    start = time.perf_counter()
+    with _recording(spec, model) as recorder:
+        kwargs = {} if keep_logits else {"logits_to_keep": 1}
+        out = model(input_ids=ids, use_cache=False, **kwargs)
+    seconds = time.perf_counter() - start
+    logits = out.logits[0]
+    return Recording(
+        input_ids=ids[0].cpu(),
+        layers=recorder.layer_records(),
+        forward_seconds=seconds,
+        last_logits=logits[-1].float().cpu(),
+        meta={"logits": logits.float() if keep_logits else None},
+    )

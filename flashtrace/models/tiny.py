@@ -1,0 +1,47 @@
+"""Tiny random-weight models of every supported family, for tests and benchmarks.
+
+Each is built from a config with a fixed seed (a few million parameters, mostly the embedding),
+uses the default model's real tokenizer, and has random non-zero biases and norm gains so that
+every term of the attention decomposition is exercised.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import AutoConfig, AutoModelForCausalLM
+
+_COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=4096)
+
+TINY_CONFIGS: dict[str, dict] = {
+    "llama": dict(_COMMON, attention_bias=True, tie_word_embeddings=True),
+    "mistral": dict(_COMMON, sliding_window=8, tie_word_embeddings=True),
+    "qwen2": dict(_COMMON, tie_word_embeddings=True),
+    "qwen3": dict(_COMMON, head_dim=16, tie_word_embeddings=True),
+    "gemma2": dict(_COMMON, head_dim=16, query_pre_attn_scalar=24, sliding_window=8, attn_logit_softcapping=2.0,
+                   final_logit_softcapping=30.0, layer_types=["sliding_attention", "full_attention"]),
+    "gemma3_text": dict(_COMMON, head_dim=16, query_pre_attn_scalar=24, sliding_window=8,
+                        layer_types=["sliding_attention", "full_attention"]),
+    "phi3": dict(_COMMON, tie_word_embeddings=True),
+    "gpt2": dict(n_embd=64, n_layer=2, n_head=4, n_positions=4096, n_inner=128, tie_word_embeddings=True),
+}
+TINY_ALIASES = {
+    "tiny-llama": "llama", "tiny-mistral": "mistral", "tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3",
+    "tiny-gemma2": "gemma2", "tiny-gemma3": "gemma3_text", "tiny-phi3": "phi3", "tiny-gpt2": "gpt2",
+}
+
+
+def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str = "ft_record"):
+    """A deterministic random-weight causal LM of `model_type` sized for `tokenizer`."""
+    kwargs = dict(TINY_CONFIGS[model_type])
+    ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+               pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    config = AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **ids, **kwargs)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith("bias") or "norm" in name or ".ln_" in name:
+                param.add_(0.1 * torch.randn(param.shape, generator=generator))
+    return model.eval()
