@@ -83,7 +83,9 @@ def load_model(
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights), a local
     folder, or a Hugging Face id. The family is checked before any weights are read."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()
     torch_dtype = _dtype(dtype)
     if name in TINY_ALIASES:
         tokenizer = default_tokenizer()
@@ -94,6 +96,8 @@ def load_model(
     local = Path(source).expanduser()
     offline_hint = (f"'{name}' is neither a local folder nor a model available offline; "
                     f"use the built-in '{DEFAULT_ALIAS}', a tiny-<family> model, or a folder with config.json")
+    if not local.is_dir() and not _hub_reachable(source):
+        raise ModelLoadError(offline_hint + " (the Hugging Face hub cannot be reached)")
     try:
         config = AutoConfig.from_pretrained(str(local) if local.is_dir() else source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as exc:
@@ -111,6 +115,27 @@ def load_model(
         raise ModelLoadError(f"{offline_hint} ({exc.__class__.__name__}: {str(exc).splitlines()[0][:200]})") from None
     loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), DEFAULT_ALIAS if name == DEFAULT_ALIAS else name)
     return loaded if device_map else _place(loaded, device)
+
+
+def _hub_reachable(model_id: str) -> bool:
+    """True when `model_id` is in the local hub cache or the hub answers quickly (no 20 s of retries)."""
+    import os
+    import socket
+
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(model_id, local_files_only=True)
+        return True
+    except (OSError, ValueError):
+        pass
+    if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "TRUE") or "/" in model_id and model_id.startswith((".", "/", "~")):
+        return False
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
 
 
 def _has_safetensors(folder: Path) -> bool | None:

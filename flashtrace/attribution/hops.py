@@ -1,0 +1,62 @@
+"""Recursive attribution through the reasoning chain (METHOD.md §4).
+
+Hop 0 attributes the target span; hop k ≥ 1 re-attributes the mass that hop k-1 left on generated
+tokens (the recursive span G), weighted by that mass. ``ρ_k`` tracks the share of the original
+attribution still on generated tokens; each hop adds ``ρ_{k-1} · a_k`` on observed (prompt)
+positions, so ``final = Σ_k contribution_k`` exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> scores [B, N]
+
+
+@dataclass
+class Hop:
+    k: int
+    weights: torch.Tensor  # [N] target weights of this hop (sum 1)
+    raw: torch.Tensor  # [N] a_k over all positions (stop tokens zeroed)
+    rho: float  # ρ_k: share of the attribution still on generated tokens after this hop
+    contribution: torch.Tensor  # [N] what this hop adds to the final prompt attribution
+
+
+def recursive_hops(
+    aggregate: Aggregator,
+    target: torch.Tensor,  # [N] non-negative weights of the hop-0 target
+    recursive_mask: torch.Tensor,  # [N] bool, the span G re-attributed by later hops
+    observed_mask: torch.Tensor,  # [N] bool, prompt positions that keep their attribution
+    hops: int = 1,
+    stop_mask: torch.Tensor | None = None,  # [N] bool, tokens with weight 0 in targets and scores
+    on_hop: Callable[[int], None] | None = None,
+) -> tuple[list[Hop], torch.Tensor]:
+    """Hops ``0..hops`` (fewer when no mass is left on G) and the final attribution ``[N]``."""
+    keep = (~stop_mask).float() if stop_mask is not None else torch.ones_like(target, dtype=torch.float32)
+    obs = observed_mask.float()
+    weights = target.float() * keep
+    if weights.sum() <= 0:
+        raise ValueError("the target span has no token with positive weight (all stop tokens?)")
+    weights = weights / weights.sum()
+    result: list[Hop] = []
+    final = torch.zeros_like(weights)
+    rho_prev = 1.0
+    for k in range(hops + 1):
+        raw = aggregate(weights[None])[0] * keep
+        total = float(raw.sum())
+        on_g = float(raw[recursive_mask].sum())
+        rho = rho_prev * (on_g / total if total > 0 else 0.0)
+        contribution = raw * obs * rho_prev
+        final += contribution
+        result.append(Hop(k=k, weights=weights, raw=raw, rho=rho, contribution=contribution))
+        if on_hop:
+            on_hop(k)
+        if k == hops or rho <= 0 or on_g <= 0:
+            break
+        weights = raw * recursive_mask.float()
+        weights = weights / weights.sum()
+        rho_prev = rho
+    return result, final

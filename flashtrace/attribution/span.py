@@ -1,0 +1,105 @@
+"""Span-wise aggregation (METHOD.md §3): attribution of a weighted target span in one sweep.
+
+For each layer, with normalised target weights ``w``:
+``Y = Σ_i w_i x_mid[i]``, ``R = Σ_i w_i x_prev[i]``, ``ᾱ[h, j] = Σ_i w_i α[h, i, j]``,
+``p[h, j] = prox(ᾱ[h, j] F[h, j], Y)``, ``e(j) = Σ_h p[h, j] / (Σ p + prox(R, Y))``; score ``= Σ_l e``.
+Many weight vectors (``[B, N]``) share one sweep: attention rows are rebuilt once per layer for the
+union of their target rows. Memory stays linear in N: rows and sources are processed in blocks
+sized from ``budget_bytes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..models.attention import attention_rows
+from ..models.recording import Recording
+from .proximity import proximity
+
+DEFAULT_BUDGET = 256 * 2**20
+
+
+@dataclass
+class SpanAttribution:
+    scores: torch.Tensor  # [B, N] Σ over layers of the normalised importance of each source
+    heads: torch.Tensor | None = None  # [B, L, H] per-head importance (same denominator), if asked
+
+
+def normalise_weights(weights: torch.Tensor | list, n_tokens: int) -> torch.Tensor:
+    """Validate and normalise weight vectors to ``[B, N]`` float32 rows summing to 1."""
+    w = torch.as_tensor(weights, dtype=torch.float32)
+    if w.ndim == 1:
+        w = w[None]
+    if w.ndim != 2 or w.shape[1] != n_tokens:
+        raise ValueError(f"weights must have shape [B, {n_tokens}], got {tuple(w.shape)}")
+    if not torch.isfinite(w).all() or (w < 0).any():
+        raise ValueError("weights must be finite and non-negative")
+    total = w.sum(1, keepdim=True)
+    if (total <= 0).any():
+        raise ValueError("every weight vector needs at least one positive weight (the target span is empty)")
+    return w / total
+
+
+def span_aggregate(
+    recording: Recording,
+    weights: torch.Tensor | list,
+    *,
+    threshold: float | None = None,
+    per_head: bool = False,
+    budget_bytes: int = DEFAULT_BUDGET,
+    on_layer: Callable[[int], None] | None = None,
+) -> SpanAttribution:
+    """Attribution scores ``[B, N]`` for the weight vectors ``[B, N]`` (or ``[N]``) over target positions.
+
+    `threshold` (τ, off by default) zeroes a (head, source) proximity whose share of its layer's total
+    is below τ, then renormalises over what is left. `on_layer(l)` is called after each layer.
+    """
+    n = recording.n_tokens
+    w = normalise_weights(weights, n)
+    n_spans = w.shape[0]
+    rows = torch.nonzero(w.sum(0) > 0).flatten()
+    n_src = int(rows.max()) + 1
+    w_rows = w[:, rows]  # [B, r]
+    scores = torch.zeros(n_spans, n)
+    heads = torch.zeros(n_spans, len(recording.layers), recording.layers[0].n_heads) if per_head else None
+    for l, layer in enumerate(recording.layers):
+        p, r = _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)  # [B, H, n_src], [B]
+        if threshold:
+            share = p / (p.sum((1, 2)) + r).clamp_min(1e-30)[:, None, None]
+            p = torch.where(share < threshold, torch.zeros_like(p), p)
+        denom = (p.sum((1, 2)) + r).clamp_min(1e-30)  # [B]
+        scores[:, :n_src] += p.sum(1) / denom[:, None]
+        if heads is not None:
+            heads[:, l] = p.sum(2) / denom[:, None]
+        if on_layer:
+            on_layer(l)
+    return SpanAttribution(scores=scores, heads=heads)
+
+
+def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
+    """Per-(span, head, source) proximities ``p [B, H, n_src]`` and residual proximity ``r [B]``."""
+    n_spans = w_rows.shape[0]
+    n_heads = layer.n_heads
+    dev = layer.q.device
+    w_rows = w_rows.to(dev)
+    y = w_rows @ layer.x_mid[rows].float()  # [B, D]
+    r = proximity(w_rows @ layer.x_prev[rows].float(), y)  # [B]
+    w_scaled = w_rows * layer.post_scale[rows] if layer.post_scale is not None else w_rows
+    block = max(1, budget_bytes // (4 * n_heads * n_src * 2))
+    abar = torch.zeros(n_spans, n_heads, n_src, device=dev)  # [B, H, n_src]
+    start = 0
+    for blk, probs in attention_rows(layer, rows, block=block):  # probs [H, rb, n_src]
+        abar += torch.einsum("br,hrn->bhn", w_scaled[:, start : start + blk.numel()], probs)
+        start += blk.numel()
+    d_model = y.shape[1]
+    chunk = max(1, budget_bytes // (4 * n_spans * n_heads * d_model * 2))
+    p = torch.empty(n_spans, n_heads, n_src, device=dev)
+    for s in range(0, n_src, chunk):
+        src = slice(s, min(s + chunk, n_src))
+        f = layer.head_values(src)  # [H, c, D]
+        parts = abar[:, :, src, None] * f[None]  # [B, H, c, D]
+        p[:, :, src] = proximity(parts, y[:, None, None, :])
+    return p.cpu(), r.cpu()

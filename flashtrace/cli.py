@@ -1,0 +1,52 @@
+"""The ``flashtrace`` command line. Each subcommand lives in `flashtrace.commands.<name>` and
+provides ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
+                                     "for reasoning language models.")
+    parser.add_argument("--version", action="version", version=f"flashtrace-studio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        cmd = sub.add_parser(info.name.replace("_", "-"), help=module.HELP, description=module.HELP,
+                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args) or EXIT_OK)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"flashtrace {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, ValueError) else EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

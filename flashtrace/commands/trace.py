@@ -1,0 +1,94 @@
+"""``flashtrace trace``: attribute a response to its prompt and print the top prompt tokens."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recursive hops)"
+
+
+def add_arguments(parser) -> None:
+    from ..attribution import METHODS
+    from ..models import MODEL_ALIASES
+
+    parser.add_argument("--model", default="smollm2-135m",
+                        help=f"built-in alias ({', '.join(MODEL_ALIASES)}), local folder or Hugging Face id")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt-file", type=Path, help="file holding the prompt ('-' for standard input)")
+    src.add_argument("--prompt", help="the prompt text itself")
+    resp = parser.add_mutually_exclusive_group()
+    resp.add_argument("--response-file", type=Path, help="file holding the response to teacher-force")
+    resp.add_argument("--response", help="the response text itself")
+    resp.add_argument("--generate", action="store_true", help="let the model generate the response (greedy)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit (with --generate)")
+    parser.add_argument("--target", default="answer",
+                        help="what to explain: answer, response, reasoning, or a token range START:END")
+    parser.add_argument("--hops", type=int, default=1, help="recursive hops through the reasoning (0-8)")
+    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), help="attribution method")
+    parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
+                        help="span re-attributed by hops >= 1")
+    parser.add_argument("--no-stop-tokens", action="store_true",
+                        help="keep punctuation/whitespace tokens in targets and scores")
+    parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="prune (head, source) proximities whose share of the layer is below this (0-1)")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
+    parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    parser.add_argument("--json", type=Path, default=None, help="write the trace as JSON to this file")
+    parser.add_argument("--top", type=int, default=10, help="how many prompt tokens to print")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _read(path: Path | None, text: str | None) -> str | None:
+    if text is not None:
+        return text
+    if path is None:
+        return None
+    return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from ..models import load_model
+    from ..tracing import attribute, prepare, resolve_target
+
+    prompt = _read(args.prompt_file, args.prompt)
+    response = _read(args.response_file, args.response)
+    if response is None and not args.generate:
+        raise ValueError("give --response-file/--response to teacher-force, or --generate")
+    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
+                       chat_template=not args.no_chat_template)
+    resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
+    bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit="step", leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    trace = attribute(prepared, target=args.target, hops=args.hops, method=args.method, recursive=args.recursive,
+                      stop_tokens="none" if args.no_stop_tokens else "default", threshold=args.threshold,
+                      progress=progress if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    _print_summary(trace, args.top)
+    if args.json:
+        trace.save(args.json)
+        print(f"trace written to {args.json}")
+    return 0
+
+
+def _print_summary(trace, top: int) -> None:
+    lo, hi = trace.settings.target
+    target_text = "".join(t.text for t in trace.tokens[lo:hi])
+    print(f"model {trace.model.name} ({trace.model.family}), {trace.n_tokens} tokens, method {trace.settings.method}, "
+          f"hops {trace.settings.hops}")
+    print(f"target tokens {lo}:{hi}: {target_text!r}")
+    print("rho per hop: " + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
+    t = trace.timings
+    print(f"forward {t.get('forward_s', 0):.2f} s, attribution {t.get('attribution_s', 0):.2f} s")
+    print(f"\n{'rank':>4}  {'pos':>5}  {'score':>7}  token")
+    for rank, (pos, text, score) in enumerate(trace.top_prompt_tokens(top), 1):
+        print(f"{rank:>4}  {pos:>5}  {score:>7.4f}  {text!r}")

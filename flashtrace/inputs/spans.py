@@ -1,0 +1,73 @@
+"""Detect the reasoning and answer spans of a response (character ranges into the response text).
+
+Rules, first match wins for the answer: the last ``\\boxed{…}``; the last "Answer:" line; the text
+after ``</think>``; else the last non-empty line. Reasoning is the text inside ``<think>…</think>``
+when present, otherwise everything before the answer line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CharRange = tuple[int, int]
+
+_ANSWER_LINE = re.compile(r"^[ \t*#>-]*(?:final\s+)?answer\s*(?:is)?\s*[:：]\s*(?P<ans>\S.*?)\s*$", re.I | re.M)
+_BOXED = re.compile(r"\\boxed\{")
+
+
+@dataclass(frozen=True)
+class ResponseSpans:
+    reasoning: CharRange | None
+    answer: CharRange | None
+    rule: str  # which rule found the answer
+
+
+def _strip(text: str, start: int, end: int) -> CharRange | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if end > start else None
+
+
+def _last_boxed(text: str, lo: int, hi: int) -> CharRange | None:
+    found = None
+    for match in _BOXED.finditer(text, lo, hi):
+        depth, i = 1, match.end()
+        while i < hi and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        if depth == 0:
+            found = _strip(text, match.end(), i - 1) or found
+    return found
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def detect_spans(response: str) -> ResponseSpans:
+    """Find the reasoning and answer character ranges of `response`."""
+    lo, hi = 0, len(response)
+    think_open, think_close = response.find("<think>"), response.find("</think>")
+    reasoning = None
+    if think_close >= 0:
+        inner_start = think_open + len("<think>") if 0 <= think_open < think_close else 0
+        reasoning = _strip(response, inner_start, think_close)
+        lo = think_close + len("</think>")
+    answer, rule = _last_boxed(response, lo, hi), "boxed"
+    if answer is None:
+        matches = list(_ANSWER_LINE.finditer(response, lo, hi))
+        answer, rule = ((matches[-1].start("ans"), matches[-1].end("ans")) if matches else None), "answer-line"
+    if answer is None and think_close >= 0:
+        answer, rule = _strip(response, lo, hi), "after-think"
+    if answer is None:
+        whole = _strip(response, lo, hi)
+        if whole is None:
+            return ResponseSpans(reasoning, None, "empty")
+        start = _line_start(response, whole[1])
+        answer, rule = _strip(response, start, whole[1]), "last-line"
+    if think_close < 0:
+        reasoning = _strip(response, 0, _line_start(response, answer[0]))
+    return ResponseSpans(reasoning, answer, rule)

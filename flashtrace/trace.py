@@ -1,0 +1,215 @@
+"""The `Trace`: a versioned, JSON-serialisable record of one attribution run.
+
+It is the one object that crosses floors: the CLI, the app, the HTML export and the gallery all read
+it. Loading validates everything (types, lengths, ranges, finite numbers, size limits) and raises
+`TraceValidationError` with a message that names the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+from uuid import uuid4
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SCHEMA_VERSION = 1
+MAX_TOKENS = 200_000
+MAX_HOPS = 8
+MAX_TEXT = 2_000_000
+MAX_FILE_BYTES = 256 * 2**20
+
+Role = Literal["template", "prompt", "reasoning", "answer"]
+TokenRange = tuple[int, int]
+
+
+class TraceValidationError(ValueError):
+    """A trace file or object is malformed; the message names the field and the problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False)
+
+
+class TokenRecord(_Strict):
+    text: str = Field(max_length=1000)
+    role: Role
+    id: int = Field(ge=0)
+    start: int | None = Field(default=None, ge=0)  # character offsets into prompt or response
+    end: int | None = Field(default=None, ge=0)
+
+
+class ModelInfo(_Strict):
+    name: str = Field(max_length=500)
+    family: str = Field(max_length=50)
+    n_layers: int = Field(ge=0)
+    n_heads: int = Field(ge=0)
+    n_kv_heads: int = Field(ge=0)
+    hidden_size: int = Field(ge=0)
+    vocab_size: int = Field(ge=0)
+    n_params: int = Field(ge=0)
+    dtype: str = Field(max_length=20)
+
+
+class Settings(_Strict):
+    method: str = Field(max_length=50)
+    hops: int = Field(ge=0, le=MAX_HOPS)
+    target: TokenRange
+    recursive: Literal["reasoning+answer", "reasoning"] = "reasoning+answer"
+    stop_tokens: Literal["default", "none"] | list[str] = "default"
+    chat_template: bool = True
+    threshold: float | None = Field(default=None, ge=0, le=1)
+
+
+class Spans(_Strict):
+    prompt: TokenRange | None
+    reasoning: TokenRange | None
+    answer: TokenRange | None
+    rule: str = Field(default="", max_length=50)
+
+
+class HopRecord(_Strict):
+    k: int = Field(ge=0, le=MAX_HOPS)
+    rho: float = Field(ge=0, le=1)
+    weights: list[float]
+    raw: list[float]
+    contribution: list[float]
+
+
+class Scores(_Strict):
+    final: list[float]  # over all positions (non-zero on prompt positions only)
+    prompt: list[float]  # final normalised to sum 1 over prompt positions
+
+
+class Trace(_Strict):
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
+    created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    title: str = Field(default="", max_length=500)
+    prompt: str = Field(max_length=MAX_TEXT)
+    response: str = Field(max_length=MAX_TEXT)
+    model: ModelInfo
+    settings: Settings
+    tokens: list[TokenRecord] = Field(max_length=MAX_TOKENS)
+    spans: Spans
+    scores: Scores
+    hops: list[HopRecord] = Field(max_length=MAX_HOPS + 1)
+    timings: dict[str, float] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_first(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema_version" in data and data["schema_version"] != SCHEMA_VERSION:
+            raise ValueError(f"unsupported schema_version {data['schema_version']!r}; this version of FlashTrace "
+                             f"reads version {SCHEMA_VERSION}")
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Trace":
+        n = len(self.tokens)
+        vectors = {"scores.final": self.scores.final, "scores.prompt": self.scores.prompt}
+        for hop in self.hops:
+            vectors.update({f"hops[{hop.k}].{name}": getattr(hop, name) for name in ("weights", "raw", "contribution")})
+        for name, vec in vectors.items():
+            if len(vec) != n:
+                raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
+            if any(v < 0 for v in vec):
+                raise ValueError(f"{name} has negative values")
+        for name in ("prompt", "reasoning", "answer"):
+            rng = getattr(self.spans, name)
+            if rng is not None and not 0 <= rng[0] < rng[1] <= n:
+                raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+        lo, hi = self.settings.target
+        if not 0 <= lo < hi <= n:
+            raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
+        if [h.k for h in self.hops] != list(range(len(self.hops))):
+            raise ValueError("hops must be numbered 0, 1, 2, ... in order")
+        return self
+
+    # --- convenience views -------------------------------------------------------------------------
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def positions(self, *roles: str) -> list[int]:
+        return [i for i, t in enumerate(self.tokens) if t.role in roles]
+
+    def top_prompt_tokens(self, k: int = 10) -> list[tuple[int, str, float]]:
+        """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``."""
+        ranked = sorted(self.positions("prompt"), key=lambda i: -self.scores.prompt[i])
+        return [(i, self.tokens[i].text, self.scores.prompt[i]) for i in ranked[:k]]
+
+    # --- serialisation -----------------------------------------------------------------------------
+    def to_json(self, indent: int | None = None) -> str:
+        return self.model_dump_json(indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Trace":
+        if len(text) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"trace is {len(text)} bytes; the limit is {MAX_FILE_BYTES}")
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            raise TraceValidationError(f"not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Trace":
+        if not isinstance(data, dict):
+            raise TraceValidationError(f"a trace must be a JSON object, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise TraceValidationError(_describe(exc)) from None
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise TraceValidationError(str(exc)) from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically (temporary file + rename): a failed save never leaves a partial file."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(self.to_json())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trace":
+        path = Path(path)
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
+        return cls.from_json(path.read_bytes())
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a trace (numbers must be finite)")
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "trace"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "invalid trace: " + "; ".join(parts) + more
+
+
+def normalised(values: list[float], positions: list[int]) -> list[float]:
+    """`values` restricted to `positions` and scaled to sum 1 (zeros elsewhere)."""
+    out = [0.0] * len(values)
+    total = sum(values[i] for i in positions)
+    if total > 0 and math.isfinite(total):
+        for i in positions:
+            out[i] = values[i] / total
+    return out

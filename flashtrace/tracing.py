@@ -1,0 +1,156 @@
+"""The tracing API: prompt (+ response) → recording → attribution with hops → `Trace`.
+
+`prepare` runs the model's one forward pass; `attribute` can then be called any number of times on
+the same `Prepared` (other targets, hop counts, methods) without running the model again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .attribution import get_method, recursive_hops
+from .inputs import Sequence, build_sequence, detect_spans, is_stop_token
+from .models import LoadedModel, Recording, load_model, record_forward
+from .models.generation import generate_response, prompt_for_generation
+from .trace import HopRecord, ModelInfo, Scores, Settings, Spans, TokenRecord, Trace, normalised
+
+TargetSpec = str | tuple[int, int]
+
+
+@dataclass
+class Prepared:
+    """A tokenised sequence and its recording: everything attributions need."""
+
+    loaded: LoadedModel
+    sequence: Sequence
+    recording: Recording
+    timings: dict
+
+
+def _loaded(model: LoadedModel | str) -> LoadedModel:
+    return load_model(model) if isinstance(model, str) else model
+
+
+def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
+            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True) -> Prepared:
+    """Tokenise prompt + response (or generate the response first) and record one forward pass."""
+    loaded = _loaded(model)
+    timings: dict[str, float] = {}
+    if generate:
+        prompt = prompt_for_generation(loaded.tokenizer, prompt, reasoning_instruction)
+        start = time.perf_counter()
+        prompt_ids = build_sequence(loaded.tokenizer, prompt, "", chat_template).ids
+        response = generate_response(loaded, prompt_ids, max_new_tokens=max_new_tokens)
+        timings["generate_s"] = time.perf_counter() - start
+    if not response or not response.strip():
+        raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
+    recording = record_forward(loaded, sequence.ids)
+    timings["forward_s"] = recording.forward_seconds
+    return Prepared(loaded, sequence, recording, timings)
+
+
+def resolve_target(sequence: Sequence, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None
+                   ) -> tuple[int, int]:
+    """Token range ``[start, end)`` of a target: 'answer', 'response', 'reasoning', 'START:END' or a tuple
+    of token positions, or `target_chars` (character range in the response)."""
+    n = len(sequence)
+    if target_chars is not None:
+        rng = sequence.char_range_to_tokens(target_chars)
+    elif isinstance(target, str) and target in ("answer", "reasoning", "response"):
+        roles = ("reasoning", "answer") if target == "response" else (target,)
+        rng = sequence.token_range(*roles)
+        if rng is None:
+            raise ValueError(f"the response has no {target} span; choose another target or a token range")
+    else:
+        try:
+            lo, hi = (int(x) for x in (target.split(":") if isinstance(target, str) else target))
+        except (ValueError, TypeError):
+            raise ValueError(f"target must be answer, response, reasoning or START:END, got {target!r}") from None
+        rng = (lo, hi)
+    lo, hi = rng
+    if not (0 <= lo < hi <= n):
+        raise ValueError(f"target {lo}:{hi} is outside the sequence of {n} tokens (valid: 0 <= START < END <= {n})")
+    if lo < sequence.response_start:
+        raise ValueError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
+                         f"(tokens {sequence.response_start}..{n - 1})")
+    return lo, hi
+
+
+def stop_mask(sequence: Sequence, stop_tokens: str | list[str] = "default") -> torch.Tensor:
+    """``[N]`` bool: tokens that get weight 0 in targets and scores."""
+    if stop_tokens == "none":
+        return torch.zeros(len(sequence), dtype=torch.bool)
+    if stop_tokens == "default":
+        return torch.tensor([is_stop_token(t.text) for t in sequence.tokens])
+    words = {w.strip() for w in stop_tokens}
+    return torch.tensor([t.text.strip() in words for t in sequence.tokens])
+
+
+def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
+              hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
+              stop_tokens: str | list[str] = "default", threshold: float | None = None, title: str = "",
+              progress: Callable[[int, int], None] | None = None) -> Trace:
+    """Attribute a target span of a prepared sequence; returns a `Trace`.
+
+    `progress(done, total)` is called as work advances (units: layers for flashtrace, rows for IFR).
+    """
+    if not 0 <= hops <= 8:
+        raise ValueError(f"hops must be between 0 and 8, got {hops}")
+    if recursive not in ("reasoning+answer", "reasoning"):
+        raise ValueError("recursive must be 'reasoning+answer' or 'reasoning'")
+    seq, rec = prepared.sequence, prepared.recording
+    spec = get_method(method)
+    lo, hi = resolve_target(seq, target, target_chars)
+    n = len(seq)
+    stops = stop_mask(seq, stop_tokens)
+    target_w = torch.zeros(n)
+    target_w[lo:hi] = 1.0
+    roles = [t.role for t in seq.tokens]
+    g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
+    recursive_mask = torch.tensor([r in g_roles for r in roles])
+    observed = torch.tensor([r in ("template", "prompt") for r in roles])
+    per_hop = len(rec.layers) if spec.progress_unit == "layer" else None
+    total = (hops + 1) * per_hop if per_hop else (hi - lo) + hops * int(recursive_mask.sum())
+    done = [0]
+
+    def tick(k: int) -> None:
+        done[0] += k
+        if progress:
+            progress(done[0], total)
+
+    start = time.perf_counter()
+    aggregate = spec.build(rec, tick=tick, threshold=threshold)
+    hop_list, final = recursive_hops(aggregate, target_w, recursive_mask, observed, hops=hops, stop_mask=stops)
+    seconds = time.perf_counter() - start
+    final_list = final.tolist()
+    return Trace(
+        title=title or seq.prompt.strip().splitlines()[0][:80],
+        prompt=seq.prompt,
+        response=seq.response,
+        model=ModelInfo(**prepared.loaded.info()),
+        settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive,
+                          stop_tokens=stop_tokens, chat_template=seq.chat_template, threshold=threshold),
+        tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
+        spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
+                    answer=seq.token_range("answer"), rule=seq.spans.rule),
+        scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
+        hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
+                        contribution=h.contribution.tolist()) for h in hop_list],
+        timings={**prepared.timings, "attribution_s": seconds},
+    )
+
+
+def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
+          max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
+    """One call: load (if given a name), record, attribute. `options` go to `attribute`."""
+    prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
+                       chat_template=chat_template)
+    return attribute(prepared, **options)
+
+
+__all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans"]

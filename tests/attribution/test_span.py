@@ -1,0 +1,128 @@
+"""Span aggregation against the explicit float64 reference, and its relation to token-wise IFR."""
+
+import pytest
+import torch
+
+from flashtrace.attribution import span_aggregate, tokenwise_aggregate, tokenwise_rows
+from flashtrace.models import record_forward
+from flashtrace.models.recording import LayerRecord, Recording
+from tests.attribution.reference import reference_span_scores
+from tests.conftest import random_ids
+
+
+def random_recording(n=24, n_layers=2, n_heads=4, n_kv=2, d=8, d_model=16, seed=0, softcap=None, window=None,
+                     post_norm=False, bias=False):
+    g = torch.Generator().manual_seed(seed)
+    layers = []
+    for _ in range(n_layers):
+        x_prev = torch.randn(n, d_model, generator=g)
+        layers.append(LayerRecord(
+            x_prev=x_prev, x_mid=x_prev + torch.randn(n, d_model, generator=g),
+            q=torch.randn(n_heads, n, d, generator=g), k=torch.randn(n_kv, n, d, generator=g),
+            v=torch.randn(n_kv, n, d, generator=g), w_o=torch.randn(n_heads, d, d_model, generator=g) / 3,
+            b_o=torch.randn(d_model, generator=g) if bias else None, scaling=d ** -0.5, softcap=softcap,
+            sliding_window=window, post_scale=torch.rand(n, generator=g) + 0.5 if post_norm else None))
+    return Recording(input_ids=torch.arange(n), layers=layers, forward_seconds=0.0)
+
+
+CASES = [dict(), dict(softcap=2.0), dict(window=5), dict(post_norm=True, bias=True), dict(n_kv=4), dict(n_kv=1)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+def test_span_aggregate_matches_reference_on_random_tensors(case):
+    rec = random_recording(**case)
+    g = torch.Generator().manual_seed(7)
+    w = torch.zeros(rec.n_tokens)
+    w[10:20] = torch.rand(10, generator=g)
+    got = span_aggregate(rec, w).scores[0]
+    assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
+
+
+def test_tiny_blocks_give_the_same_answer():
+    """Row blocks and source chunks of size 1 (tiny memory budget) change nothing."""
+    rec = random_recording(window=6, post_norm=True)
+    w = torch.zeros(rec.n_tokens)
+    w[5:] = 1.0
+    big = span_aggregate(rec, w).scores
+    small = span_aggregate(rec, w, budget_bytes=1).scores
+    assert torch.allclose(big, small, atol=1e-6)
+
+
+def test_span_aggregate_matches_reference_on_family_models(tiny):
+    n = 20
+    rec = record_forward(tiny, random_ids(n, seed=11))
+    w = torch.zeros(n)
+    w[12:] = torch.linspace(0.2, 1.0, n - 12)
+    got = span_aggregate(rec, w).scores[0]
+    assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
+
+
+def test_batched_spans_equal_separate_spans():
+    rec = random_recording(seed=3)
+    weights = torch.zeros(3, rec.n_tokens)
+    weights[0, 5:9] = 1
+    weights[1, 12:20] = torch.rand(8)
+    weights[2, 23] = 1
+    batched = span_aggregate(rec, weights).scores
+    for b in range(3):
+        assert torch.allclose(batched[b], span_aggregate(rec, weights[b]).scores[0], atol=1e-6)
+
+
+def test_one_token_span_equals_tokenwise_ifr_exactly():
+    rec = random_recording(seed=4, post_norm=True)
+    for i in (0, 7, 23):
+        onehot = torch.zeros(rec.n_tokens)
+        onehot[i] = 1
+        assert torch.equal(span_aggregate(rec, onehot).scores[0], tokenwise_rows(rec, [i], batched=False)[0])
+
+
+def test_batched_and_rowwise_ifr_agree():
+    rec = random_recording(seed=5)
+    targets = list(range(8, 24))
+    assert torch.allclose(tokenwise_rows(rec, targets, batched=True), tokenwise_rows(rec, targets, batched=False),
+                          atol=1e-6)
+
+
+def test_span_aggregate_is_not_the_sum_of_token_scores():
+    """Proximity is non-additive: aggregating first differs from summing normalised per-token rows."""
+    rec = random_recording(seed=6)
+    w = torch.zeros(rec.n_tokens)
+    w[10:20] = 1
+    span = span_aggregate(rec, w).scores[0]
+    tokenwise = tokenwise_aggregate(rec, w)[0]
+    span_n, tok_n = span / span.sum(), tokenwise / tokenwise.sum()
+    assert (span_n - tok_n).abs().max() > 1e-3
+
+
+def test_scores_are_non_negative_and_causal():
+    rec = random_recording(seed=8)
+    w = torch.zeros(rec.n_tokens)
+    w[4:9] = 1
+    scores = span_aggregate(rec, w).scores[0]
+    assert torch.all(scores >= 0)
+    assert torch.all(scores[9:] == 0)
+    assert scores[:9].sum() > 0
+
+
+def test_per_head_importance_sums_to_the_token_scores():
+    rec = random_recording(seed=9)
+    w = torch.ones(rec.n_tokens)
+    out = span_aggregate(rec, w, per_head=True)
+    assert out.heads.shape == (1, 2, 4)
+    assert torch.allclose(out.heads.sum((1, 2)), out.scores.sum(1), atol=1e-5)
+
+
+def test_threshold_prunes_small_parts_and_renormalises():
+    rec = random_recording(seed=10)
+    w = torch.ones(rec.n_tokens)
+    plain = span_aggregate(rec, w).scores
+    assert torch.equal(span_aggregate(rec, w, threshold=0.0).scores, plain)
+    pruned = span_aggregate(rec, w, threshold=0.02).scores
+    assert (pruned == 0).sum() > (plain == 0).sum()
+    assert torch.all(pruned >= 0)
+
+
+@pytest.mark.parametrize("bad", [torch.zeros(24), -torch.ones(24), torch.full((24,), float("nan")), torch.ones(23)])
+def test_bad_weights_are_refused(bad):
+    with pytest.raises(ValueError):
+        span_aggregate(random_recording(), bad)

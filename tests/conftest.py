@@ -1,0 +1,38 @@
+import functools
+import os
+
+import pytest
+import torch
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+TINY_MODELS = ["tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3",
+               "tiny-phi3", "tiny-gpt2"]
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name: str):
+    from flashtrace.models import load_model
+
+    return load_model(name)
+
+
+@pytest.fixture(params=TINY_MODELS)
+def tiny(request):
+    """Each tiny random-weight family model (cached for the session)."""
+    return _load(request.param)
+
+
+@pytest.fixture
+def tiny_llama():
+    return _load("tiny-llama")
+
+
+@pytest.fixture(scope="session")
+def smollm():
+    return _load("smollm2-135m")
+
+
+def random_ids(n: int, seed: int = 0, vocab: int = 2000) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (n,), generator=g)

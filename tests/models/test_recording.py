@@ -1,0 +1,90 @@
+"""The recording and its decomposition identity, on every supported family."""
+
+import pytest
+import torch
+
+from flashtrace.models import record_forward
+from flashtrace.models.attention import attention_rows
+from tests.conftest import random_ids
+
+N = 48
+
+
+def _eager_attentions(loaded, ids):
+    model = loaded.model
+    model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = model(ids[None], output_attentions=True, use_cache=False)
+    finally:
+        model.set_attn_implementation("ft_record")
+    return out
+
+
+def test_decomposition_reproduces_attention_output(tiny):
+    """Σ_h Σ_j α[h,i,j]·F[h,j] (+ bias), times the sandwich-norm scale, equals x_mid - x_prev."""
+    rec = record_forward(tiny, random_ids(N))
+    for layer in rec.layers:
+        (_, probs), = list(attention_rows(layer, torch.arange(N), block=N))
+        recon = torch.einsum("hij,hjd->id", probs.double(), layer.head_values(slice(0, N)).double())
+        if layer.b_o is not None:
+            recon = recon + layer.b_o.double()
+        if layer.post_scale is not None:
+            recon = recon * layer.post_scale.double()[:, None]
+        actual = layer.attention_output().double()
+        assert ((recon - actual).norm() / actual.norm()).item() < 1e-4
+
+
+def test_tiny_models_exercise_biases(tiny):
+    """Families with biases have non-zero ones, so the identity test covers them."""
+    biases = [p for n, p in tiny.model.named_parameters() if n.endswith("bias") and "attn" in n]
+    if tiny.spec.name in ("qwen2", "llama", "gpt2"):
+        assert biases and all(b.abs().sum() > 0 for b in biases)
+
+
+def test_recomputed_rows_equal_eager_attention(tiny):
+    ids = random_ids(N, seed=1)
+    rec = record_forward(tiny, ids)
+    eager = _eager_attentions(tiny, ids).attentions
+    rows = torch.tensor([0, 3, 17, 30, 47])
+    for layer, att in zip(rec.layers, eager):
+        for blk, probs in attention_rows(layer, rows, block=2):
+            expected = att[0][:, blk, : probs.shape[-1]].float()
+            assert torch.allclose(probs, expected, atol=1e-5)
+            assert torch.all(att[0][:, blk, probs.shape[-1]:] == 0)
+
+
+def test_recording_is_deterministic_and_leaves_logits_unchanged(tiny):
+    ids = random_ids(N, seed=2)
+    a = record_forward(tiny, ids, keep_logits=True)
+    b = record_forward(tiny, ids)
+    for la, lb in zip(a.layers, b.layers):
+        for name in ("x_prev", "x_mid", "q", "k", "v"):
+            assert torch.equal(getattr(la, name), getattr(lb, name))
+    tiny.model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            plain = tiny.model(ids[None], use_cache=False).logits[0]
+    finally:
+        tiny.model.set_attn_implementation("ft_record")
+    assert torch.allclose(a.meta["logits"], plain, atol=1e-5)
+
+
+def test_recording_keeps_no_quadratic_tensor(tiny_llama):
+    n = 256
+    rec = record_forward(tiny_llama, random_ids(n, seed=3))
+    for layer in rec.layers:
+        for name in ("x_prev", "x_mid", "q", "k", "v"):
+            t = getattr(layer, name)
+            assert t.numel() < n * n, f"{name} {tuple(t.shape)} is quadratic in N"
+
+
+def test_sliding_window_is_applied(tiny):
+    """Where a layer has a window, rows far from the start do not see the first tokens."""
+    rec = record_forward(tiny, random_ids(N, seed=4))
+    windowed = [layer for layer in rec.layers if layer.sliding_window]
+    for layer in windowed:
+        (_, probs), = list(attention_rows(layer, torch.tensor([N - 1])))
+        assert torch.all(probs[:, 0, : N - layer.sliding_window] == 0)
+    if tiny.spec.name in ("mistral", "gemma2", "gemma3"):
+        assert windowed

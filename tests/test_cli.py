@@ -1,0 +1,57 @@
+"""The command line, run as a user would from a fresh shell."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from flashtrace.cli import build_parser
+
+
+def run_cli(*args, input=None):
+    return subprocess.run([sys.executable, "-m", "flashtrace.cli", *args], capture_output=True, text=True,
+                          input=input, timeout=300)
+
+
+def test_every_flag_is_documented():
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command").choices
+    assert {"trace", "prepare", "app"} <= set(subparsers)
+    for name, sub in subparsers.items():
+        help_text = sub.format_help()
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"{name} {action.option_strings} has no help"
+                assert action.option_strings[0] in help_text
+
+
+def test_trace_on_a_tiny_model(tmp_path):
+    out = tmp_path / "t.json"
+    prompt = tmp_path / "p.txt"
+    prompt.write_text("Lisa has 2 cats and 3 dogs. How many pets does she have?")
+    res = run_cli("trace", "--model", "tiny-qwen3", "--prompt-file", str(prompt), "--response",
+                  "2 cats and 3 dogs.\nAnswer: 5", "--hops", "2", "--json", str(out), "--top", "4")
+    assert res.returncode == 0, res.stderr
+    assert "rank" in res.stdout and len([l for l in res.stdout.splitlines() if l.strip().startswith(("1 ", "2 ", "3 ", "4 "))]) == 4
+    data = json.loads(out.read_text())
+    assert data["settings"]["hops"] == 2 and data["model"]["family"] == "qwen3"
+
+
+def test_bad_target_exits_2_with_one_line():
+    res = run_cli("trace", "--model", "tiny-llama", "--prompt", "hi there", "--response", "ok", "--target", "0:9999")
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "outside the sequence" in res.stderr
+
+
+def test_missing_response_is_a_usage_error():
+    res = run_cli("trace", "--model", "tiny-llama", "--prompt", "hi there")
+    assert res.returncode == 2 and "--generate" in res.stderr
+
+
+@pytest.mark.slow
+def test_trace_on_the_default_model():
+    res = run_cli("trace", "--prompt", "What is the capital of France?", "--response",
+                  "The capital of France is Paris.", "--target", "response", "--hops", "1")
+    assert res.returncode == 0, res.stderr
+    assert "France" in res.stdout

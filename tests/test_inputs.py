@@ -1,0 +1,70 @@
+"""Span detection and token sequences with roles and character offsets."""
+
+import pytest
+
+from flashtrace.inputs import build_sequence, detect_spans, is_stop_token
+from flashtrace.models.loading import default_tokenizer
+
+
+def _text(response, rng):
+    return response[rng[0]:rng[1]] if rng else None
+
+
+@pytest.mark.parametrize("response, reasoning, answer, rule", [
+    ("<think>x is 3, so y is 4</think>\nThe answer is 4.", "x is 3, so y is 4", "The answer is 4.", "after-think"),
+    ("<think>add them</think> so \\boxed{12} it is", "add them", "12", "boxed"),
+    ("First 2+2=4.\nThen 4*2=8.\nAnswer: 8", "First 2+2=4.\nThen 4*2=8.", "8", "answer-line"),
+    ("We compute \\boxed{\\frac{1}{2}}.", None, "\\frac{1}{2}", "boxed"),
+    ("Step one.\nStep two.\nSo it is Paris.\n", "Step one.\nStep two.", "So it is Paris.", "last-line"),
+    ("Paris.", None, "Paris.", "last-line"),
+])
+def test_detect_spans(response, reasoning, answer, rule):
+    spans = detect_spans(response)
+    assert (_text(response, spans.reasoning), _text(response, spans.answer), spans.rule) == (reasoning, answer, rule)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return default_tokenizer()
+
+
+@pytest.mark.parametrize("chat", [True, False])
+def test_sequence_roles_and_offsets(tok, chat):
+    prompt = "Ünïcödé prompt: café 東京 and   spaces\nnew line"
+    response = "  Think: 東京 is a city.\nAnswer: Tokyo"
+    seq = build_sequence(tok, prompt, response, chat_template=chat)
+    roles = [t.role for t in seq.tokens]
+    order = {"template": 0, "prompt": 0, "reasoning": 1, "answer": 2}
+    assert [order[r] for r in roles] == sorted(order[r] for r in roles)
+    for t in seq.tokens:
+        source = {"prompt": prompt, "response": response}.get(t.source)
+        if source is not None:
+            assert 0 <= t.start <= t.end <= len(source)
+    for source, text in (("prompt", prompt), ("response", response)):
+        spans = [(t.start, t.end) for t in seq.tokens if t.source == source]
+        assert [s for s, _ in spans] == sorted(s for s, _ in spans)  # in text order
+        covered = set()
+        for s, e in spans:  # a multi-byte character split over tokens is covered by each of them
+            covered.update(range(s, e))
+        assert covered == set(range(len(text)))
+    answer = "".join(t.text for t in seq.tokens if t.role == "answer")
+    assert answer.strip() == "Tokyo"
+    if chat:
+        assert roles[0] == "template" and "<|im_start|>" in seq.tokens[0].text
+
+
+def test_labels_come_from_ids_not_retokenisation(tok):
+    seq = build_sequence(tok, "hello  world", "ok")
+    assert [t.text for t in seq.tokens] == [tok.decode([t.id]) for t in seq.tokens]
+    assert tok.decode(seq.ids).endswith("ok")
+
+
+def test_empty_prompt_is_refused(tok):
+    with pytest.raises(ValueError, match="prompt is empty"):
+        build_sequence(tok, "   ", "x")
+
+
+@pytest.mark.parametrize("text, stop", [(" ", True), ("\n\n", True), (".", True), (" ,", True), ("）", True),
+                                        (" the", False), ("4", False), ("a.", False)])
+def test_stop_tokens(text, stop):
+    assert is_stop_token(text) is stop

@@ -1,0 +1,139 @@
+"""End-to-end tracing on tiny models: invariants, targets, the one-forward-pass guarantee, the Trace."""
+
+import json
+import math
+
+import pytest
+import torch
+
+import flashtrace
+from flashtrace import Trace, TraceValidationError
+from flashtrace.tracing import attribute, prepare, resolve_target
+
+PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
+RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"
+
+
+@pytest.fixture
+def prepared(tiny_llama):
+    return prepare(tiny_llama, PROMPT, RESPONSE)
+
+
+@pytest.mark.parametrize("hops", [0, 1, 2, 3, 4])
+def test_trace_invariants(prepared, hops):
+    tr = attribute(prepared, hops=hops)
+    n = tr.n_tokens
+    contrib = torch.tensor([h.contribution for h in tr.hops]).sum(0)
+    assert torch.allclose(torch.tensor(tr.scores.final), contrib, atol=1e-6)
+    assert all(0 <= h.rho <= 1 for h in tr.hops)
+    assert min(tr.scores.final) >= 0 and min(tr.scores.prompt) >= 0
+    assert math.isclose(sum(tr.scores.prompt), 1.0, rel_tol=1e-6)
+    assert len(tr.hops) <= hops + 1 and all(len(h.raw) == n for h in tr.hops)
+    generated = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
+    assert all(tr.scores.final[i] == 0 for i in generated)
+
+
+def test_changing_the_target_changes_the_result(prepared):
+    a = attribute(prepared, target="answer", hops=1)
+    b = attribute(prepared, target="reasoning", hops=1)
+    assert a.settings.target != b.settings.target
+    assert a.scores.prompt != b.scores.prompt
+
+
+def test_one_forward_pass_serves_many_attributions(tiny_llama):
+    calls = []
+    handle = tiny_llama.model.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        prepared = prepare(tiny_llama, PROMPT, RESPONSE)
+        attribute(prepared, hops=2)
+        attribute(prepared, hops=0)
+        attribute(prepared, hops=1, method="ifr", target="response")
+    finally:
+        handle.remove()
+    assert len(calls) == 1
+
+
+def test_targets_resolve(prepared):
+    seq = prepared.sequence
+    assert resolve_target(seq, "answer") == seq.token_range("answer")
+    assert resolve_target(seq, "response") == (seq.response_start, len(seq))
+    assert resolve_target(seq, f"{len(seq) - 2}:{len(seq)}") == (len(seq) - 2, len(seq))
+    lo, hi = resolve_target(seq, target_chars=(0, 3))
+    assert "".join(t.text for t in seq.tokens[lo:hi]).strip() == "Ann"
+    for bad in ("0:5", f"{len(seq)}:{len(seq) + 3}", "5:2", "nonsense"):
+        with pytest.raises(ValueError):
+            resolve_target(seq, bad)
+
+
+def test_ifr_and_flashtrace_agree_on_a_one_token_target(prepared):
+    n = len(prepared.sequence)
+    a = attribute(prepared, target=f"{n - 1}:{n}", hops=0)
+    b = attribute(prepared, target=f"{n - 1}:{n}", hops=0, method="ifr")
+    # IFR row-normalises each row; the shape of the attribution is the same
+    assert torch.allclose(torch.tensor(a.scores.prompt), torch.tensor(b.scores.prompt), atol=1e-6)
+    assert [h.rho for h in a.hops] == pytest.approx([h.rho for h in b.hops], abs=1e-6)
+
+
+def test_stop_tokens_option(prepared):
+    with_stops = attribute(prepared, hops=0, target="response")
+    no_stops = attribute(prepared, hops=0, target="response", stop_tokens="none")
+    period = [i for i, t in enumerate(with_stops.tokens) if t.role == "prompt" and t.text == "."]
+    assert period and all(with_stops.scores.final[i] == 0 for i in period)
+    assert any(no_stops.scores.final[i] > 0 for i in period)
+
+
+def test_progress_is_reported(prepared):
+    seen = []
+    attribute(prepared, hops=1, progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1][0] == seen[-1][1] == 2 * len(prepared.recording.layers)
+
+
+def test_json_round_trip_is_exact(prepared, tmp_path):
+    tr = attribute(prepared, hops=2)
+    again = Trace.from_json(tr.to_json())
+    assert again == tr
+    path = tr.save(tmp_path / "t.json")
+    assert Trace.load(path) == tr
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda d: d.pop("tokens"), "tokens"),
+    (lambda d: d["settings"].__setitem__("hops", "two"), "settings.hops"),
+    (lambda d: d.__setitem__("schema_version", 99), "schema_version"),
+    (lambda d: d["scores"]["final"].pop(), "scores.final"),
+    (lambda d: d["hops"][0].__setitem__("rho", 1.5), "rho"),
+    (lambda d: d["settings"].__setitem__("target", [0, 10**6]), "settings.target"),
+])
+def test_malformed_traces_give_clear_errors(prepared, mutate, needle):
+    data = json.loads(attribute(prepared, hops=1).to_json())
+    mutate(data)
+    with pytest.raises(TraceValidationError, match=needle.replace(".", r"\.")):
+        Trace.from_json(json.dumps(data))
+
+
+def test_nan_and_non_json_are_rejected(prepared):
+    text = attribute(prepared, hops=0).to_json()
+    with pytest.raises(TraceValidationError, match="NaN"):
+        Trace.from_json(text.replace('"rho":', '"rho":NaN,"_x":', 1))
+    with pytest.raises(TraceValidationError, match="JSON"):
+        Trace.from_json("{not json")
+    with pytest.raises(TraceValidationError, match="object"):
+        Trace.from_json("[1, 2]")
+
+
+def test_trace_api_in_one_call(tiny_llama):
+    tr = flashtrace.trace(tiny_llama, PROMPT, RESPONSE, hops=1, target="response")
+    assert tr.settings.hops == 1 and tr.model.family == "llama"
+    assert tr.top_prompt_tokens(3)[0][2] >= tr.top_prompt_tokens(3)[-1][2]
+
+
+def test_empty_response_without_generation_is_refused(tiny_llama):
+    with pytest.raises(ValueError, match="response is empty"):
+        prepare(tiny_llama, PROMPT, "  ")
+
+
+def test_generation_then_trace(tiny_llama):
+    prepared = prepare(tiny_llama, PROMPT, generate=True, max_new_tokens=8)
+    assert prepared.sequence.response and "generate_s" in prepared.timings
+    assert "Answer:" in prepared.sequence.prompt  # the reasoning instruction is part of the traced prompt
+    attribute(prepared, target="response", hops=1)
