@@ -1,0 +1,401 @@
+"""Synthetic evaluation tasks with gold prompt spans, deterministic by seed, no downloads.
+
+Every task returns an `Example`: a prompt, a templated reasoning chain ending in an ``Answer: ...``
+line (teacher-forced, as the paper teacher-forces reasoning from an external model), the answer,
+and the *gold* character ranges of the prompt that the answer depends on.
+
+Tasks (`TASKS`):
+
+- ``needle``: special magic numbers hidden in filler text; variants ``single``, ``multikey``
+  (distractor needles with other keys), ``multivalue`` (several values for one key, all asked),
+  ``multiquery`` (two keys asked). Gold = the queried needle sentences.
+- ``vartrack``: chains of assignments ``VAR X = VAR Y.`` (2 to 10 hops) among distractor chains;
+  asks the value of the chain's last variable. Gold = the chain's statements.
+- ``multihop``: a synthetic knowledge text (people → birth cities → countries → populations); a
+  2-hop question with a letter count, or a 3-hop comparison of two people. Gold = the facts used.
+- ``arithmetic``: a 2-4 step word problem among distractor quantities and filler sentences.
+  Gold = the quantities the answer depends on (the numbers only).
+
+`length` is the approximate prompt length in tokens (about 4 characters per token); the prompt is
+padded with filler (or distractor facts) up to it. `make_example(task, seed)` is reproducible:
+the same arguments always give the same example.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+CharRange = tuple[int, int]
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class Example:
+    """One evaluation example. `gold` holds character ranges ``[start, end)`` into `prompt`."""
+
+    prompt: str
+    response: str
+    answer: str
+    gold: list[CharRange]
+    task: str
+    meta: dict = field(default_factory=dict)
+
+    def gold_texts(self) -> list[str]:
+        return [self.prompt[a:b] for a, b in self.gold]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Builder:
+    """Joins sentences into a prompt while recording the character range of each marked piece."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.marks: dict[str, list[CharRange]] = {}
+
+    def add(self, text: str, mark: str | None = None, sep: str = " ") -> CharRange:
+        if self.parts and sep:
+            self.parts.append(sep)
+            self.size += len(sep)
+        rng = (self.size, self.size + len(text))
+        self.parts.append(text)
+        self.size += len(text)
+        if mark:
+            self.marks.setdefault(mark, []).append(rng)
+        return rng
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+# ---- filler text: varied, digit-free sentences from small word lists ----------------------------
+
+_SUBJECTS = ["The old bridge", "A quiet river", "The morning train", "A tall lighthouse", "The village baker",
+             "A patient gardener", "The north wind", "A small library", "The city market", "A wandering poet",
+             "The mountain road", "A curious child", "The harbour crane", "A painted door", "The evening choir"]
+_VERBS = ["waits beside", "looks over", "drifts past", "leans toward", "hums near", "stands behind",
+          "circles around", "rests under", "glows above", "follows along"]
+_OBJECTS = ["the sleepy square", "a field of barley", "the stone wall", "the silver lake", "a row of lanterns",
+            "the crowded pier", "an empty garden", "the winding stairs", "a wooden fence", "the distant hills",
+            "the open window", "a basket of apples"]
+_TAILS = ["", "", " every autumn", " without a sound", " as the light fades", " on most days", " in the rain"]
+
+
+def filler_sentence(rng: random.Random) -> str:
+    return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
+
+
+def _chars(length: int) -> int:
+    return int(length * CHARS_PER_TOKEN)
+
+
+def _interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
+                filler: Callable[[random.Random], str] = filler_sentence) -> list[tuple[str, str | None]]:
+    """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters."""
+    used = sum(len(t) + 1 for t, _ in items)
+    fill: list[str] = []
+    while used < budget:
+        s = filler(rng)
+        fill.append(s)
+        used += len(s) + 1
+    slots = sorted(rng.sample(range(len(fill) + len(items)), len(items)))
+    out, fi, ii = [], 0, 0
+    for pos in range(len(fill) + len(items)):
+        if ii < len(items) and slots[ii] == pos:
+            out.append(items[ii])
+            ii += 1
+        else:
+            out.append((fill[fi], None))
+            fi += 1
+    return out
+
+
+def _build(header: str, body: list[tuple[str, str | None]], question: str) -> _Builder:
+    b = _Builder()
+    b.add(header)
+    first = True
+    for text, mark in body:
+        b.add(text, mark, sep="\n\n" if first else " ")
+        first = False
+    b.add(question, sep="\n\n")
+    return b
+
+
+# ---- needle -------------------------------------------------------------------------------------
+
+_KEY_A = ["amber", "silent", "crimson", "frozen", "gentle", "hollow", "ivory", "lucky", "misty", "rapid", "velvet",
+          "wild", "golden", "quiet", "bright"]
+_KEY_B = ["falcon", "harbor", "meadow", "lantern", "glacier", "orchid", "compass", "thunder", "willow", "canyon",
+          "pebble", "comet", "saddle", "beacon", "fjord"]
+NEEDLE_VARIANTS = ("single", "multikey", "multivalue", "multiquery")
+
+
+def _needle(seed: int, length: int | None = None, variant: str | None = None, **_) -> Example:
+    rng = random.Random(f"needle:{seed}")
+    variant = variant or NEEDLE_VARIANTS[seed % len(NEEDLE_VARIANTS)]
+    if variant not in NEEDLE_VARIANTS:
+        raise ValueError(f"needle variant must be one of {NEEDLE_VARIANTS}, got {variant!r}")
+    keys = []
+    while len(keys) < 4:
+        k = f"{rng.choice(_KEY_A)}-{rng.choice(_KEY_B)}"
+        if k not in keys:
+            keys.append(k)
+    values = rng.sample(range(1_000_000, 9_999_999), 4)
+    sentence = "One of the special magic numbers for {} is: {}."
+    if variant == "single":
+        needles, asked = [(keys[0], values[0])], [keys[0]]
+    elif variant == "multikey":
+        needles, asked = [(k, v) for k, v in zip(keys, values)], [keys[0]]
+    elif variant == "multivalue":
+        needles, asked = [(keys[0], v) for v in values[:3]], [keys[0]]
+    else:
+        needles, asked = [(keys[0], values[0]), (keys[1], values[1])], keys[:2]
+    rng.shuffle(needles)
+    items = [(sentence.format(k, v), "gold" if k in asked else "distractor") for k, v in needles]
+    body = _interleave(rng, items, _chars(length or 512) - 200)
+    header = "Some special magic numbers are hidden inside the following text. Make sure to memorize them."
+    question = (f"Question: What {'are all the special magic numbers' if variant == 'multivalue' else 'is the special magic number'}"
+                f" for {' and for '.join(asked)} mentioned in the provided text?")
+    b = _build(header, body, question)
+    found = [(k, v) for k, v in needles if k in asked]
+    if variant == "multiquery":
+        found.sort(key=lambda kv: asked.index(kv[0]))
+    answer = ", ".join(str(v) for _, v in found)
+    lines = [f"I look for the special magic number{'s' if len(found) > 1 else ''} for {' and '.join(asked)} in the text."]
+    lines += [f'The text says: "{sentence.format(k, v)}"' for k, v in found]
+    response = "\n".join(lines + [f"Answer: {answer}"])
+    return Example(b.text(), response, answer, b.marks["gold"], "needle",
+                   {"variant": variant, "keys": asked, "distractors": len(b.marks.get("distractor", []))})
+
+
+# ---- variable tracking --------------------------------------------------------------------------
+
+def _var_names(rng: random.Random, n: int) -> list[str]:
+    names: list[str] = []
+    while len(names) < n:
+        name = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(5))
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _vartrack(seed: int, length: int | None = None, hops: int | None = None, distractors: int = 2, **_) -> Example:
+    rng = random.Random(f"vartrack:{seed}")
+    hops = hops if hops is not None else rng.randint(2, 5)
+    if not 2 <= hops <= 10:
+        raise ValueError(f"vartrack hops must be between 2 and 10, got {hops}")
+    chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
+    names = _var_names(rng, sum(chains))
+    values = rng.sample(range(10_000, 99_999), len(chains))
+    statements: list[list[tuple[str, str | None]]] = []
+    chain_vars: list[list[str]] = []
+    pos = 0
+    for c, (size, value) in enumerate(zip(chains, values)):
+        vs = names[pos:pos + size]
+        pos += size
+        chain_vars.append(vs)
+        mark = "gold" if c == 0 else "distractor"
+        statements.append([(f"VAR {vs[0]} = {value}.", mark)]
+                          + [(f"VAR {vs[i]} = VAR {vs[i - 1]}.", mark) for i in range(1, size)])
+    merged: list[tuple[str, str | None]] = []  # random merge keeping each chain in order
+    queues = [list(s) for s in statements]
+    while any(queues):
+        q = rng.choice([q for q in queues if q])
+        merged.append(q.pop(0))
+    body = _interleave(rng, merged, _chars(length or 384) - 160)
+    target = chain_vars[0][-1]
+    header = "Memorize and track the chain(s) of variable assignments hidden in the following text."
+    b = _build(header, body, f"Question: What is the value of VAR {target}?")
+    vs = chain_vars[0]
+    lines = [f"VAR {vs[i]} = VAR {vs[i - 1]}." for i in range(len(vs) - 1, 0, -1)]
+    lines += [f"VAR {vs[0]} = {values[0]}.", f"So VAR {target} = {values[0]}.", f"Answer: {values[0]}"]
+    return Example(b.text(), "\n".join(lines), str(values[0]), b.marks["gold"], "vartrack",
+                   {"hops": hops, "chain": vs, "distractor_chains": distractors})
+
+
+# ---- multi-hop facts ----------------------------------------------------------------------------
+
+_PEOPLE = ["Alric", "Brenna", "Corvin", "Dalia", "Emeric", "Fenna", "Gideon", "Halia", "Ivor", "Jessa", "Kellan",
+           "Liora", "Marek", "Nessa", "Orin", "Pella", "Quill", "Rowena", "Soren", "Tamsin"]
+_CITIES = ["Velmora", "Quenby", "Ashcombe", "Thornwick", "Brisa", "Calder", "Dunmere", "Elvaston", "Farrow",
+           "Glenholt", "Hesket", "Irvale", "Jorwick", "Kestrel", "Lunby", "Marlow"]
+_COUNTRIES = ["Zandoria", "Ostrava", "Pelland", "Kyrenia", "Valdor", "Mirethia", "Tasmor", "Ulvenia", "Norrath",
+              "Belgrast"]
+
+
+def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_) -> Example:
+    rng = random.Random(f"multihop:{seed}")
+    kind = kind or ("count", "compare")[seed % 2]
+    if kind not in ("count", "compare"):
+        raise ValueError(f"multihop kind must be 'count' or 'compare', got {kind!r}")
+    people, cities, countries = rng.sample(_PEOPLE, 12), rng.sample(_CITIES, 10), rng.sample(_COUNTRIES, 6)
+    city_of = {p: rng.choice(cities) for p in people}
+    country_of = {c: rng.choice(countries) for c in cities}
+    pops = dict(zip(countries, rng.sample(range(2, 90), len(countries))))
+    if kind == "compare":  # two people born in different countries
+        p1 = people[0]
+        p2 = next(p for p in people[1:] if country_of[city_of[p]] != country_of[city_of[p1]])
+        asked = [p1, p2]
+    else:
+        asked = [people[0]]
+    born = {p: f"{p} was born in {city_of[p]}." for p in people}
+    located = {c: f"{c} is a city in {country_of[c]}." for c in cities}
+    pop = {k: f"{k} has a population of {pops[k]} million." for k in countries}
+    needed = set()
+    for p in asked:
+        needed |= {born[p], located[city_of[p]]}
+        if kind == "compare":
+            needed.add(pop[country_of[city_of[p]]])
+    facts = list(dict.fromkeys([*born.values(), *located.values(), *pop.values()]))
+    rng.shuffle(facts)
+    budget = _chars(length or 256) - 200
+    items, used = [], 0
+    for f in facts:  # needed facts always, distractor facts while they fit
+        if f in needed or used + len(f) < budget:
+            items.append((f, "gold" if f in needed else "distractor"))
+            used += len(f) + 1
+    body = _interleave(rng, items, budget)
+    header = "Read the following facts about people, cities and countries."
+    if kind == "count":
+        p = asked[0]
+        country = country_of[city_of[p]]
+        question = f"Question: How many letters are in the name of the country where {p} was born?"
+        answer = str(len(country))
+        lines = [born[p], located[city_of[p]], f"The name {country} has {answer} letters."]
+    else:
+        lines, best = [], max(asked, key=lambda q: pops[country_of[city_of[q]]])
+        for q in asked:
+            lines += [born[q], located[city_of[q]], pop[country_of[city_of[q]]]]
+        question = (f"Question: Who was born in the country with the larger population, {asked[0]} or {asked[1]}?")
+        a, c = (pops[country_of[city_of[q]]] for q in asked)
+        lines.append(f"{max(a, c)} million is more than {min(a, c)} million, so the answer is {best}.")
+        answer = best
+    b = _build(header, body, question)
+    return Example(b.text(), "\n".join(lines + [f"Answer: {answer}"]), answer, b.marks["gold"], "multihop",
+                   {"kind": kind, "people": asked, "hops": 2 if kind == "count" else 3})
+
+
+# ---- arithmetic word problems -------------------------------------------------------------------
+
+_NAMES = ["Ann", "Ben", "Cleo", "Dev", "Eli", "Faye", "Gus", "Hana", "Ivan", "Jade", "Kofi", "Lena"]
+_ITEMS = ["apples", "marbles", "stickers", "pencils", "cookies", "stamps", "shells", "coins"]
+_DISTRACT = ["The shop down the street sells {} kinds of bread.", "Their neighbour keeps {} goldfish in a pond.",
+             "The bus to school takes {} minutes.", "The park has {} benches along the path.",
+             "Their cousin is {} years old.", "The library closes after {} visitors on Sundays."]
+
+
+def _arithmetic(seed: int, length: int | None = None, steps: int | None = None, **_) -> Example:
+    rng = random.Random(f"arithmetic:{seed}")
+    steps = steps if steps is not None else rng.randint(2, 4)
+    if not 2 <= steps <= 4:
+        raise ValueError(f"arithmetic steps must be between 2 and 4, got {steps}")
+    name, friend = rng.sample(_NAMES, 2)
+    item = rng.choice(_ITEMS)
+    total = rng.randint(10, 40)
+    sentences: list[list[tuple[str, str | None]]] = [[(f"{name} has ", None), (str(total), "gold"), (f" {item}.", None)]]
+    work = []
+    for _ in range(steps - 1):
+        op = rng.choice(["buy", "give", "boxes"] if total > 12 else ["buy", "boxes"])
+        if op == "buy":
+            n = rng.randint(3, 25)
+            parts = [("Then they buy ", None), (str(n), "gold"), (f" more {item}.", None)]
+            work.append(f"{total} + {n} = {total + n}.")
+            total += n
+        elif op == "give":
+            n = rng.randint(2, total - 5)
+            parts = [("They give ", None), (str(n), "gold"), (f" {item} to {friend}.", None)]
+            work.append(f"{total} - {n} = {total - n}.")
+            total -= n
+        else:
+            n, each = rng.randint(2, 5), rng.randint(2, 9)
+            parts = [("They receive ", None), (str(n), "gold"), (" boxes with ", None), (str(each), "gold"),
+                     (f" {item} in each box.", None)]
+            work.append(f"{n} x {each} = {n * each}, and {total} + {n * each} = {total + n * each}.")
+            total += n * each
+        sentences.append(parts)
+    distract = [[(t.format(rng.randint(3, 60)), None)] for t in rng.sample(_DISTRACT, 3)]
+    story = sentences + distract
+    order = sorted(range(len(story)), key=lambda i: (i if i < len(sentences) else rng.uniform(0, len(sentences))))
+    b = _Builder()
+    b.add("Solve the word problem in the text below.")
+    first = True
+    filler_budget = _chars(length or 200) - 250
+    fill_rng = random.Random(f"arithmetic-fill:{seed}")
+    for i in order:
+        sep = "\n\n" if first else " "
+        first = False
+        if filler_budget > 0 and fill_rng.random() < 0.5:
+            s = filler_sentence(fill_rng)
+            b.add(s, sep=sep)
+            sep, filler_budget = " ", filler_budget - len(s)
+        for j, (text, mark) in enumerate(story[i]):
+            b.add(text, mark, sep=sep if j == 0 else "")
+    while filler_budget > 0:
+        s = filler_sentence(fill_rng)
+        b.add(s)
+        filler_budget -= len(s) + 1
+    b.add(f"Question: How many {item} does {name} have now?", sep="\n\n")
+    response = "\n".join([f"{name} starts with {sentences[0][1][0]} {item}."] + work + [f"Answer: {total}"])
+    return Example(b.text(), response, str(total), b.marks["gold"], "arithmetic", {"steps": steps, "item": item})
+
+
+TASKS: dict[str, Callable[..., Example]] = {
+    "needle": _needle,
+    "vartrack": _vartrack,
+    "multihop": _multihop,
+    "arithmetic": _arithmetic,
+}
+
+
+def make_example(task: str, seed: int, length: int | None = None, **options) -> Example:
+    """Build example `seed` of `task` ("needle", "vartrack", "multihop", "arithmetic").
+
+    `length`: approximate prompt length in tokens (task default when None). Task options: needle
+    ``variant``; vartrack ``hops`` (2-10), ``distractors``; multihop ``kind`` ("count"/"compare");
+    arithmetic ``steps`` (2-4). Unset options vary with the seed.
+    """
+    try:
+        build = TASKS[task]
+    except KeyError:
+        raise ValueError(f"unknown task '{task}'; available: {', '.join(TASKS)}") from None
+    return build(seed, length=length, **options)
+
+
+def load_jsonl(path: str | Path) -> list[Example]:
+    """Read user examples, one JSON object per line: ``prompt``, ``response`` (required), optional
+    ``answer``, ``gold`` (list of ``[start, end]`` character ranges in the prompt) or ``gold_text``
+    (list of prompt substrings; the first occurrence of each is used), ``task`` and ``meta``."""
+    examples = []
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        prompt, response = row.get("prompt"), row.get("response")
+        if not isinstance(prompt, str) or not isinstance(response, str) or not prompt.strip() or not response.strip():
+            raise ValueError(f"{path}:{lineno}: 'prompt' and 'response' must be non-empty strings")
+        gold = [tuple(int(x) for x in g) for g in row.get("gold", [])]
+        for text in row.get("gold_text", []):
+            at = prompt.find(text)
+            if at < 0:
+                raise ValueError(f"{path}:{lineno}: gold_text {text[:40]!r} is not in the prompt")
+            gold.append((at, at + len(text)))
+        for a, b in gold:
+            if not 0 <= a < b <= len(prompt):
+                raise ValueError(f"{path}:{lineno}: gold range {a}:{b} is outside the prompt (0..{len(prompt)})")
+        examples.append(Example(prompt, response, str(row.get("answer", "")), gold, str(row.get("task", "jsonl")),
+                                dict(row.get("meta", {}), line=lineno)))
+    if not examples:
+        raise ValueError(f"{path}: no examples")
+    return examples
+
+
+__all__ = ["Example", "TASKS", "NEEDLE_VARIANTS", "make_example", "load_jsonl", "filler_sentence"]

@@ -1,0 +1,132 @@
+"""Task generators: gold spans at the stated offsets, answers that follow from the prompt, reproducible seeds."""
+
+import json
+import re
+
+import pytest
+
+from flashtrace.evaluate.tasks import NEEDLE_VARIANTS, TASKS, load_jsonl, make_example
+from flashtrace.inputs import detect_spans
+
+SEEDS = range(12)
+
+
+def _solve_needle(ex):
+    keys = re.search(r"for (.+) mentioned", ex.prompt).group(1).split(" and for ")
+    found = {k: re.findall(rf"magic numbers for {re.escape(k)} is: (\d+)\.", ex.prompt) for k in keys}
+    return ", ".join(v for k in keys for v in found[k])
+
+
+def _solve_vartrack(ex):
+    var = re.search(r"value of VAR (\w+)\?", ex.prompt).group(1)
+    assign = dict(re.findall(r"VAR (\w+) = (?:VAR )?(\w+)\.", ex.prompt))
+    hops = 0
+    while not assign[var].isdigit():
+        var, hops = assign[var], hops + 1
+    assert hops == ex.meta["hops"]
+    return assign[var]
+
+
+def _solve_multihop(ex):
+    city = dict(re.findall(r"(\w+) was born in (\w+)\.", ex.prompt))
+    country = dict(re.findall(r"(\w+) is a city in (\w+)\.", ex.prompt))
+    pop = {k: int(v) for k, v in re.findall(r"(\w+) has a population of (\d+) million", ex.prompt)}
+    m = re.search(r"country where (\w+) was born", ex.prompt)
+    if m:
+        return str(len(country[city[m.group(1)]]))
+    a, b = re.search(r"population, (\w+) or (\w+)\?", ex.prompt).groups()
+    return max((a, b), key=lambda p: pop[country[city[p]]])
+
+
+def _solve_arithmetic(ex):
+    name = re.search(r"does (\w+) have now", ex.prompt).group(1)
+    total = int(re.search(rf"{name} has (\d+) ", ex.prompt).group(1))
+    for m in re.finditer(r"buy (\d+) more|give (\d+) |receive (\d+) boxes with (\d+)", ex.prompt):
+        buy, give, boxes, each = m.groups()
+        total += int(buy) if buy else -int(give) if give else int(boxes) * int(each)
+    return str(total)
+
+
+SOLVERS = {"needle": _solve_needle, "vartrack": _solve_vartrack, "multihop": _solve_multihop,
+           "arithmetic": _solve_arithmetic}
+
+
+def test_task_names():
+    assert set(TASKS) == {"needle", "vartrack", "multihop", "arithmetic"}
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_answer_follows_from_prompt(task):
+    for seed in SEEDS:
+        ex = make_example(task, seed, length=300)
+        assert SOLVERS[task](ex) == ex.answer, (task, seed)
+        spans = detect_spans(ex.response)
+        assert ex.response[slice(*spans.answer)] == ex.answer
+        assert spans.reasoning is not None
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_gold_spans_in_prompt(task):
+    for seed in SEEDS:
+        ex = make_example(task, seed, length=300)
+        assert ex.gold and ex.task == task
+        for (a, b), text in zip(ex.gold, ex.gold_texts()):
+            assert 0 <= a < b <= len(ex.prompt) and text == ex.prompt[a:b] and text.strip() == text
+        joined = " ".join(ex.gold_texts())
+        if task == "needle":
+            for value in ex.answer.split(", "):
+                assert value in joined
+            assert all(k in joined for k in ex.meta["keys"])
+        elif task == "vartrack":
+            assert len(ex.gold) == ex.meta["hops"] + 1 and ex.answer in joined
+            assert all(f"VAR {v} " in joined for v in ex.meta["chain"])
+        elif task == "multihop":
+            assert len(ex.gold) == (2 if ex.meta["kind"] == "count" else 6)
+            assert all(p in joined for p in ex.meta["people"])
+        else:
+            assert all(t.isdigit() for t in ex.gold_texts())
+            assert ex.response.splitlines()[0].split(" starts with ")[1].split()[0] == ex.gold_texts()[0]
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_seeds_reproduce_and_differ(task):
+    a, b, c = make_example(task, 3, length=300), make_example(task, 3, length=300), make_example(task, 4, length=300)
+    assert a == b
+    assert a.prompt != c.prompt
+
+
+@pytest.mark.parametrize("length", [256, 1024, 4096])
+def test_length_scales(length):
+    ex = make_example("needle", 0, length=length)
+    assert 0.6 * length < len(ex.prompt) / 4 < 1.3 * length
+
+
+def test_options_and_errors():
+    for v in NEEDLE_VARIANTS:
+        ex = make_example("needle", 0, variant=v)
+        assert ex.meta["variant"] == v
+        assert len(ex.gold) == {"single": 1, "multikey": 1, "multivalue": 3, "multiquery": 2}[v]
+    assert make_example("vartrack", 0, hops=10).meta["hops"] == 10
+    assert make_example("arithmetic", 1, steps=4).meta["steps"] == 4
+    assert make_example("multihop", 0, kind="compare").meta["kind"] == "compare"
+    with pytest.raises(ValueError, match="unknown task"):
+        make_example("nope", 0)
+    with pytest.raises(ValueError, match="hops"):
+        make_example("vartrack", 0, hops=11)
+
+
+def test_load_jsonl(tmp_path):
+    path = tmp_path / "ex.jsonl"
+    rows = [{"prompt": "Paris is in France. Rome is in Italy. Where is Rome?", "response": "Answer: Italy",
+             "gold_text": ["Rome is in Italy."]},
+            {"prompt": "abc def", "response": "x\nAnswer: y", "gold": [[4, 7]], "answer": "y"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    exs = load_jsonl(path)
+    assert exs[0].gold_texts() == ["Rome is in Italy."] and exs[0].task == "jsonl"
+    assert exs[1].gold_texts() == ["def"] and exs[1].answer == "y"
+    path.write_text(json.dumps({"prompt": "abc", "response": "r", "gold": [[0, 9]]}))
+    with pytest.raises(ValueError, match="outside the prompt"):
+        load_jsonl(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_jsonl(path)
