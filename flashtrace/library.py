@@ -1,0 +1,175 @@
+"""The trace library: saved traces as JSON files in one folder.
+
+List, search, open, save, rename, delete, import and export. Names are sanitised (letters, digits,
+``.``, ``_``, ``-``; never a path), every write is atomic (`Trace.save`), and a file that does not load
+is listed as unreadable with the reason instead of breaking the listing.
+The folder is ``$FLASHTRACE_LIBRARY`` or the user data directory's ``flashtrace/library``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from .trace import MAX_FILE_BYTES, Trace, TraceValidationError
+
+LIBRARY_ENV = "FLASHTRACE_LIBRARY"
+MAX_NAME = 80
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class LibraryError(ValueError):
+    """A library operation cannot be done (unknown name, name taken, bad import); the message says why."""
+
+
+def default_root() -> Path:
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("flashtrace") / "library"
+
+
+def sanitize_name(name: str) -> str:
+    """A safe file stem: ASCII letters, digits, ``.``, ``_`` and ``-`` only, no leading dot, at most
+    80 characters; anything else becomes ``-``. Empty input gives ``trace``."""
+    text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode("ascii")
+    text = _UNSAFE.sub("-", text.strip())
+    text = re.sub(r"-{2,}", "-", text).strip(".-_")[:MAX_NAME].strip(".-_")
+    return text or "trace"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file in the library. `error` is set (and the trace fields are empty) when it does not load."""
+
+    name: str
+    path: Path
+    size: int
+    modified: float
+    title: str = ""
+    model: str = ""
+    n_tokens: int = 0
+    hops: int = 0
+    method: str = ""
+    created: str = ""
+    prompt_head: str = ""
+    error: str | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.error is None
+
+    def matches(self, query: str) -> bool:
+        words = query.lower().split()
+        haystack = " ".join((self.name, self.title, self.model, self.method, self.prompt_head)).lower()
+        return all(w in haystack for w in words)
+
+
+_ENTRY_CACHE: dict[Path, tuple[tuple[int, int], Entry]] = {}
+
+
+def _entry(path: Path) -> Entry:
+    stat = path.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _ENTRY_CACHE.get(path)
+    if cached and cached[0] == key:
+        return cached[1]
+    base = dict(name=path.stem, path=path, size=stat.st_size, modified=stat.st_mtime)
+    try:
+        tr = Trace.load(path)
+        entry = Entry(**base, title=tr.title, model=tr.model.name, n_tokens=tr.n_tokens, hops=tr.settings.hops,
+                      method=tr.settings.method, created=tr.created, prompt_head=tr.prompt[:200])
+    except (TraceValidationError, OSError, UnicodeDecodeError) as exc:
+        entry = Entry(**base, error=str(exc)[:300] or type(exc).__name__)
+    _ENTRY_CACHE[path] = (key, entry)
+    return entry
+
+
+class Library:
+    """Saved traces in `root` (created on first write)."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root).expanduser() if root is not None else default_root()
+
+    def path(self, name: str) -> Path:
+        """The file of `name`; refuses anything that is not already a sanitised name."""
+        if not name or sanitize_name(name) != name:
+            raise LibraryError(f"invalid trace name {name!r}: use letters, digits, '.', '_' and '-' only")
+        return self.root / f"{name}.json"
+
+    def entries(self) -> list[Entry]:
+        """All files, newest first; unreadable ones included with their `error`."""
+        if not self.root.is_dir():
+            return []
+        files = [p for p in self.root.glob("*.json") if p.is_file() and not p.name.startswith(".")]
+        found = []
+        for p in files:
+            try:
+                found.append(_entry(p))
+            except OSError:  # removed while listing
+                continue
+        return sorted(found, key=lambda e: (-e.modified, e.name))
+
+    def search(self, query: str) -> list[Entry]:
+        """Entries whose name, title, model, method or prompt contain every word of `query`."""
+        return [e for e in self.entries() if e.matches(query)] if query.strip() else self.entries()
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def open(self, name: str) -> Trace:
+        path = self.path(name)
+        if not path.is_file():
+            raise LibraryError(f"no trace named '{name}' in the library")
+        return Trace.load(path)
+
+    def unique_name(self, wanted: str) -> str:
+        base = sanitize_name(wanted)
+        name, i = base, 2
+        while self.path(name).exists():
+            suffix = f"-{i}"
+            name, i = base[: MAX_NAME - len(suffix)] + suffix, i + 1
+        return name
+
+    def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
+        """Write `trace` atomically; returns the name used (made unique unless `overwrite`)."""
+        wanted = name or trace.title or trace.id
+        name = sanitize_name(wanted) if overwrite else self.unique_name(wanted)
+        trace.save(self.path(name))
+        return name
+
+    def rename(self, old: str, new: str) -> str:
+        src, new = self.path(old), sanitize_name(new)
+        if not src.is_file():
+            raise LibraryError(f"no trace named '{old}' in the library")
+        if new == old:
+            return old
+        dst = self.path(new)
+        if dst.exists():
+            raise LibraryError(f"a trace named '{new}' already exists")
+        os.replace(src, dst)
+        _ENTRY_CACHE.pop(src, None)
+        return new
+
+    def delete(self, name: str) -> None:
+        path = self.path(name)
+        if not path.is_file():
+            raise LibraryError(f"no trace named '{name}' in the library")
+        path.unlink()
+        _ENTRY_CACHE.pop(path, None)
+
+    def import_json(self, data: bytes | str, name: str | None = None) -> str:
+        """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""
+        if len(data) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"file is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
+        trace = Trace.from_json(data)
+        return self.save(trace, name)
+
+    def export_json(self, name: str) -> bytes:
+        """The trace's JSON, validated (a corrupted file raises instead of being passed on)."""
+        return self.open(name).to_json(indent=1).encode("utf-8")

@@ -1,0 +1,89 @@
+"""The token heatmap (Plotly): every token a cell in reading order, coloured by the view's value, with
+hover details; and the top-k table rows for the same view."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from ..trace import Trace
+from .colors import PROMPT_SCALE, REASONING_SCALE, TEMPLATE_SCALE
+from .tokens import class_maxima, token_class, token_grid, view_values, visible_label
+
+ROW_PX = 24
+_CLASSES = (("prompt", "prompt", PROMPT_SCALE), ("generated", "reasoning + answer", REASONING_SCALE),
+            ("template", "chat template", TEMPLATE_SCALE))
+
+
+def _hover(i: int, tok, target: tuple[int, int]) -> list:
+    mark = " · target" if target[0] <= i < target[1] else ""
+    return [i, html.escape(repr(tok.text)), tok.role + mark]
+
+
+def token_heatmap(trace: Trace, hop: int | None = None, width: int = 20, title: str | None = None) -> go.Figure:
+    """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share).
+
+    One heatmap trace per colour class (named ``prompt``, ``generated``, ``template``); each trace's
+    ``z[row][col]`` is the value of the token at that cell (None where another class sits), so the
+    figure data is exactly `view_values(trace, hop)` laid out by `token_grid`.
+    """
+    values = view_values(trace, hop)
+    cells = token_grid(trace, width)
+    n_rows = (cells[-1][0] + 1) if cells else 0
+    top = class_maxima(trace, values)
+    target = trace.settings.target
+    fig = go.Figure()
+    for bar_index, (cls, label, scale) in enumerate(_CLASSES):
+        z = [[None] * width for _ in range(n_rows)]
+        text = [[""] * width for _ in range(n_rows)]
+        custom = [[None] * width for _ in range(n_rows)]
+        present = False
+        for i, ((r, c), tok) in enumerate(zip(cells, trace.tokens)):
+            if token_class(tok.role) != cls:
+                continue
+            present = True
+            z[r][c] = values[i]
+            text[r][c] = html.escape(visible_label(tok.text))
+            custom[r][c] = _hover(i, tok, target)
+        if not present:
+            continue
+        fig.add_trace(go.Heatmap(
+            z=z, text=text, customdata=custom, name=cls, texttemplate="%{text}", textfont={"size": 11},
+            colorscale=scale, zmin=0.0, zmax=top[cls] or 1.0, xgap=1, ygap=1, hoverongaps=False,
+            showscale=cls != "template",
+            colorbar={"title": {"text": label, "side": "right"}, "x": 1.0 + 0.09 * bar_index, "len": 0.9,
+                      "thickness": 12},
+            hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
+                          "score %{z:.4g}<extra></extra>"))
+    first_in_row = {}
+    for i, (r, _c) in enumerate(cells):
+        first_in_row.setdefault(r, i)
+    view = "combined (final prompt attribution)" if hop is None else f"hop {hop} (share of the hop's mass)"
+    fig.update_layout(
+        title={"text": title if title is not None else view, "font": {"size": 14}},
+        height=max(160, n_rows * ROW_PX + 70), margin={"l": 50, "r": 10, "t": 40, "b": 10},
+        xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
+        yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),
+               "ticktext": [f"#{p}" for p in first_in_row.values()], "tickfont": {"size": 9}, "fixedrange": True},
+        meta={"view": "token_heatmap", "hop": hop, "width": width},
+    )
+    return fig
+
+
+def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:
+    """Read back each token's value from a `token_heatmap` figure (for tests and the HTML export)."""
+    width = fig.layout.meta["width"]
+    cells = token_grid(trace, width)
+    by_class = {t.name: t.z for t in fig.data}
+    return [by_class[token_class(tok.role)][r][c] for (r, c), tok in zip(cells, trace.tokens)]
+
+
+def top_tokens(trace: Trace, hop: int | None = None, k: int = 10) -> list[dict]:
+    """The `k` highest positions of the view: prompt tokens for the combined view, prompt and generated
+    tokens for a hop. Rows: rank, position, token (visible whitespace, unescaped), role, score."""
+    values = view_values(trace, hop)
+    roles = ("prompt",) if hop is None else ("prompt", "reasoning", "answer")
+    ranked = sorted(trace.positions(*roles), key=lambda i: -values[i])[:k]
+    return [{"rank": r, "position": i, "token": visible_label(trace.tokens[i].text, 40), "role": trace.tokens[i].role,
+             "score": values[i]} for r, i in enumerate(ranked, 1)]

@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from flashtrace.viz import heatmap_values, token_grid, token_heatmap, top_tokens, view_values, visible_label
+
+
+def test_combined_view_is_the_normalised_prompt_scores(small_trace):
+    values = view_values(small_trace)
+    assert values == small_trace.scores.prompt
+    assert sum(values) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("hop", [0, 1, 2])
+def test_hop_view_is_the_hop_mass_share(small_trace, hop):
+    raw = small_trace.hops[hop].raw
+    assert view_values(small_trace, hop) == pytest.approx([v / sum(raw) for v in raw])
+
+
+def test_unknown_hop_is_refused(small_trace):
+    with pytest.raises(ValueError, match="hop 3"):
+        view_values(small_trace, 3)
+
+
+@pytest.mark.parametrize("hop", [None, 0, 2])
+def test_heatmap_cells_hold_exactly_the_view_values(small_trace, hop):
+    fig = token_heatmap(small_trace, hop=hop, width=7)
+    assert heatmap_values(fig, small_trace) == view_values(small_trace, hop)
+    names = {t.name for t in fig.data}
+    assert names == {"prompt", "generated", "template"}
+    # the figure survives JSON and the numbers are still there, unencoded
+    spec = json.loads(fig.to_json())
+    prompt_z = [v for row in next(t for t in spec["data"] if t["name"] == "prompt")["z"] for v in row if v is not None]
+    assert sorted(prompt_z) == pytest.approx(sorted(view_values(small_trace, hop)[i]
+                                                    for i in small_trace.positions("prompt")))
+
+
+def test_hop_changes_the_figure_data(small_trace):
+    a, b = (heatmap_values(token_heatmap(small_trace, hop=h), small_trace) for h in (0, 1))
+    assert a != b
+
+
+def test_grid_breaks_rows_at_newlines_roles_and_width(small_trace):
+    cells = token_grid(small_trace, width=5)
+    assert len(set(cells)) == len(cells)
+    assert all(c < 5 for _r, c in cells)
+    for i in range(1, small_trace.n_tokens):
+        prev, tok = small_trace.tokens[i - 1], small_trace.tokens[i]
+        if "\n" in prev.text or prev.role != tok.role:
+            assert cells[i] == (cells[i - 1][0] + 1, 0)
+        else:
+            assert cells[i][0] in (cells[i - 1][0], cells[i - 1][0] + 1)
+
+
+def test_token_text_in_the_figure_is_escaped(small_trace):
+    spec = token_heatmap(small_trace).to_json()
+    assert "<script>" not in spec and "&lt;" in spec
+
+
+def test_visible_whitespace_labels():
+    assert visible_label(" ") == "·"
+    assert visible_label("\n\n") == "↵↵"
+    assert visible_label("a\nb") == "a↵b"
+    assert visible_label("abcdefghijklmnop", 6) == "abcde…"
+    assert visible_label("") == "∅"
+
+
+def test_top_tokens_rank_prompt_tokens_by_score(small_trace):
+    rows = top_tokens(small_trace, None, k=5)
+    assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
+    assert all(r["role"] == "prompt" for r in rows)
+    assert [r["position"] for r in rows] == [p for p, _t, _s in small_trace.top_prompt_tokens(5)]
+    hop_rows = top_tokens(small_trace, 1, k=100)
+    scores = [r["score"] for r in hop_rows]
+    assert scores == sorted(scores, reverse=True)
+    assert {r["role"] for r in hop_rows} >= {"prompt", "reasoning"}
