@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from ..models.attention import attention_rows
+from ..models.attention import aggregate_attention
 from ..models.recording import Recording
 from .proximity import proximity
 
@@ -81,25 +81,26 @@ def span_aggregate(
 
 def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
     """Per-(span, head, source) proximities ``p [B, H, n_src]`` and residual proximity ``r [B]``."""
-    n_spans = w_rows.shape[0]
-    n_heads = layer.n_heads
+    n_spans, n_heads = w_rows.shape[0], layer.n_heads
     dev = layer.q.device
     w_rows = w_rows.to(dev)
     y = w_rows @ layer.x_mid[rows].float()  # [B, D]
     r = proximity(w_rows @ layer.x_prev[rows].float(), y)  # [B]
-    w_scaled = w_rows * layer.post_scale[rows] if layer.post_scale is not None else w_rows
-    block = max(1, budget_bytes // (4 * n_heads * n_src * 2))
-    abar = torch.zeros(n_spans, n_heads, n_src, device=dev)  # [B, H, n_src]
-    start = 0
-    for blk, probs in attention_rows(layer, rows, block=block):  # probs [H, rb, n_src]
-        abar += torch.einsum("br,hrn->bhn", w_scaled[:, start : start + blk.numel()], probs)
-        start += blk.numel()
+    coef = w_rows * layer.post_scale[rows] if layer.post_scale is not None else w_rows
+    row_block = int(min(128, max(1, budget_bytes // (4 * n_heads * n_src))))
+    abar = aggregate_attention(layer, rows, coef, block=row_block)  # [B, H, n_src]
     d_model = y.shape[1]
-    chunk = max(1, budget_bytes // (4 * n_spans * n_heads * d_model * 2))
+    chunk = int(min(256, max(1, budget_bytes // (4 * n_heads * d_model * 2))))
+    y_abs = y.abs()  # [B, D]
     p = torch.empty(n_spans, n_heads, n_src, device=dev)
+    buf = torch.empty(n_heads, chunk, d_model, device=dev)
     for s in range(0, n_src, chunk):
         src = slice(s, min(s + chunk, n_src))
         f = layer.head_values(src)  # [H, c, D]
-        parts = abar[:, :, src, None] * f[None]  # [B, H, c, D]
-        p[:, :, src] = proximity(parts, y[:, None, None, :])
-    return p.cpu(), r.cpu()
+        part = buf[:, : f.shape[1]]
+        for b in range(n_spans):
+            # Σ_d (|y_d| - |y_d - ᾱ f_d|): summing per-dimension differences keeps small parts accurate
+            torch.mul(f, -abar[b, :, src, None], out=part)
+            part.add_(y[b]).abs_().neg_().add_(y_abs[b])
+            p[b, :, src] = part.sum(-1)
+    return p.clamp_min_(0).cpu(), r.cpu()

@@ -56,3 +56,41 @@ def attention_rows(layer, rows: torch.Tensor, block: int = 256) -> Iterator[tupl
     k = layer.k[:, :n_src]
     for blk in row_blocks(rows, block):
         yield blk, attention_probs(layer.q[:, blk], k, blk, layer.scaling, layer.softcap, layer.sliding_window)
+
+
+def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: int = 128) -> torch.Tensor:
+    """Weighted column sums of attention rows, ``ᾱ[b, h, j] = Σ_i coef[b, i] α[h, rows[i], j]``.
+
+    `rows` ``[r]`` ascending positions, `coef` ``[B, r]``. Returns ``[B, H, n_src]`` float32 with
+    ``n_src = max(rows) + 1``. Each block of rows only touches the columns it can see (causal mask,
+    sliding window), the softmax is done in place, and no ``[H, N, N]`` tensor ever exists.
+    """
+    dev = layer.q.device
+    rows = rows.to(dev)
+    coef = coef.to(dev, torch.float32)
+    n_heads, n_kv = layer.n_heads, layer.n_kv_heads
+    rep = n_heads // n_kv
+    n_src = int(rows[-1]) + 1
+    window = layer.sliding_window
+    out = torch.zeros(n_heads, coef.shape[0], n_src, device=dev)  # [H, B, n_src]
+    for start in range(0, rows.numel(), block):
+        blk = rows[start : start + block]
+        lo_row, hi = int(blk[0]), int(blk[-1]) + 1
+        c0 = max(0, lo_row - window + 1) if window else 0
+        r = blk.numel()
+        q = layer.q[:, blk].float() * layer.scaling  # [H, r, d]
+        k = layer.k[:, c0:hi].float()  # [KVH, n_blk, d]
+        logits = torch.bmm(q.reshape(n_kv, rep * r, -1), k.transpose(1, 2)).reshape(n_heads, r, hi - c0)
+        if layer.softcap is not None:
+            logits.div_(layer.softcap).tanh_().mul_(layer.softcap)
+        cols = torch.arange(c0, hi, device=dev)
+        if window:
+            masked = (cols[None, :] > blk[:, None]) | (cols[None, :] <= blk[:, None] - window)
+            logits.masked_fill_(masked[None], float("-inf"))
+        else:  # only the diagonal part of the block can be masked
+            tail = logits[:, :, lo_row - c0 :]
+            tail.masked_fill_((cols[None, lo_row - c0 :] > blk[:, None])[None], float("-inf"))
+        logits.sub_(logits.amax(-1, keepdim=True)).exp_()  # unnormalised probabilities
+        scale = coef[None, :, start : start + r] / logits.sum(-1)[:, None, :]  # [H, B, r]
+        out[:, :, c0:hi] += torch.bmm(scale, logits)
+    return out.transpose(0, 1)

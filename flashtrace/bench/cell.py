@@ -1,0 +1,81 @@
+"""One benchmark cell in a fresh process: ``python -m flashtrace.bench.cell '<json spec>'``.
+
+Prints one JSON line: wall times of the phases, peak resident memory (``ru_maxrss``), thread count.
+Modes: ``forward`` (plain SDPA forward, no recording), ``flashtrace`` (record + K hops over the whole
+response), ``ifr`` / ``ifr-rowwise`` (record + token-wise IFR rows of every target token; with
+``max_rows`` only the first rows are timed and the rest extrapolated linearly, flagged in the output).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def run_cell(spec: dict) -> dict:
+    import torch
+
+    torch.set_num_threads(spec.get("threads", 1))
+    from flashtrace.attribution import recursive_hops, span_aggregate, tokenwise_rows
+    from flashtrace.models import load_model, record_forward
+
+    n_prompt, n_resp, mode = spec["n_prompt"], spec["n_response"], spec["mode"]
+    loaded = load_model(spec.get("model", "smollm2-135m"), device=spec.get("device"), dtype=spec.get("dtype"))
+    device = loaded.device
+    n = n_prompt + n_resp
+    gen = torch.Generator().manual_seed(spec.get("seed", 0))
+    vocab = loaded.info()["vocab_size"]
+    ids = torch.randint(100, max(101, vocab - 100), (n,), generator=gen)
+    result = {**spec, "n_tokens": n, "threads": torch.get_num_threads(), "device": str(device)}
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    if mode == "forward":
+        with torch.no_grad():
+            loaded.model(ids[None].to(device), use_cache=False, logits_to_keep=1)  # warm-up on a GPU
+            sync()
+            start = time.perf_counter()
+            loaded.model(ids[None].to(device), use_cache=False, logits_to_keep=1)
+            sync()
+            result["forward_s"] = time.perf_counter() - start
+        result["total_s"] = result["forward_s"]
+    else:
+        start = time.perf_counter()
+        rec = record_forward(loaded, ids)
+        sync()
+        result["record_s"] = time.perf_counter() - start
+        targets = torch.arange(n_prompt, n)
+        start = time.perf_counter()
+        if mode == "flashtrace":
+            weights = torch.zeros(n)
+            weights[n_prompt:] = 1.0
+            generated = torch.zeros(n, dtype=torch.bool)
+            generated[n_prompt:] = True
+            recursive_hops(lambda w: span_aggregate(rec, w).scores, weights, generated, ~generated,
+                           hops=spec.get("hops", 1))
+            sync()
+            result["attribution_s"] = time.perf_counter() - start
+        else:
+            timed = targets[: spec["max_rows"]] if spec.get("max_rows") else targets
+            tokenwise_rows(rec, timed, batched=(mode == "ifr"))
+            sync()
+            elapsed = time.perf_counter() - start
+            result["rows_timed"] = int(timed.numel())
+            result["extrapolated"] = timed.numel() < targets.numel()
+            result["attribution_s"] = elapsed * targets.numel() / timed.numel()
+        result["total_s"] = result["record_s"] + result["attribution_s"]
+    result["peak_rss_bytes"] = _peak_rss_bytes()
+    if device.type == "cuda":
+        result["peak_gpu_bytes"] = torch.cuda.max_memory_allocated()
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(run_cell(json.loads(sys.argv[1]))), flush=True)

@@ -1,0 +1,44 @@
+"""``flashtrace bench``: speed and memory of FlashTrace vs token-wise IFR vs a plain forward pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = "benchmark FlashTrace (K hops) against token-wise IFR and one plain forward pass, one process per cell"
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--model", default="smollm2-135m", help="model alias, folder or Hugging Face id")
+    parser.add_argument("--prompt-lengths", type=_ints, default=[512], help="comma-separated prompt lengths (tokens)")
+    parser.add_argument("--response-lengths", type=_ints, default=[128, 512, 1536],
+                        help="comma-separated response (target) lengths (tokens)")
+    parser.add_argument("--modes", default="forward,flashtrace,ifr,ifr-rowwise",
+                        help="comma-separated subset of forward, flashtrace, ifr, ifr-rowwise")
+    parser.add_argument("--hops", type=int, default=1, help="FlashTrace hops")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per cell")
+    parser.add_argument("--ifr-max-rows", type=int, default=None,
+                        help="time only this many IFR target rows per cell and extrapolate (marked *)")
+    parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
+    parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
+    parser.add_argument("--name", default="speed_smollm2", help="file name stem for the JSON and Markdown")
+    parser.add_argument("--cell-timeout", type=float, default=3600, help="seconds before a cell is abandoned")
+
+
+def run(args) -> int:
+    from ..bench.sweep import MODES, run_sweep
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = sorted(set(modes) - set(MODES))
+    if bad:
+        raise ValueError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
+    cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=args.threads,
+                  device=args.device, dtype=args.dtype, max_rows=args.ifr_max_rows if m.startswith("ifr") else None)
+             for p in args.prompt_lengths for r in args.response_lengths for m in modes]
+    report = run_sweep(cells, args.out, args.name, timeout=args.cell_timeout)
+    print((args.out / f"{args.name}.md").read_text())
+    return 1 if any("error" in c for c in report["cells"]) else 0
