@@ -13,10 +13,14 @@ from typing import Callable
 import torch
 
 from .attribution import get_method, recursive_hops
+from .estimate import check_fits, estimate
+from .attribution.steps import step_attributions
 from .inputs import Sequence, build_sequence, detect_spans, is_stop_token
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate_response, prompt_for_generation
-from .trace import HopRecord, ModelInfo, Scores, Settings, Spans, TokenRecord, Trace, normalised
+from .segments import segment_sequence
+from .trace import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
+                    normalised)
 
 TargetSpec = str | tuple[int, int]
 
@@ -36,8 +40,12 @@ def _loaded(model: LoadedModel | str) -> LoadedModel:
 
 
 def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
-            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True) -> Prepared:
-    """Tokenise prompt + response (or generate the response first) and record one forward pass."""
+            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True,
+            check_memory: bool = True, on_estimate: Callable | None = None) -> Prepared:
+    """Tokenise prompt + response (or generate the response first) and record one forward pass.
+
+    With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
+    (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first."""
     loaded = _loaded(model)
     timings: dict[str, float] = {}
     if generate:
@@ -49,6 +57,12 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
+    n_response = len(sequence) - sequence.response_start
+    predicted = estimate(loaded, len(sequence), hops=1, n_target=n_response, device=str(loaded.device))
+    if on_estimate:
+        on_estimate(predicted)
+    if check_memory:
+        check_fits(loaded, len(sequence), hops=1, n_target=n_response, device=str(loaded.device))
     recording = record_forward(loaded, sequence.ids)
     timings["forward_s"] = recording.forward_seconds
     return Prepared(loaded, sequence, recording, timings)
@@ -94,9 +108,13 @@ def stop_mask(sequence: Sequence, stop_tokens: str | list[str] = "default") -> t
 def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: str | list[str] = "default", threshold: float | None = None, title: str = "",
+              steps: bool = False, segment_boundaries: list[int] | None = None,
               progress: Callable[[int, int], None] | None = None) -> Trace:
     """Attribute a target span of a prepared sequence; returns a `Trace`.
 
+    The trace always holds the segments (prompt sentences, reasoning steps, answer; `segment_boundaries`,
+    token positions where a segment starts, replaces the automatic split). `steps=True` also attributes
+    every reasoning step and the answer in one batched call of the method (the hop graph's data).
     `progress(done, total)` is called as work advances (units: layers for flashtrace, rows for IFR).
     """
     if not 0 <= hops <= 8:
@@ -116,6 +134,9 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     observed = torch.tensor([r in ("template", "prompt") for r in roles])
     per_hop = len(rec.layers) if spec.progress_unit == "layer" else None
     total = (hops + 1) * per_hop if per_hop else (hi - lo) + hops * int(recursive_mask.sum())
+    segments = segment_sequence(seq, boundaries=segment_boundaries)
+    if steps:
+        total += per_hop or int((~stops & torch.tensor([r in ("reasoning", "answer") for r in roles])).sum())
     done = [0]
 
     def tick(k: int) -> None:
@@ -127,6 +148,15 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     aggregate = spec.build(rec, tick=tick, threshold=threshold)
     hop_list, final = recursive_hops(aggregate, target_w, recursive_mask, observed, hops=hops, stop_mask=stops)
     seconds = time.perf_counter() - start
+    timings = {**prepared.timings, "attribution_s": seconds}
+    step_record = None
+    if steps:
+        start = time.perf_counter()
+        targets = [s for s in segments if s.role in ("reasoning", "answer")]
+        vectors = step_attributions(aggregate, [(s.start, s.end) for s in targets], ~stops)
+        timings["steps_s"] = time.perf_counter() - start
+        step_record = StepRecord(vectors={s.id: v.tolist() for s, v in zip(targets, vectors) if v is not None},
+                                 seconds=timings["steps_s"])
     final_list = final.tolist()
     return Trace(
         title=title or seq.prompt.strip().splitlines()[0][:80],
@@ -141,7 +171,10 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
         scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
         hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
                         contribution=h.contribution.tolist()) for h in hop_list],
-        timings={**prepared.timings, "attribution_s": seconds},
+        timings=timings,
+        segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
+                                char_start=s.char_start, char_end=s.char_end) for s in segments],
+        steps=step_record,
     )
 
 

@@ -1,7 +1,7 @@
 """One benchmark cell in a fresh process: ``python -m flashtrace.bench.cell '<json spec>'``.
 
 Prints one JSON line: wall times of the phases, peak resident memory (``ru_maxrss``), thread count.
-Modes: ``forward`` (plain SDPA forward, no recording), ``flashtrace`` (record + K hops over the whole
+Modes: ``forward`` (plain SDPA forward, no recording), ``record`` (the recording pass only), ``flashtrace`` (record + K hops over the whole
 response), ``ifr`` / ``ifr-rowwise`` (record + token-wise IFR rows of every target token; with
 ``max_rows`` only the first rows are timed and the rest extrapolated linearly, flagged in the output).
 """
@@ -53,7 +53,10 @@ def run_cell(spec: dict) -> dict:
         result["record_s"] = time.perf_counter() - start
         targets = torch.arange(n_prompt, n)
         start = time.perf_counter()
-        if mode == "flashtrace":
+        if mode == "record":
+            result["recording_bytes"] = rec.nbytes()
+            result["attribution_s"] = 0.0
+        elif mode == "flashtrace":
             weights = torch.zeros(n)
             weights[n_prompt:] = 1.0
             generated = torch.zeros(n, dtype=torch.bool)

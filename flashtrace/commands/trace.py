@@ -60,7 +60,7 @@ def run(args) -> int:
         raise ValueError("give --response-file/--response to teacher-force, or --generate")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
-                       chat_template=not args.no_chat_template)
+                       chat_template=not args.no_chat_template, on_estimate=_warn_if_long)
     resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
     bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit="step", leave=False)
 
@@ -78,6 +78,11 @@ def run(args) -> int:
         trace.save(args.json)
         print(f"trace written to {args.json}")
     return 0
+
+
+def _warn_if_long(est) -> None:
+    if est.seconds > 20 or est.peak_bytes > 4 * 2**30:
+        print(f"note: this trace is predicted to take {est.describe()}", file=sys.stderr)
 
 
 def _print_summary(trace, top: int) -> None:

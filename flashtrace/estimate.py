@@ -1,0 +1,141 @@
+"""Cost estimate before a run: predicted seconds and peak memory of a trace from the model's shape.
+
+The model counts work (floating-point operations and bytes touched) and divides by throughputs
+calibrated on the reference machine (2 CPU cores; see ``benchmarks/results/estimate_calibration.md``).
+Memory is counted exactly from what is kept: the weights, the recording (linear in N) and the
+largest transient buffers. The CLI and the app call `check_fits` to warn before a long run and to
+refuse one that would not fit in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
+FORWARD_FLOPS_PER_S = 6.0e10
+ALPHA_FLOPS_PER_S = 2.5e10  # attention rows rebuilt per hop: q·k products plus the in-place softmax passes
+PROX_FLOPS_PER_S = 3.0e10  # proximities: per (head, source) a value projection and an L1 distance
+BASE_PROCESS_BYTES = 0.40 * 2**30  # python + torch + transformers, before the model
+GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such)
+
+
+class ResourceError(RuntimeError):
+    """A run would not fit in memory; the message says what would."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden: int
+    intermediate: int
+    vocab: int
+    n_params: int
+    dtype_bytes: int = 4
+
+
+@dataclass(frozen=True)
+class Estimate:
+    n_tokens: int
+    n_target: int
+    hops: int
+    forward_s: float
+    attribution_s: float
+    recording_bytes: int
+    peak_bytes: int
+
+    @property
+    def seconds(self) -> float:
+        return self.forward_s + self.attribution_s
+
+    def describe(self) -> str:
+        return (f"~{_fmt_s(self.seconds)} (forward {_fmt_s(self.forward_s)}, attribution {_fmt_s(self.attribution_s)}), "
+                f"peak memory ~{self.peak_bytes / 2**30:.1f} GiB for {self.n_tokens} tokens")
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def shape_of(model) -> Shape:
+    """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict."""
+    config = getattr(getattr(model, "model", None), "config", None) or getattr(model, "config", None)
+    if config is not None:
+        cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+        hidden = getattr(cfg, "hidden_size", None) or cfg.n_embd
+        heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
+        n_params = sum(p.numel() for p in model.model.parameters()) if hasattr(model, "model") else 0
+        dtype_bytes = next(model.model.parameters()).element_size() if hasattr(model, "model") else 4
+        return Shape(
+            n_layers=getattr(cfg, "num_hidden_layers", None) or cfg.n_layer, n_heads=heads,
+            n_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
+            head_dim=getattr(cfg, "head_dim", None) or hidden // heads, hidden=hidden,
+            intermediate=getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * hidden,
+            vocab=cfg.vocab_size, n_params=n_params, dtype_bytes=dtype_bytes)
+    info = model if isinstance(model, dict) else model.model_dump()
+    hidden, heads = info["hidden_size"], info["n_heads"]
+    dtype_bytes = 2 if info.get("dtype") in ("bfloat16", "float16") else 4
+    return Shape(n_layers=info["n_layers"], n_heads=heads, n_kv_heads=info["n_kv_heads"], head_dim=hidden // heads,
+                 hidden=hidden, intermediate=4 * hidden, vocab=info["vocab_size"], n_params=info["n_params"],
+                 dtype_bytes=dtype_bytes)
+
+
+def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
+             device: str = "cpu", threads: int | None = None) -> Estimate:
+    """Predict a FlashTrace run over `n_tokens` with a target of `n_target` tokens (default: the last half)
+    and `hops` hops over `n_recursive` generated tokens (default: the target)."""
+    s = shape_of(model)
+    n = int(n_tokens)
+    m = int(n_target if n_target is not None else max(1, n // 2))
+    g = int(n_recursive if n_recursive is not None else m)
+    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
+    fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
+    speed = (threads or 1) ** 0.7 * (GPU_SPEEDUP if str(device).startswith("cuda") else 1.0)
+    forward_s = fwd_flops / FORWARD_FLOPS_PER_S / speed
+    attribution_s = 0.0
+    for rows in [m] + [g] * hops:
+        visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
+        alpha = s.n_layers * s.n_heads * rows * visible * (2 * s.head_dim + 8)
+        prox = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6)
+        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox / PROX_FLOPS_PER_S) / speed
+    per_token = 2 * s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim
+    recording = s.n_layers * n * per_token * s.dtype_bytes
+    forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
+    block = min(128, n)
+    attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
+    peak = (BASE_PROCESS_BYTES + s.n_params * s.dtype_bytes + recording
+            + max(forward_transient, attribution_transient))
+    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_s, attribution_s=attribution_s,
+                    recording_bytes=int(recording), peak_bytes=int(peak))
+
+
+def available_bytes() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
+    """The longest sequence whose predicted peak stays within `budget_bytes` (binary search)."""
+    lo, hi = 0, 1 << 22
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate(model, mid, hops).peak_bytes <= budget_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None, budget_bytes: int | None = None,
+               **kwargs) -> Estimate:
+    """The estimate, or `ResourceError` when the predicted peak exceeds the memory available."""
+    est = estimate(model, n_tokens, hops, n_target, **kwargs)
+    budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
+    if est.peak_bytes > budget:
+        fit = max_tokens_fitting(model, budget, hops)
+        raise ResourceError(f"{n_tokens} tokens need ~{est.peak_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
+                            f"is available; at most ~{fit} tokens would fit")
+    return est
