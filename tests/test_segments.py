@@ -1,0 +1,152 @@
+"""Segmentation: exact tiling on every family's tokenizer, the splitting rules, user boundaries."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flashtrace.inputs import build_sequence
+from flashtrace.models.loading import default_tokenizer
+from flashtrace.segments import (LineSplitter, SentenceSplitter, StepSplitter, WholeSplitter, segment_at,
+                                 segment_sequence)
+
+TEXTS = [
+    ("Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?",
+     "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"),
+    ("  Ünïcödé prompt: café 東京 and   spaces\n\nnew line 🙂. Ok?", "  Think: 東京 is a city. 🙂 So yes.\nAnswer: Tokyo"),
+    ("\nLeading newline.\n", "<think>\n1. add them\n2. check 3.5 + 1\n</think>\nThe answer is \\boxed{4.5}."),
+    ("x", "so \\boxed{12} it is"),
+    ("Question?", "Paris."),
+]
+
+
+def assert_tiles(sequence, segments):
+    n = len(sequence)
+    assert segments[0].start == 0 and segments[-1].end == n
+    for a, b in zip(segments, segments[1:]):
+        assert a.end == b.start and a.start < a.end  # no gaps, no overlaps, none empty
+    assert [s.order for s in segments] == list(range(len(segments)))
+    assert len({s.id for s in segments}) == len(segments)
+    for seg in segments:
+        roles = {t.role for t in sequence.tokens[seg.start:seg.end]}
+        assert roles == {seg.role}  # never mixes template, prompt, reasoning and answer
+        source = {"prompt": sequence.prompt, "reasoning": sequence.response, "answer": sequence.response}.get(seg.role)
+        if source is not None:
+            toks = sequence.tokens[seg.start:seg.end]
+            assert seg.text == source[min(t.start for t in toks):max(t.end for t in toks)]
+    assert sum(s.role == "answer" for s in segments) == (1 if sequence.token_range("answer") else 0)
+
+
+@pytest.mark.parametrize("chat", [True, False])
+@pytest.mark.parametrize("prompt, response", TEXTS)
+def test_segments_tile_every_family(tiny, prompt, response, chat):
+    seq = build_sequence(tiny.tokenizer, prompt, response, chat_template=chat)
+    segments = segment_sequence(seq)
+    assert_tiles(seq, segments)
+    for seg in segments:
+        for pos in (seg.start, seg.end - 1):
+            assert segment_at(segments, pos) == seg
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prompt, response", TEXTS)
+def test_segments_tile_smollm(smollm, prompt, response):
+    seq = build_sequence(smollm.tokenizer, prompt, response)
+    assert_tiles(seq, segment_sequence(seq))
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return default_tokenizer()
+
+
+_ALPHABET = st.sampled_from(list("ab xyz.,!?\n\t-*1234") + ["é", "東京", "🙂", "  ", "\n\n", "1. ", "- ", "Step 2: ",
+                                                          "Answer: ", "\\boxed{", "}", "<think>", "</think>", ". "])
+_TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prompt=_TEXT.filter(str.strip), response=_TEXT.filter(str.strip), chat=st.booleans())
+def test_segments_tile_random_text(tok, prompt, response, chat):
+    seq = build_sequence(tok, prompt, response, chat_template=chat)
+    assert_tiles(seq, segment_sequence(seq))
+
+
+def _pieces(splitter, text):
+    starts = splitter.starts(text, 0, len(text))
+    return None if starts is None else [text[a:b].strip() for a, b in zip(starts, starts[1:] + [len(text)])]
+
+
+def test_sentence_splitter():
+    text = "Ann has 3.5 kg. Ben has 4! Why?\nNew line here. 東京です。次"
+    assert _pieces(SentenceSplitter(), text) == ["Ann has 3.5 kg.", "Ben has 4!", "Why?", "New line here.",
+                                                 "東京です。", "次"]
+
+
+def test_step_splitter_numbered_bulleted_and_answer_lines():
+    text = "Plan first.\n1. add 3 and 4\n   carry on\n2) double it\nStep 3: done\n- a bullet\nAnswer: 14"
+    assert _pieces(StepSplitter(), text) == ["Plan first.", "1. add 3 and 4\n   carry on", "2) double it",
+                                             "Step 3: done", "- a bullet", "Answer: 14"]
+    assert StepSplitter().starts("just one line\n3.5 is a number", 0, 28) is None
+
+
+def test_line_and_whole_splitters():
+    text = "  first\n\n second \nthird"
+    assert _pieces(LineSplitter(), text) == ["first", "second", "third"]
+    assert LineSplitter(min_pieces=4).starts(text, 0, len(text)) is None
+    assert _pieces(WholeSplitter(), text) == [text.strip()]
+
+
+def test_default_rules(tok):
+    prompt = "Tom has 2 cats. Each cat has 4 legs.\nHow many legs?"
+    numbered = build_sequence(tok, prompt, "1. 2 cats.\n2. 4 legs each. So 8.\nAnswer: 8")
+    texts = [(s.role, s.text.strip()) for s in segment_sequence(numbered) if s.role != "template"]
+    assert texts == [("prompt", "Tom has 2 cats."), ("prompt", "Each cat has 4 legs."), ("prompt", "How many legs?"),
+                     ("reasoning", "1. 2 cats."), ("reasoning", "2. 4 legs each. So 8."), ("reasoning", "Answer:"),
+                     ("answer", "8")]
+    lines = build_sequence(tok, prompt, "There are 2 cats. Each has 4 legs.\nSo 8 legs.\nAnswer: 8")
+    steps = [s.text.strip() for s in segment_sequence(lines) if s.role == "reasoning"]
+    assert steps == ["There are 2 cats. Each has 4 legs.", "So 8 legs.", "Answer:"]
+    sentences = build_sequence(tok, prompt, "There are 2 cats. Each has 4 legs. So 8.\nAnswer: 8", chat_template=False)
+    steps = [s.text.strip() for s in segment_sequence(sentences) if s.role == "reasoning"]
+    assert steps == ["There are 2 cats.", "Each has 4 legs.", "So 8.", "Answer:"]
+
+
+def test_leading_spaces_travel_with_their_word(tok):
+    seq = build_sequence(tok, "One. Two. Three.", "ok", chat_template=False)
+    segs = [s for s in segment_sequence(seq) if s.role == "prompt"]
+    assert [s.text for s in segs] == ["One.", " Two.", " Three."]
+
+
+def test_user_boundaries_replace_the_automatic_split(tok):
+    seq = build_sequence(tok, "One. Two. Three.", "First.\nSecond.\nAnswer: 3", chat_template=False)
+    first_response = seq.response_start
+    segs = segment_sequence(seq, boundaries=[2, first_response + 1])
+    assert_tiles(seq, segs)
+    starts = [s.start for s in segs]
+    assert 2 in starts and first_response + 1 in starts
+    assert len([s for s in segs if s.role == "prompt"]) == 2  # only the user's cut inside the prompt
+    answer = seq.token_range("answer")
+    assert answer[0] in starts  # role changes always cut
+    assert segment_sequence(seq, boundaries=[0, len(seq), 2, 2]) == segment_sequence(seq, boundaries=[2])
+
+
+@pytest.mark.parametrize("bad, message", [([-1], "outside"), ([10**6], "outside"), (["3"], "integers"),
+                                          ([1.5], "integers")])
+def test_bad_user_boundaries(tok, bad, message):
+    seq = build_sequence(tok, "One. Two.", "Answer: 3", chat_template=False)
+    with pytest.raises(ValueError, match=message):
+        segment_sequence(seq, boundaries=bad)
+
+
+def test_boundary_inside_the_answer_is_refused(tok):
+    seq = build_sequence(tok, "Q?", "Answer: 12345", chat_template=False)
+    lo, hi = seq.token_range("answer")
+    assert hi - lo > 1
+    with pytest.raises(ValueError, match="inside the answer"):
+        segment_sequence(seq, boundaries=[lo + 1])
+
+
+def test_custom_splitter_per_role(tok):
+    seq = build_sequence(tok, "One. Two. Three.", "ok", chat_template=False)
+    segs = segment_sequence(seq, splitters={"prompt": WholeSplitter()})
+    assert [s.text for s in segs if s.role == "prompt"] == ["One. Two. Three."]
