@@ -86,6 +86,27 @@ class Scores(_Strict):
     prompt: list[float]  # final normalised to sum 1 over prompt positions
 
 
+class SegmentRecord(_Strict):
+    """A prompt sentence/line, reasoning step, answer or chat-template run: tokens ``[start, end)``."""
+
+    id: str = Field(min_length=1, max_length=20)
+    role: Role
+    text: str = Field(max_length=MAX_TEXT)
+    start: int = Field(ge=0)
+    end: int = Field(ge=1)
+    order: int = Field(ge=0)
+    char_start: int | None = Field(default=None, ge=0)  # offsets into the prompt or response text
+    char_end: int | None = Field(default=None, ge=0)
+
+
+class StepRecord(_Strict):
+    """Step-level attribution: per segment id (each reasoning step and the answer), its attribution over
+    all positions from one batched sweep (stop tokens zeroed), and the seconds that sweep took."""
+
+    vectors: dict[str, list[float]] = Field(max_length=MAX_TOKENS)
+    seconds: float = Field(ge=0)
+
+
 class Trace(_Strict):
     schema_version: int = SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
@@ -100,6 +121,8 @@ class Trace(_Strict):
     scores: Scores
     hops: list[HopRecord] = Field(max_length=MAX_HOPS + 1)
     timings: dict[str, float] = Field(default_factory=dict)
+    segments: list[SegmentRecord] | None = Field(default=None, max_length=MAX_TOKENS)
+    steps: StepRecord | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -116,6 +139,12 @@ class Trace(_Strict):
         vectors = {"scores.final": self.scores.final, "scores.prompt": self.scores.prompt}
         for hop in self.hops:
             vectors.update({f"hops[{hop.k}].{name}": getattr(hop, name) for name in ("weights", "raw", "contribution")})
+        if self.steps is not None:
+            if self.segments is None:
+                raise ValueError("steps needs segments: a step vector belongs to a segment")
+            vectors.update({f"steps.vectors[{key}]": vec for key, vec in self.steps.vectors.items()})
+        if self.segments is not None:
+            _check_segments(self.segments, n, self.steps)
         for name, vec in vectors.items():
             if len(vec) != n:
                 raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
@@ -190,6 +219,26 @@ class Trace(_Strict):
         if path.stat().st_size > MAX_FILE_BYTES:
             raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
         return cls.from_json(path.read_bytes())
+
+
+def _check_segments(segments: list[SegmentRecord], n: int, steps: StepRecord | None) -> None:
+    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments."""
+    pos = 0
+    for i, seg in enumerate(segments):
+        if seg.order != i:
+            raise ValueError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
+        if seg.start != pos or seg.end <= seg.start:
+            raise ValueError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
+                             f"without gaps or overlaps (expected a start at {pos})")
+        pos = seg.end
+    if pos != n:
+        raise ValueError(f"segments end at token {pos} but the trace has {n} tokens")
+    ids = [seg.id for seg in segments]
+    if len(set(ids)) != len(ids):
+        raise ValueError("segment ids must be unique")
+    if steps is not None and not set(steps.vectors) <= set(ids):
+        unknown = sorted(set(steps.vectors) - set(ids))[:3]
+        raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
 
 
 def _reject_constant(name: str) -> float:
