@@ -1,0 +1,121 @@
+"""Baseline attributions for comparisons (METHOD.md §6): raw attention, attention rollout,
+integrated gradients on input embeddings (captum), segment-ablation perturbation.
+
+Attention and rollout use the recording (rows recomputed in blocks, memory linear in N); IG and
+perturbation run the model. All return one score per position ``[N]`` (float32).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..models.attention import attention_rows
+from ..models.recording import Recording
+
+TokenRange = tuple[int, int]
+
+
+def _target_weights(weights: torch.Tensor, n: int) -> torch.Tensor:
+    w = torch.as_tensor(weights, dtype=torch.float32).reshape(-1)
+    if w.numel() != n or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"target weights must be {n} non-negative numbers with a positive sum")
+    return w / w.sum()
+
+
+def raw_attention(recording: Recording, weights: torch.Tensor, block: int = 256) -> torch.Tensor:
+    """Mean over layers and heads of the target rows' attention, weighted by `weights` ``[N]``: ``[N]``."""
+    n = recording.n_tokens
+    w = _target_weights(weights, n)
+    rows = torch.nonzero(w).reshape(-1)
+    out = torch.zeros(n)
+    for layer in recording.layers:
+        for blk, probs in attention_rows(layer, rows, block):  # probs [H, r, n_src]
+            out[: probs.shape[-1]] += (w[blk][None, :, None] * probs.cpu()).sum((0, 1)) / probs.shape[0]
+    return out / len(recording.layers)
+
+
+def attention_rollout(recording: Recording, weights: torch.Tensor, block: int = 256, residual: float = 0.5
+                      ) -> torch.Tensor:
+    """Attention rollout (Abnar & Zuidema 2020) of the target rows: ``v ← v·(r·I + (1-r)·Ā_l)`` from the
+    last layer down, with ``Ā_l`` the head-mean attention. Only rows where ``v`` is non-zero are
+    rebuilt, a block at a time: ``[N]``."""
+    n = recording.n_tokens
+    v = _target_weights(weights, n).double()
+    for layer in reversed(recording.layers):
+        rows = torch.nonzero(v).reshape(-1)
+        new = residual * v
+        for blk, probs in attention_rows(layer, rows, block):
+            mean = probs.mean(0).double().cpu()  # [r, n_src]
+            new[: mean.shape[1]] += (1 - residual) * (v[blk][:, None] * mean).sum(0)
+        v = new
+    return v.float()
+
+
+@torch.no_grad()
+def target_logprob(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange, batch_size: int = 16
+                   ) -> torch.Tensor:
+    """Summed log-probability of the tokens ``ids[:, lo:hi]`` given what precedes them, for a batch of
+    sequences ``[B, N]``: ``[B]``. Only the logits predicting the target are computed."""
+    lo, hi = target
+    if lo < 1:
+        raise ValueError("the target must start after the first token")
+    n = ids.shape[1]
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, ids.shape[0], batch_size):
+        batch = ids[start : start + batch_size].to(device)
+        logits = model(input_ids=batch, use_cache=False, logits_to_keep=n - lo + 1).logits  # [b, n-lo+1, V]
+        logp = torch.log_softmax(logits[:, : hi - lo].float(), dim=-1)  # predictions of lo..hi-1
+        out.append(logp.gather(-1, batch[:, lo:hi, None]).squeeze(-1).sum(-1).cpu())
+    return torch.cat(out).double()
+
+
+def segment_ablation(model: torch.nn.Module, ids: torch.Tensor, segments: Sequence[Sequence[int]], target: TokenRange,
+                     replace_id: int, batch_size: int = 16) -> torch.Tensor:
+    """Perturbation baseline: replace each segment's tokens (e.g. a prompt sentence) by `replace_id`;
+    the drop of the target's log-probability is shared evenly by the segment's tokens: ``[N]``."""
+    ids = torch.as_tensor(ids).reshape(-1)
+    segments = [list(s) for s in segments if len(s)]
+    batch = ids.repeat(len(segments) + 1, 1)  # row 0: unperturbed
+    for i, seg in enumerate(segments, start=1):
+        batch[i, seg] = replace_id
+    s = target_logprob(model, batch, target, batch_size)
+    out = torch.zeros(ids.numel())
+    for i, seg in enumerate(segments, start=1):
+        out[seg] = float(s[0] - s[i]) / len(seg)
+    return out
+
+
+def integrated_gradients(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange, positions: Sequence[int],
+                         baseline_id: int, steps: int = 16, internal_batch_size: int | None = None) -> torch.Tensor:
+    """Integrated gradients (captum) of the target's summed log-probability w.r.t. the input embeddings.
+
+    The path runs from a baseline where `positions` (the explained tokens) hold `baseline_id`'s
+    embedding to the real input; other positions are identical on the whole path. Token score = sum
+    of the attribution over the embedding dimension (signed): ``[N]``."""
+    from captum.attr import IntegratedGradients
+
+    ids = torch.as_tensor(ids).reshape(1, -1).to(next(model.parameters()).device)
+    lo, hi = target
+    n = ids.shape[1]
+    embed = model.get_input_embeddings()
+    with torch.no_grad():
+        inputs = embed(ids)  # [1, N, D]
+        base_ids = ids.clone()
+        base_ids[0, list(positions)] = baseline_id
+        baseline = embed(base_ids)
+
+    def forward(x: torch.Tensor) -> torch.Tensor:  # [b, N, D] -> [b]
+        logits = model(inputs_embeds=x, use_cache=False, logits_to_keep=n - lo + 1).logits
+        logp = torch.log_softmax(logits[:, : hi - lo].float(), dim=-1)
+        return logp.gather(-1, ids[:, lo:hi, None].expand(x.shape[0], -1, 1)).squeeze(-1).sum(-1)
+
+    ig = IntegratedGradients(forward)
+    attr = ig.attribute(inputs, baselines=baseline, n_steps=steps, method="gausslegendre",
+                        internal_batch_size=internal_batch_size or steps)
+    return attr[0].float().sum(-1).detach().cpu()
+
+
+__all__ = ["raw_attention", "attention_rollout", "target_logprob", "segment_ablation", "integrated_gradients"]

@@ -1,0 +1,149 @@
+"""Summaries of an evaluation folder: mean ± std per task × method × metric (Markdown + JSON) and plots."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+METRICS = ("rise", "mas", "recovery", "seconds")
+LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s"}
+
+
+def load_records(out: str | Path) -> list[dict]:
+    """Every per-example record under ``out/examples``, sorted by id."""
+    paths = sorted((Path(out) / "examples").glob("*.json"))
+    return [json.loads(p.read_text()) for p in paths]
+
+
+def _stats(values: list[float]) -> dict:
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"mean": None, "std": None, "n": 0}
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return {"mean": mean, "std": std, "n": len(values)}
+
+
+def _method_order(records: list[dict]) -> list[str]:
+    names: list[str] = []
+    for r in records:
+        names += [m for m in r["methods"] if m not in names]
+    return names
+
+
+def _hop(method: str) -> int | None:
+    return int(method.rsplit("-k", 1)[1]) if method.startswith("flashtrace-k") else None
+
+
+def summarise(records: list[dict], settings: dict | None = None) -> dict:
+    """Nested summary: ``tasks[task][method][metric] = {mean, std, n}`` plus per-task example info."""
+    tasks: dict[str, dict] = {}
+    for task in dict.fromkeys(r["task"] for r in records):
+        rows = [r for r in records if r["task"] == task]
+        per_method = {}
+        for m in _method_order(rows):
+            per_method[m] = {"hops": _hop(m), **{k: _stats([r["methods"][m][k] for r in rows if m in r["methods"]])
+                                                  for k in METRICS}}
+        k = rows[0]["k"]
+        curves = {m: [sum(r["methods"][m]["n"][t] for r in rows) / len(rows) for t in range(k + 1)]
+                  for m in per_method}
+        tasks[task] = {
+            "n": len(rows), "methods": per_method, "mean_deletion_curve": curves,
+            "tokens": _stats([r["n_tokens"] for r in rows]), "prompt_tokens": _stats([r["n_prompt"] for r in rows]),
+            "example_seconds": _stats([r.get("total_s") for r in rows]),
+            "deletion_seconds": _stats([r.get("deletion_s") for r in rows]),
+        }
+    return {"settings": settings or {}, "tasks": tasks}
+
+
+def _fmt(stat: dict, digits: int = 3) -> str:
+    if stat["mean"] is None:
+        return "–"
+    return f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+
+
+def markdown(summary: dict) -> str:
+    """One table per task: rows method (hops), columns RISE, MAS, Recovery@10%, attribution seconds."""
+    lines = []
+    settings = summary.get("settings") or {}
+    if settings:
+        lines.append("Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items()) + "\n")
+    for task, info in summary["tasks"].items():
+        tok, ex_s = info["tokens"], info["example_seconds"]
+        lines.append(f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
+                     f"{info['prompt_tokens']['mean']:.0f} prompt tokens; "
+                     f"{_fmt(ex_s, 1)} s per example, all methods + deletion)\n")
+        lines.append("| method | hops | " + " | ".join(LABELS[m] for m in METRICS) + " |")
+        lines.append("|---|---|" + "---|" * len(METRICS))
+        best = {m: min((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None),
+                       default=None) if m != "recovery" else
+                max((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None), default=None)
+                for m in ("rise", "mas", "recovery")}
+        for name, v in info["methods"].items():
+            cells = []
+            for m in METRICS:
+                cell = _fmt(v[m], 3 if m != "seconds" else 2)
+                cells.append(f"**{cell}**" if m in best and v[m]["mean"] is not None and v[m]["mean"] == best[m] else cell)
+            lines.append(f"| {name} | {'' if v['hops'] is None else v['hops']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(summary: dict, out: str | Path) -> list[Path]:
+    """``metrics.png`` (bars with std per task × method) and ``deletion_curves.png`` (mean curves)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    tasks = list(summary["tasks"])
+    methods = list(dict.fromkeys(m for t in tasks for m in summary["tasks"][t]["methods"]))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    width = 0.8 / max(1, len(methods))
+    for ax, metric in zip(axes, ("rise", "mas", "recovery")):
+        for i, m in enumerate(methods):
+            means = [summary["tasks"][t]["methods"].get(m, {}).get(metric, {}).get("mean") or 0.0 for t in tasks]
+            stds = [summary["tasks"][t]["methods"].get(m, {}).get(metric, {}).get("std") or 0.0 for t in tasks]
+            ax.bar([x + i * width for x in range(len(tasks))], means, width, yerr=stds, label=m, capsize=2)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(tasks))], tasks)
+        ax.set_title(LABELS[metric])
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    bars = out / "metrics.png"
+    fig.savefig(bars, dpi=110)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.6), squeeze=False)
+    for ax, t in zip(axes[0], tasks):
+        for m, curve in summary["tasks"][t]["mean_deletion_curve"].items():
+            ax.plot([i / (len(curve) - 1) for i in range(len(curve))], curve, label=m)
+        ax.set_title(f"{t}: mean deletion curve")
+        ax.set_xlabel("fraction of prompt deleted")
+    axes[0][0].set_ylabel("normalised target log-prob")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    curves = out / "deletion_curves.png"
+    fig.savefig(curves, dpi=110)
+    plt.close(fig)
+    return [bars, curves]
+
+
+def write_report(out: str | Path, settings: dict | None = None, plots: bool = True) -> dict:
+    """Summarise ``out/examples`` into ``summary.json``, ``summary.md`` (and PNG plots); returns the summary."""
+    out = Path(out)
+    records = load_records(out)
+    if not records:
+        raise ValueError(f"no per-example results under {out / 'examples'}")
+    settings_path = out / "settings.json"
+    if settings is None and settings_path.exists():
+        settings = json.loads(settings_path.read_text())
+    summary = summarise(records, settings)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    (out / "summary.md").write_text(markdown(summary))
+    if plots:
+        plot(summary, out)
+    return summary
+
+
+__all__ = ["load_records", "summarise", "markdown", "plot", "write_report"]

@@ -1,0 +1,102 @@
+"""Run evaluation methods on examples: attributions, one shared deletion set, metrics, per-example JSON.
+
+Deletion is batched: the ``k+1`` deletion states of every method are pooled, identical states
+(e.g. "nothing deleted", "everything deleted") are scored once, and only the logits predicting the
+target tokens are computed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+import torch
+
+from ..attribution.baselines import target_logprob
+from ..models import LoadedModel
+from .methods import EvalContext, build_context, get_eval_method
+from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
+from .tasks import Example
+
+
+def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:
+    """Target log-probability for each deletion mask ``[B, P]`` over the prompt positions: ``[B]``.
+    Duplicate masks are scored once."""
+    unique, inverse = torch.unique(masks, dim=0, return_inverse=True)
+    batch = ctx.ids.repeat(unique.shape[0], 1)  # [U, N]
+    rows, cols = unique.nonzero(as_tuple=True)
+    batch[rows, ctx.positions[cols]] = ctx.replace_id
+    s = target_logprob(ctx.loaded.model, batch, ctx.target, ctx.batch_size)
+    return s[inverse]
+
+
+def _round(values, digits: int = 6) -> list[float]:
+    return [round(float(v), digits) for v in values]
+
+
+def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
+    """Attribute with every method, then score all deletion curves in shared batches; returns the record."""
+    scores: dict[str, torch.Tensor] = {}
+    seconds: dict[str, float] = {}
+    for name in methods:
+        start = time.perf_counter()
+        full = get_eval_method(name)(ctx)  # [N]
+        seconds[name] = time.perf_counter() - start
+        scores[name] = full[ctx.positions].float()  # [P]
+    masks = {name: deletion_masks(deletion_order(s), k) for name, s in scores.items()}  # each [k+1, P]
+    start = time.perf_counter()
+    pooled = score_deletions(ctx, torch.cat(list(masks.values())))
+    deletion_s = time.perf_counter() - start
+    record_methods = {}
+    for i, name in enumerate(methods):
+        result = curve_metrics(scores[name], pooled[i * (k + 1):(i + 1) * (k + 1)], masks[name])
+        record_methods[name] = {
+            "seconds": seconds[name], "rise": result.rise, "mas": result.mas,
+            "recovery": recovery(scores[name], ctx.gold), "s": _round(result.s), "n": _round(result.n),
+            "d": _round(result.d), "scores": _round(scores[name]),
+        }
+    ex, seq = ctx.example, ctx.prepared.sequence
+    return {
+        "task": ex.task, "meta": ex.meta, "prompt": ex.prompt, "response": ex.response, "answer": ex.answer,
+        "gold": [list(g) for g in ex.gold], "n_tokens": len(seq), "n_prompt": int(ctx.positions.numel()),
+        "n_gold": int(ctx.gold.sum()), "target": list(ctx.target), "positions": ctx.positions.tolist(),
+        "tokens": [seq.tokens[p].text for p in ctx.positions.tolist()], "k": k,
+        "forward_s": ctx.prepared.timings.get("forward_s"), "deletion_s": deletion_s, "methods": record_methods,
+    }
+
+
+def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
+             k: int = 20, ig_steps: int = 16, batch_size: int = 16, target: str = "answer",
+             resume: bool = True, on_example: Callable[[str, dict], None] | None = None) -> list[Path]:
+    """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
+    With `resume`, examples whose JSON already exists (same methods) are kept, not recomputed."""
+    folder = Path(out) / "examples"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ex_id, example in examples:
+        path = folder / f"{ex_id}.json"
+        if resume and path.exists():
+            try:
+                if set(json.loads(path.read_text())["methods"]) >= set(methods):
+                    paths.append(path)
+                    if on_example:
+                        on_example(ex_id, {})
+                    continue
+            except (ValueError, KeyError):
+                pass
+        start = time.perf_counter()
+        ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
+        record = evaluate_context(ctx, methods, k)
+        record.update(id=ex_id, total_s=time.perf_counter() - start)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(path)
+        paths.append(path)
+        if on_example:
+            on_example(ex_id, record)
+    return paths
+
+
+__all__ = ["score_deletions", "evaluate_context", "run_eval"]
