@@ -21,14 +21,18 @@ def _hover(i: int, tok, target: tuple[int, int]) -> list:
     return [i, html.escape(repr(tok.text)), tok.role + mark]
 
 
-def token_heatmap(trace: Trace, hop: int | None = None, width: int = 20, title: str | None = None) -> go.Figure:
-    """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share).
+def token_heatmap(trace: Trace, hop: int | None = None, width: int = 20, title: str | None = None,
+                  values: list[float] | None = None) -> go.Figure:
+    """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share), or of
+    explicit per-position `values` (e.g. one reasoning step's attribution, `step_values`).
 
     One heatmap trace per colour class (named ``prompt``, ``generated``, ``template``); each trace's
     ``z[row][col]`` is the value of the token at that cell (None where another class sits), so the
     figure data is exactly `view_values(trace, hop)` laid out by `token_grid`.
     """
-    values = view_values(trace, hop)
+    values = view_values(trace, hop) if values is None else list(values)
+    if len(values) != trace.n_tokens:
+        raise ValueError(f"{len(values)} values for {trace.n_tokens} tokens")
     cells = token_grid(trace, width)
     n_rows = (cells[-1][0] + 1) if cells else 0
     top = class_maxima(trace, values)
@@ -60,8 +64,9 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 20, title: 
     for i, (r, _c) in enumerate(cells):
         first_in_row.setdefault(r, i)
     view = "combined (final prompt attribution)" if hop is None else f"hop {hop} (share of the hop's mass)"
+    view = view if title is None else title
     fig.update_layout(
-        title={"text": title if title is not None else view, "font": {"size": 14}},
+        title={"text": view, "font": {"size": 14}},
         height=max(160, n_rows * ROW_PX + 70), margin={"l": 50, "r": 10, "t": 40, "b": 10},
         xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
         yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),

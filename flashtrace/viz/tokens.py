@@ -31,6 +31,15 @@ def view_values(trace: Trace, hop: int | None = None) -> list[float]:
     return [v / total for v in raw] if total > 0 else [0.0] * len(raw)
 
 
+def step_values(trace: Trace, segment_id: str) -> list[float]:
+    """One reasoning step's (or the answer's) own attribution over all positions, as a share of its mass."""
+    if trace.steps is None or segment_id not in trace.steps.vectors:
+        raise ValueError(f"segment {segment_id} has no step attribution in this trace")
+    vec = trace.steps.vectors[segment_id]
+    total = sum(vec)
+    return [v / total for v in vec] if total > 0 else [0.0] * len(vec)
+
+
 def class_maxima(trace: Trace, values: list[float]) -> dict[str, float]:
     """Largest value per colour class (the top of that class's colour scale)."""
     top = {"prompt": 0.0, "generated": 0.0, "template": 0.0}
@@ -70,14 +79,19 @@ def _style(cls: str, value: float, top: float) -> tuple[str, str]:
     return bg, text_color_for(bg)
 
 
-def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None = 480) -> str:
-    """The trace's text as flowing HTML, each token's background coloured by the view's value
-    (blue prompt, orange reasoning/answer, grey template). Every piece of text is escaped."""
-    values = view_values(trace, hop)
+def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None = 480,
+                token_range: tuple[int, int] | None = None, values: list[float] | None = None) -> str:
+    """The trace's text (or the tokens in `token_range`) as flowing HTML, each token's background
+    coloured by the view's value (or by `values`): blue prompt, orange reasoning/answer, grey template.
+    Every piece of text is escaped."""
+    values = view_values(trace, hop) if values is None else values
     top = class_maxima(trace, values)
     lo, hi = trace.settings.target
+    first, last = token_range or (0, trace.n_tokens)
     parts, prev_role = [], None
     for i, (tok, v) in enumerate(zip(trace.tokens, values)):
+        if not first <= i < last:
+            continue
         if tok.role != prev_role:
             parts.append(f'<span class="ft-role" style="color:{ROLE_COLORS[tok.role]}">{tok.role}</span>')
             prev_role = tok.role

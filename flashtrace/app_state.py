@@ -1,0 +1,189 @@
+"""App-side state shared across reruns, sessions and browser tabs (Streamlit caches).
+
+- Models and recordings are cached with ``st.cache_resource``, so changing a target, hop count or
+  method reuses the one forward pass, in every tab.
+- One process-wide lock serialises model use (forward passes, generation, attribution): a second tab
+  waits for its turn while every tab stays free to browse traces.
+- Traces are addressed by a reference string kept in the URL: ``gallery:NAME`` or ``lib:NAME``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import streamlit as st
+
+from .gallery import gallery_path, list_gallery
+from .inputs import ResponseSpans, build_sequence
+from .library import Library
+from .models import LoadedModel, load_model, record_forward
+from .trace import Trace
+from .tracing import Prepared
+
+CharRange = tuple[int, int]
+
+
+@st.cache_resource(show_spinner=False)
+def model_lock() -> threading.Lock:
+    """The one lock guarding model use, shared by every session of this server."""
+    return threading.Lock()
+
+
+@contextmanager
+def using_model(message: str = "Waiting for the model: another tab is running a trace…"):
+    """Hold the model lock; shows `message` while waiting for another session to finish."""
+    lock = model_lock()
+    if not lock.acquire(blocking=False):
+        with st.spinner(message):
+            lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def cached_model(name: str) -> LoadedModel:
+    """`load_model(name)`, once per server (errors are not cached, so a fixed name can be retried)."""
+    return load_model(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def cached_prepared(model_name: str, prompt: str, response: str, chat_template: bool,
+                    reasoning: CharRange | None, answer: CharRange | None, rule: str) -> Prepared:
+    """The recorded forward pass of prompt + response with the given spans (cached by all inputs)."""
+    loaded = cached_model(model_name)
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template,
+                              spans=ResponseSpans(reasoning, answer, rule))
+    recording = record_forward(loaded, sequence.ids)
+    return Prepared(loaded, sequence, recording, {"forward_s": recording.forward_seconds})
+
+
+def library() -> Library:
+    """The library in ``$FLASHTRACE_LIBRARY`` (read on every call so tests can point it elsewhere)."""
+    return Library()
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _load_file(path: str, mtime_ns: int, size: int) -> Trace:
+    return Trace.load(path)
+
+
+@dataclass(frozen=True)
+class TraceRef:
+    """Where a trace lives: ``gallery:NAME`` or ``lib:NAME``."""
+
+    source: str  # "gallery" | "lib"
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> "TraceRef":
+        source, sep, name = (text or "").partition(":")
+        if not sep or source not in ("gallery", "lib") or not name:
+            raise ValueError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
+        return cls(source, name)
+
+    def path(self):
+        return gallery_path(self.name) if self.source == "gallery" else library().path(self.name)
+
+
+def load_trace(ref: TraceRef | str) -> Trace:
+    """The trace behind `ref`, cached until its file changes. Raises ValueError/OSError with a message."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    path = ref.path()
+    if not path.is_file():
+        raise ValueError(f"trace '{ref}' does not exist (deleted or renamed?)")
+    stat = path.stat()
+    return _load_file(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def trace_choices() -> dict[str, str]:
+    """``{reference: label}`` for every gallery trace and readable library trace."""
+    out = {f"gallery:{it.name}": f"Gallery · {it.title}" for it in list_gallery()}
+    for entry in library().entries():
+        if entry.readable:
+            out[f"lib:{entry.name}"] = f"Library · {entry.name}"
+    return out
+
+
+def cost_estimate(loaded: LoadedModel, n_tokens: int, hops: int, n_target: int | None = None,
+                  n_recursive: int | None = None):
+    """`flashtrace.estimate.check_fits` (an `Estimate` with ``seconds``, ``peak_bytes``, ``describe()``), or
+    None where this version has no estimator. Raises the estimator's error when the run would not fit."""
+    try:
+        from .estimate import check_fits
+    except ImportError:
+        return None
+    return check_fits(loaded, n_tokens, hops, n_target, n_recursive=n_recursive)
+
+
+class Progress:
+    """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled)."""
+
+    def __init__(self, label: str):
+        self.bar = st.progress(0.0, text=label)
+        self.label = label
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self.last > 0.1 or done >= total:
+            self.bar.progress(min(done / max(total, 1), 1.0), text=f"{self.label} {done}/{total}")
+            self.last = now
+
+
+def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
+    """Spans where the answer is the last occurrence of `answer_text` and the reasoning is everything
+    before it (both trimmed of surrounding whitespace)."""
+    needle = answer_text.strip()
+    at = response.rfind(needle) if needle else -1
+    if at < 0:
+        raise ValueError(f"the answer text {needle[:60]!r} does not occur in the response")
+    before = response[:at]
+    lead = len(before) - len(before.lstrip())
+    reasoning = (lead, len(before.rstrip())) if before.strip() else None
+    return ResponseSpans(reasoning, (at, at + len(needle)), "user")
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _graph(ref: str, stamp: tuple[int, int], threshold: float):
+    from .graph import HopGraph
+
+    return HopGraph.from_trace(load_trace(ref), threshold)
+
+
+def hop_graph(ref: TraceRef | str, threshold: float):
+    """The `HopGraph` of a stored trace at `threshold` (cached until the file changes)."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    stat = ref.path().stat()
+    return _graph(str(ref), (stat.st_mtime_ns, stat.st_size), threshold)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _method_record(ref: str, stamp: tuple[int, int], methods: tuple[str, ...], k: int) -> dict:
+    from .evaluate.methods import build_context
+    from .evaluate.runner import evaluate_context
+    from .evaluate.tasks import Example
+
+    trace = load_trace(ref)
+    gold = [tuple(g) for g in trace.extra.get("gallery", {}).get("gold", [])]
+    example = Example(trace.prompt, trace.response, "", gold, trace.extra.get("gallery", {}).get("task", "trace"))
+    with using_model():
+        loaded = cached_model(trace.model.name)
+        ctx = build_context(loaded, example, target=tuple(trace.settings.target),
+                            chat_template=trace.settings.chat_template)
+        return evaluate_context(ctx, list(methods), k)
+
+
+def method_comparison(ref: TraceRef | str, methods: list[str], k: int = 20) -> dict:
+    """Run `methods` on a stored trace's prompt, response and target with its model (live), with one shared
+    deletion set: the evaluation record (seconds, RISE, MAS, Recovery, curves, scores per method)."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    stat = ref.path().stat()
+    return _method_record(str(ref), (stat.st_mtime_ns, stat.st_size), tuple(methods), k)

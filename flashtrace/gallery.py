@@ -1,0 +1,196 @@
+"""The gallery: precomputed traces shipped in ``assets/gallery/`` so the app works with no model loaded.
+
+`GALLERY` lists what is built: one example of each task family, a free-form prompt, and a long
+retrieval trace of more than 2,000 tokens, all from SmolLM2-135M-Instruct with step-level attribution
+(for the hop graph) and 3 hops (for the hop-depth comparison). ``flashtrace gallery`` rebuilds them;
+floats are rounded to 6 significant digits to keep the files small.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .trace import Trace
+
+GALLERY_ENV = "FLASHTRACE_GALLERY"
+INDEX = "index.json"
+HOPS = 3
+
+FREE_FORM_PROMPT = ("A train leaves at 3 pm and the trip takes 2 hours. The café at the station closes at 6 pm. "
+                    "Can a passenger on that train still get a coffee there after arriving?")
+FREE_FORM_RESPONSE = ("<think>\nThe train leaves at 3 pm.\nThe trip takes 2 hours, so it arrives at 5 pm.\n"
+                      "The café closes at 6 pm, which is after 5 pm.\nSo there is one hour left to get a coffee.\n"
+                      "</think>\nYes: the train arrives at 5 pm and the café is open until 6 pm.")
+
+
+@dataclass(frozen=True)
+class GallerySpec:
+    """How one gallery trace is made: a task example (`task`, `seed`, `length`, `options`) or a
+    free-form `prompt` + `response`."""
+
+    name: str
+    title: str
+    description: str
+    task: str | None = None
+    seed: int = 0
+    length: int | None = None
+    options: dict = field(default_factory=dict)
+    prompt: str | None = None
+    response: str | None = None
+
+
+GALLERY: tuple[GallerySpec, ...] = (
+    GallerySpec("arithmetic", "Arithmetic word problem", "A 3-step word problem among distractor quantities; "
+                "gold = the numbers the answer depends on.", task="arithmetic", seed=3, length=220, options={"steps": 3}),
+    GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; "
+                "the reasoning restates the chain, so hops carry the answer back to the first value.",
+                task="vartrack", seed=1, length=300, options={"hops": 4}),
+    GallerySpec("multihop", "Multi-hop facts", "Person → birth city → country → letter count over a small "
+                "synthetic knowledge text.", task="multihop", seed=2, length=300, options={"kind": "count"}),
+    GallerySpec("needle", "Needle in a haystack", "One special magic number hidden in 600 tokens of filler.",
+                task="needle", seed=4, length=600, options={"variant": "single"}),
+    GallerySpec("free-form", "Free-form: can I get a coffee?", "A hand-written prompt with <think> reasoning and "
+                "a one-line answer.", prompt=FREE_FORM_PROMPT, response=FREE_FORM_RESPONSE),
+    GallerySpec("long-vartrack", "Long trace: variable tracking in 2,000+ tokens", "A 6-assignment chain hidden "
+                "in about 2,200 tokens of filler: the long-trace demo.", task="vartrack", seed=7, length=2200,
+                options={"hops": 6}),
+)
+
+
+@dataclass(frozen=True)
+class GalleryItem:
+    """A gallery card: what the home page lists without reading the trace itself."""
+
+    name: str
+    title: str
+    description: str
+    task: str
+    model: str
+    n_tokens: int
+    hops: int
+    size: int
+
+
+def gallery_dir() -> Path:
+    """``$FLASHTRACE_GALLERY`` or the checkout's ``assets/gallery``."""
+    env = os.environ.get(GALLERY_ENV)
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "assets" / "gallery"
+
+
+def _item(name: str, trace: Trace, size: int) -> GalleryItem:
+    info = trace.extra.get("gallery", {})
+    return GalleryItem(name=name, title=trace.title, description=str(info.get("description", "")),
+                       task=str(info.get("task", "")), model=trace.model.name, n_tokens=trace.n_tokens,
+                       hops=trace.settings.hops, size=size)
+
+
+def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
+    """The gallery's cards, from its index (or, without one, from the trace files themselves)."""
+    folder = folder or gallery_dir()
+    index = folder / INDEX
+    if index.is_file():
+        try:
+            rows = json.loads(index.read_text(encoding="utf-8"))
+            items = [GalleryItem(**row) for row in rows]
+            if all((folder / f"{it.name}.json").is_file() for it in items):
+                return items
+        except (ValueError, TypeError):
+            pass
+    items = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.name == INDEX:
+            continue
+        try:
+            items.append(_item(path.stem, Trace.load(path), path.stat().st_size))
+        except (ValueError, OSError):
+            continue
+    return items
+
+
+def gallery_path(name: str, folder: Path | None = None) -> Path:
+    folder = folder or gallery_dir()
+    known = {it.name for it in list_gallery(folder)}
+    if name not in known:
+        raise ValueError(f"no gallery trace named '{name}'; the gallery has: {', '.join(sorted(known)) or 'nothing'}")
+    return folder / f"{name}.json"
+
+
+def load_gallery_trace(name: str, folder: Path | None = None) -> Trace:
+    return Trace.load(gallery_path(name, folder))
+
+
+def round_floats(value, digits: int = 6):
+    """`value` (nested lists/dicts) with every float rounded to `digits` significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, list):
+        return [round_floats(v, digits) for v in value]
+    if isinstance(value, dict):
+        return {k: round_floats(v, digits) for k, v in value.items()}
+    return value
+
+
+def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] | None = None) -> Trace:
+    """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors)."""
+    from .tracing import attribute, prepare
+
+    extra = {"task": spec.task or "free-form", "description": spec.description}
+    if spec.task:
+        from .evaluate.tasks import make_example
+
+        example = make_example(spec.task, spec.seed, spec.length, **spec.options)
+        prompt, response = example.prompt, example.response
+        extra.update(seed=spec.seed, length=spec.length, options=spec.options, gold=[list(g) for g in example.gold])
+    else:
+        prompt, response = spec.prompt, spec.response
+    prepared = prepare(loaded, prompt, response)
+    trace = attribute(prepared, target="answer", hops=HOPS, steps=True, title=spec.title, progress=progress)
+    data = round_floats(json.loads(trace.to_json()))
+    data["extra"] = {"gallery": extra}
+    return Trace.from_dict(data)
+
+
+def build_gallery(out: Path | None = None, model: str = "smollm2-135m", only: list[str] | None = None,
+                  log: Callable[[str], None] = print) -> list[GalleryItem]:
+    """Rebuild the gallery in `out` (default: `gallery_dir()`), writing each trace and the index."""
+    from .models import load_model
+
+    out = out or gallery_dir()
+    specs = [s for s in GALLERY if not only or s.name in only]
+    unknown = set(only or ()) - {s.name for s in GALLERY}
+    if unknown:
+        raise ValueError(f"unknown gallery entries {sorted(unknown)}; known: {', '.join(s.name for s in GALLERY)}")
+    loaded = load_model(model)
+    for spec in specs:
+        start = time.perf_counter()
+        trace = build_trace(spec, loaded)
+        path = trace.save(out / f"{spec.name}.json")
+        log(f"{spec.name}: {trace.n_tokens} tokens, {path.stat().st_size / 1e3:.0f} kB, "
+            f"{time.perf_counter() - start:.1f} s")
+    order = {s.name: i for i, s in enumerate(GALLERY)}
+    paths = sorted((p for p in out.glob("*.json") if p.name != INDEX), key=lambda p: (order.get(p.stem, 99), p.stem))
+    items = [_item(p.stem, Trace.load(p), p.stat().st_size) for p in paths]
+    tmp = out / f".{INDEX}.tmp"
+    tmp.write_text(json.dumps([it.__dict__ for it in items], indent=1), encoding="utf-8")
+    os.replace(tmp, out / INDEX)
+    return items
+
+
+PRESETS = ("arithmetic", "vartrack", "multihop", "needle", "free-form")
+
+
+def preset_text(name: str, seed: int = 0, length: int | None = None) -> tuple[str, str]:
+    """``(prompt, response)`` of a preset: an example of a task family, or the free-form example."""
+    if name == "free-form":
+        return FREE_FORM_PROMPT, FREE_FORM_RESPONSE
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset '{name}'; available: {', '.join(PRESETS)}")
+    from .evaluate.tasks import make_example
+
+    example = make_example(name, seed, length)
+    return example.prompt, example.response

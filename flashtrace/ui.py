@@ -1,0 +1,102 @@
+"""Widget helpers shared by the app's pages: page setup, errors shown in the page, widgets kept in sync
+with the URL query string, the trace picker and the trace header."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+from .app_state import TraceRef, load_trace, trace_choices
+from .trace import Trace
+
+PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py",
+         "graph": "pages/3_Hop_graph.py", "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
+
+
+def page_setup(title: str, icon: str = "🔦") -> None:
+    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=icon, layout="wide")
+
+
+def error_message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if isinstance(exc, (ValueError, OSError, RuntimeError)) else f"{type(exc).__name__}: {text}"
+
+
+@contextmanager
+def shown_errors(prefix: str = ""):
+    """Show any exception raised inside as an error box on the page (never a traceback)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - the page must survive anything the library raises
+        st.error(f"{prefix}{error_message(exc)}")
+
+
+def synced(widget: Callable[..., Any], label: str, param: str, options: Sequence[str], default: str,
+           **kwargs) -> str:
+    """A choice widget (selectbox, radio, select_slider, segmented_control) whose value lives in the URL
+    query parameter `param`: a shared link reopens the same choice."""
+    key = f"qp_{param}"
+    last = f"{key}__synced"
+    url_value = st.query_params.get(param, default)
+    if url_value not in options:
+        url_value = default
+    if key not in st.session_state or st.session_state.get(last) != url_value:
+        st.session_state[key] = url_value  # first run, or the URL changed (a link was opened)
+    value = widget(label, options=list(options), key=key, **kwargs)
+    if value is None:
+        value = default
+    st.query_params[param] = value
+    st.session_state[last] = value
+    return value
+
+
+def trace_picker(label: str = "Trace") -> tuple[TraceRef, Trace] | None:
+    """Choose a trace (gallery or library), kept in ``?trace=``; returns it loaded, or None."""
+    choices = trace_choices()
+    current = st.query_params.get("trace")
+    if current and current not in choices:
+        choices[current] = current  # a link to a trace the listing does not show (yet): try it anyway
+    if not choices:
+        st.info("No traces yet: the gallery is empty and the library has nothing readable. "
+                "Run one on the Trace page or rebuild the gallery with `flashtrace gallery`.")
+        return None
+    options = list(choices)
+    ref = synced(st.selectbox, label, "trace", options, current if current in choices else options[0],
+                 format_func=lambda r: choices.get(r, r))
+    try:
+        parsed = TraceRef.parse(ref)
+        return parsed, load_trace(parsed)
+    except Exception as exc:  # noqa: BLE001
+        st.error(f"Cannot open {ref}: {error_message(exc)}")
+        return None
+
+
+def trace_header(trace: Trace) -> None:
+    """One line of facts about a trace and the text it explains."""
+    lo, hi = trace.settings.target
+    target = "".join(t.text for t in trace.tokens[lo:hi])
+    st.caption(f"**{trace.model.name}** ({trace.model.family}) · {trace.n_tokens:,} tokens · "
+               f"method {trace.settings.method} · {trace.settings.hops} hop(s) · ρ "
+               + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
+    st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
+
+
+def code_text(text: str) -> str:
+    """`text` as inline code, safe in Markdown (backticks and newlines neutralised)."""
+    return "`" + text.replace("`", "ˋ").replace("\n", "↵ ") + "`"
+
+
+def nav_links(ref: TraceRef | str, here: str) -> None:
+    """Links to the other views of the same trace."""
+    cols = st.columns(4)
+    for col, (page, label) in zip(cols, (("explore", "Explore"), ("graph", "Hop graph"), ("compare", "Compare"),
+                                         ("library", "Library"))):
+        if page != here:
+            col.page_link(PAGES[page], label=label, icon="➡️",
+                          query_params={"trace": str(ref)} if page != "library" else None)
+
+
+def hop_options(trace: Trace) -> list[str]:
+    return ["combined"] + [str(h.k) for h in trace.hops]
