@@ -17,6 +17,7 @@ import torch
 
 from ..models.attention import aggregate_attention
 from ..models.recording import Recording
+from .kernels import head_proximities
 from .proximity import proximity
 
 DEFAULT_BUDGET = 256 * 2**20
@@ -90,17 +91,9 @@ def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
     row_block = int(min(128, max(1, budget_bytes // (4 * n_heads * n_src))))
     abar = aggregate_attention(layer, rows, coef, block=row_block)  # [B, H, n_src]
     d_model = y.shape[1]
-    chunk = int(min(256, max(1, budget_bytes // (4 * n_heads * d_model * 2))))
-    y_abs = y.abs()  # [B, D]
+    chunk = int(min(1024, max(1, budget_bytes // (4 * n_heads * d_model * 2))))
     p = torch.empty(n_spans, n_heads, n_src, device=dev)
-    buf = torch.empty(n_heads, chunk, d_model, device=dev)
     for s in range(0, n_src, chunk):
         src = slice(s, min(s + chunk, n_src))
-        f = layer.head_values(src)  # [H, c, D]
-        part = buf[:, : f.shape[1]]
-        for b in range(n_spans):
-            # Σ_d (|y_d| - |y_d - ᾱ f_d|): summing per-dimension differences keeps small parts accurate
-            torch.mul(f, -abar[b, :, src, None], out=part)
-            part.add_(y[b]).abs_().neg_().add_(y_abs[b])
-            p[b, :, src] = part.sum(-1)
-    return p.clamp_min_(0).cpu(), r.cpu()
+        p[:, :, src] = head_proximities(layer.head_values(src), abar[:, :, src], y)  # [B, H, c]
+    return p.cpu(), r.cpu()
