@@ -1,0 +1,175 @@
+"""The hop graph: edge shares, DAG and threshold properties, strongest paths, hop depths, JSON."""
+
+import functools
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flashtrace.graph import HopGraph, incoming_shares
+from flashtrace.trace import StepRecord
+from flashtrace.tracing import attribute, prepare
+
+PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. Cid has 9 green balls. How many do Ann and Ben have?"
+RESPONSE = "1. Ann has 3 balls.\n2. Ben has 4 balls.\n3. So 3 + 4 = 7.\nAnswer: 7 balls"
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    from flashtrace.models import load_model
+
+    return prepare(load_model("tiny-llama"), PROMPT, RESPONSE)
+
+
+@pytest.fixture(scope="module")
+def trace(prepared):
+    return attribute(prepared, hops=1, steps=True)
+
+
+def _with_vectors(trace, rng):
+    """The trace with random non-negative causal step vectors (each step sees only up to its end)."""
+    vectors = {}
+    for seg in trace.segments:
+        if seg.id in trace.steps.vectors:
+            vec = rng.random(trace.n_tokens) * (rng.random(trace.n_tokens) < 0.7)
+            vec[seg.end:] = 0
+            vectors[seg.id] = vec.tolist()
+    return trace.model_copy(update={"steps": StepRecord(vectors=vectors, seconds=0.0)})
+
+
+def test_shares_are_segment_sums(trace):
+    graph = HopGraph.from_trace(trace)
+    segs = {s.id: s for s in trace.segments}
+    for src, dst, share in graph.graph.edges(data="share"):
+        vec = trace.steps.vectors[dst]
+        expected = sum(vec[segs[src].start:segs[src].end]) / sum(vec)
+        assert share == pytest.approx(expected, rel=1e-9)
+    assert set(graph.graph.nodes) == set(segs)
+    node = graph.graph.nodes["A"]
+    assert (node["role"], node["start"], node["end"]) == ("answer", segs["A"].start, segs["A"].end)
+    # every positive share before a step is an edge (threshold 0)
+    n_expected = sum(1 for dst in trace.steps.vectors for s in trace.segments
+                     if s.end <= segs[dst].start and sum(trace.steps.vectors[dst][s.start:s.end]) > 0)
+    assert graph.graph.number_of_edges() == n_expected
+
+
+def test_incoming_shares_reference():
+    vec = np.array([1.0, 2.0, 0.0, 3.0, 4.0])
+    assert incoming_shares(vec, [(0, 2), (2, 4), (4, 5)], 2).tolist() == [0.3, 0.3]
+    assert incoming_shares(np.zeros(3), [(0, 3)], 1).tolist() == [0.0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), low=st.floats(0, 0.5), high=st.floats(0, 0.99), real=st.booleans())
+def test_graph_properties(trace, seed, low, high, real):
+    tr = trace if real else _with_vectors(trace, np.random.default_rng(seed))
+    low, high = min(low, high), max(low, high)
+    g_low, g_high = HopGraph.from_trace(tr, low), HopGraph.from_trace(tr, high)
+    for g in (g_low, g_high):
+        graph = g.graph
+        assert nx.is_directed_acyclic_graph(graph)
+        for src, dst in graph.edges:
+            assert graph.nodes[src]["order"] < graph.nodes[dst]["order"]  # forward in the text
+            assert graph.nodes[src]["end"] <= graph.nodes[dst]["start"]
+            assert graph.edges[src, dst]["raw_share"] >= g.threshold
+        for node in graph.nodes:
+            assert sum(g.incoming(node).values()) <= 1 + 1e-9
+    assert set(g_high.graph.edges) <= set(g_low.graph.edges)  # raising the threshold never adds edges
+    for node in g_high.graph.nodes:  # renormalisation keeps each node's incoming total
+        if g_high.incoming(node):
+            assert sum(g_high.incoming(node).values()) == pytest.approx(sum(g_low.incoming(node).values()), rel=1e-9)
+
+
+def _all_paths(graph: HopGraph):
+    out = []
+    for p in graph.nodes("prompt"):
+        for path in nx.all_simple_paths(graph.graph.reverse(copy=False), graph.answer, p):
+            out.append(math.prod(graph.graph.edges[b, a]["share"] for a, b in zip(path, path[1:])))
+    return sorted(out, reverse=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), threshold=st.sampled_from([0.0, 0.02, 0.05, 0.2]))
+def test_strongest_paths_match_brute_force(trace, seed, threshold):
+    graph = HopGraph.from_trace(_with_vectors(trace, np.random.default_rng(seed)), threshold)
+    paths = graph.strongest_paths(6)
+    brute = _all_paths(graph)[:6]
+    assert [p.strength for p in paths] == pytest.approx(brute, rel=1e-9)
+    for p in paths:
+        assert p.nodes[0] == "A" and graph.graph.nodes[p.end]["role"] == "prompt"
+        assert p.hops == len(p.nodes) - 1
+    through = graph.strongest_paths(3, through_reasoning=True)
+    assert all(p.hops >= 2 for p in through)
+    depths = graph.hop_depths()
+    assert set(depths) == set(graph.nodes("prompt"))
+    for node, depth in depths.items():
+        lengths = [len(path) - 1 for path in nx.all_simple_paths(graph.graph.reverse(copy=False), "A", node)]
+        assert depth == (min(lengths) if lengths else None)
+
+
+def test_threshold_prunes_and_depths_grow(trace):
+    dense, sparse = HopGraph.from_trace(trace), HopGraph.from_trace(trace, 0.1)
+    assert sparse.graph.number_of_edges() < dense.graph.number_of_edges()
+    assert all(d == 1 for d in dense.hop_depths().values())  # the answer sees every prompt sentence directly
+    for node, depth in sparse.hop_depths().items():
+        assert depth is None or depth >= 1
+    with pytest.raises(ValueError, match="threshold"):
+        HopGraph.from_trace(trace, 1.0)
+
+
+def test_json_round_trip(trace):
+    graph = HopGraph.from_trace(trace, 0.05)
+    again = HopGraph.from_json(graph.to_json())
+    assert again.threshold == 0.05 and again.answer == "A"
+    assert dict(again.graph.nodes(data=True)) == dict(graph.graph.nodes(data=True))
+    assert sorted(again.graph.edges(data=True)) == sorted(graph.graph.edges(data=True))
+    assert again.strongest_paths(4) == graph.strongest_paths(4)
+    for bad in ('{"graph": {"nodes": []}}', '{"threshold": 0, "graph": {"directed": true, "nodes": [{"id": "x"}], '
+                '"edges": []}}'):
+        with pytest.raises(ValueError):
+            HopGraph.from_json(bad)
+
+
+def test_trace_without_steps_is_refused(prepared):
+    with pytest.raises(ValueError, match="steps=True"):
+        HopGraph.from_trace(attribute(prepared, hops=1))
+
+
+@functools.lru_cache(maxsize=1)
+def _vartrack():
+    """The benchmark script as a module (it generates the variable-tracking examples)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "vartrack_paths.py"
+    spec = importlib.util.spec_from_file_location("vartrack_paths", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_vartrack_examples_are_deterministic():
+    module = _vartrack()
+    a, b = module.make_examples(20, seed=0), module.make_examples(20, seed=0)
+    assert a == b and len({ex.prompt for ex in a}) == 20
+    for ex in a:
+        assert ex.gold_line in ex.prompt.splitlines() and ex.response.endswith(f"Answer: {ex.value}")
+
+
+@pytest.mark.slow
+def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
+    """Measured 20/20 on SmolLM2 (benchmarks/vartrack_paths.py); the floor guards against regressions."""
+    module = _vartrack()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a shared machine one thread is much faster than two
+    try:
+        result = module.evaluate(smollm, module.make_examples(20, seed=0))
+    finally:
+        torch.set_num_threads(threads)
+    assert result["hit_rate"] >= 0.85
+    assert result["hit_rate_through_reasoning"] >= 0.85
