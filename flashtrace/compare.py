@@ -1,0 +1,130 @@
+"""Hop depth comparison: how the prompt attribution changes as hops 0, 1, 2, ... are added (one recording).
+
+Depth K means the attribution after hops ``0..K``: ``final_K = Σ_{k≤K} contribution_k``. For each depth
+this gives the prompt attribution (normalised over the user's prompt tokens), where hop K's raw
+attribution lands (prompt / reasoning / answer), and how much of the target's attribution has reached
+the input so far; between consecutive depths, the Spearman rank correlation and top-k overlap of the
+prompt ranking; and the convergence depth, from which on the top-k overlap with the next depth stays
+at or above 0.9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .trace import Trace, normalised
+from .tracing import Prepared, attribute
+
+CONVERGED_OVERLAP = 0.9
+_ROLE_GROUP = {"template": "prompt", "prompt": "prompt", "reasoning": "reasoning", "answer": "answer"}
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(values, kind="stable")
+    sorted_vals = values[order]
+    ranks = np.empty(len(values))
+    start = 0
+    for end in range(1, len(values) + 1):
+        if end == len(values) or sorted_vals[end] != sorted_vals[start]:
+            ranks[order[start:end]] = (start + end + 1) / 2  # mean of ranks start+1 .. end
+            start = end
+    return ranks
+
+
+def spearman(a, b) -> float | None:
+    """Spearman rank correlation of two equally long score lists (None when either is constant)."""
+    ra, rb = _average_ranks(np.asarray(a, dtype=float)), _average_ranks(np.asarray(b, dtype=float))
+    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def top_k(scores, positions: list[int], k: int) -> list[int]:
+    """The `k` positions with the highest score (ties: earlier position first)."""
+    return sorted(positions, key=lambda i: (-scores[i], i))[:k]
+
+
+def top_k_overlap(a, b, positions: list[int], k: int) -> float:
+    """``|top_k(a) ∩ top_k(b)| / k`` over `positions` (k capped at their number)."""
+    k = min(k, len(positions))
+    if k == 0:
+        return 1.0
+    return len(set(top_k(a, positions, k)) & set(top_k(b, positions, k))) / k
+
+
+@dataclass
+class HopDepthComparison:
+    """Per-depth data for depths ``0..max_hops`` (see the module docstring)."""
+
+    depths: list[int]
+    hops_run: int  # hops actually computed; fewer than max_hops when no mass was left on the reasoning
+    k: int
+    prompt_positions: list[int]  # ranked positions: user prompt tokens with a score at some depth (no stop tokens)
+    prompt_scores: list[list[float]]  # [depth][N]: final_K normalised to sum 1 over the prompt tokens
+    mass: list[dict[str, float] | None]  # [depth]: where hop K's raw attribution lands (template counts as prompt)
+    reached: list[float]  # [depth]: share of the target's attribution on the input after hops 0..K (1 - ρ_K)
+    rho: list[float]  # [depth]: ρ_K, the share still on generated tokens
+    spearman: list[float | None]  # [depth - 1]: rank correlation between depth K and K+1
+    overlap: list[float]  # [depth - 1]: top-k overlap between depth K and K+1
+    convergence_depth: int | None  # first K whose top-k overlap with every next depth is >= 0.9
+    top: list[list[int]] = field(default_factory=list)  # [depth]: the top-k prompt positions
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> HopDepthComparison:
+    """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
+    (default: the trace's hop setting)."""
+    max_hops = trace.settings.hops if max_hops is None else max_hops
+    if not 0 <= max_hops <= trace.settings.hops:
+        raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    roles = [_ROLE_GROUP[t.role] for t in trace.tokens]
+    user_prompt = trace.positions("prompt")
+    depths = list(range(max_hops + 1))
+    final = np.zeros(trace.n_tokens)
+    scores, mass, reached, rho = [], [], [], []
+    for depth in depths:
+        hop = trace.hops[depth] if depth < len(trace.hops) else None
+        if hop is not None:
+            final = final + np.asarray(hop.contribution)
+            raw = np.asarray(hop.raw)
+            total = raw.sum()
+            split = {g: 0.0 for g in ("prompt", "reasoning", "answer")}
+            for value, group in zip(raw, roles):
+                split[group] += value
+            mass.append({g: float(v / total) if total > 0 else 0.0 for g, v in split.items()})
+            rho.append(hop.rho)
+        else:
+            mass.append(None)
+            rho.append(rho[-1])
+        scores.append(normalised(final.tolist(), user_prompt))
+        reached.append(1.0 - rho[-1])
+    ranked = [i for i in user_prompt if any(s[i] > 0 for s in scores)] or user_prompt
+    corr = [spearman([scores[d][i] for i in ranked], [scores[d + 1][i] for i in ranked]) for d in depths[:-1]]
+    overlap = [top_k_overlap(scores[d], scores[d + 1], ranked, k) for d in depths[:-1]]
+    converged = None
+    for d in reversed(depths[:-1]):
+        if overlap[d] < CONVERGED_OVERLAP:
+            break
+        converged = d
+    return HopDepthComparison(depths=depths, hops_run=min(len(trace.hops) - 1, max_hops), k=k,
+                              prompt_positions=ranked, prompt_scores=scores, mass=mass, reached=reached, rho=rho,
+                              spearman=corr, overlap=overlap, convergence_depth=converged,
+                              top=[top_k(s, ranked, k) for s in scores])
+
+
+def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
+    """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
+    ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
+    trace = attribute(prepared, hops=max_hops, **options)
+    return compare_depths(trace, k=k, max_hops=max_hops)
+
+
+__all__ = ["HopDepthComparison", "compare_depths", "hop_depth_comparison", "spearman", "top_k", "top_k_overlap",
+           "CONVERGED_OVERLAP"]
