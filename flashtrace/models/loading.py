@@ -10,7 +10,7 @@ import torch
 from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .recording import ATTN_IMPLEMENTATION
-from .tiny import TINY_ALIASES, build_tiny_model
+from .tiny import SHAPED_CONFIGS, TINY_ALIASES, build_shaped_model, build_tiny_model
 
 
 class ModelLoadError(RuntimeError):
@@ -54,7 +54,7 @@ class LoadedModel:
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
-MODEL_ALIASES = (DEFAULT_ALIAS, *TINY_ALIASES)
+MODEL_ALIASES = (DEFAULT_ALIAS, *TINY_ALIASES, *SHAPED_CONFIGS)
 
 
 def _dtype(dtype: str | torch.dtype | None) -> torch.dtype:
@@ -80,7 +80,8 @@ def load_model(
     device_map: str | None = None,
     seed: int = 0,
 ) -> LoadedModel:
-    """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights), a local
+    """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
+    ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
     folder, or a Hugging Face id. The family is checked before any weights are read."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -92,6 +93,9 @@ def load_model(
         model = build_tiny_model(TINY_ALIASES[name], tokenizer, seed=seed).to(torch_dtype)
         loaded = LoadedModel(model, tokenizer, spec_for(model), name)
         return _place(loaded, device)
+    if name in SHAPED_CONFIGS:
+        model = build_shaped_model(name, torch_dtype, device)
+        return LoadedModel(model, default_tokenizer(), spec_for(model), name)
     source = str(ensure_default_model()) if name == DEFAULT_ALIAS else name
     local = Path(source).expanduser()
     offline_hint = (f"'{name}' is neither a local folder nor a model available offline; "

@@ -45,3 +45,25 @@ def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementat
             if name.endswith("bias") or "norm" in name or ".ln_" in name:
                 param.add_(0.1 * torch.randn(param.shape, generator=generator))
     return model.eval()
+
+
+# Random-weight models with the shapes of real checkpoints, for speed benchmarks on big hardware.
+SHAPED_CONFIGS: dict[str, tuple[str, dict]] = {
+    "random-qwen3-8b": ("qwen3", dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                                      num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                                      vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=False)),
+    "random-smollm2-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                          num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
+                                          max_position_embeddings=8192, tie_word_embeddings=True)),
+}
+
+
+def build_shaped_model(name: str, dtype: torch.dtype, device: str | None = None, seed: int = 0,
+                       attn_implementation: str = "ft_record"):
+    """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`."""
+    model_type, kwargs = SHAPED_CONFIGS[name]
+    config = AutoConfig.for_model(model_type, **kwargs)
+    torch.manual_seed(seed)
+    with torch.device(device or "cpu"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=dtype)
+    return model.eval()
