@@ -1,0 +1,130 @@
+"""Evaluation contexts, the shared deletion set, per-example records, reports and the CLI (tiny model)."""
+
+import json
+
+import pytest
+import torch
+
+from flashtrace.attribution.baselines import target_logprob
+from flashtrace.cli import main
+from flashtrace.evaluate.methods import build_context, get_eval_method, parse_methods
+from flashtrace.evaluate.report import markdown, summarise, write_report
+from flashtrace.evaluate.runner import evaluate_context, run_eval, score_deletions
+from flashtrace.evaluate.tasks import make_example
+from flashtrace.models import load_model
+
+METHODS = ["flashtrace-k0", "flashtrace-k1", "ifr", "attention", "rollout", "ig", "perturbation"]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return load_model("tiny-llama")
+
+
+@pytest.fixture(scope="module")
+def ctx(llama):
+    return build_context(llama, make_example("needle", 1, length=30), ig_steps=2, batch_size=8)
+
+
+def test_context_gold_and_segments(ctx):
+    seq = ctx.prepared.sequence
+    assert all(seq.tokens[p].role == "prompt" for p in ctx.positions.tolist())
+    gold_text = "".join(seq.tokens[p].text for p, g in zip(ctx.positions.tolist(), ctx.gold.tolist()) if g)
+    assert ctx.example.gold_texts()[0].split(":")[0] in gold_text
+    assert seq.tokens[ctx.target[0]].role == "answer" and ctx.target[1] == len(seq)
+    segs = ctx.segments()
+    flat = sorted(p for s in segs for p in s)
+    assert flat == ctx.positions.tolist() and len(segs) > 3  # a partition of the prompt into sentences
+
+
+def test_score_deletions_matches_manual_and_dedupes(ctx, llama):
+    p = ctx.positions.numel()
+    masks = torch.zeros(3, p, dtype=torch.bool)
+    masks[1, :5] = True
+    masks[2, :5] = True  # duplicate of row 1
+    got = score_deletions(ctx, masks)
+    manual = ctx.ids.clone()
+    manual[ctx.positions[:5]] = ctx.replace_id
+    want = target_logprob(llama.model, torch.stack([ctx.ids, manual]), ctx.target)
+    assert torch.allclose(got, want[[0, 1, 1]], atol=1e-5)
+
+
+def test_evaluate_context_shared_deletion_set(ctx):
+    rec = evaluate_context(ctx, METHODS, k=5)
+    s0 = {m: v["s"][0] for m, v in rec["methods"].items()}
+    sk = {m: v["s"][-1] for m, v in rec["methods"].items()}
+    assert len(set(s0.values())) == 1 and len(set(sk.values())) == 1  # same endpoints for every method
+    for v in rec["methods"].values():
+        assert len(v["n"]) == 6 and len(v["scores"]) == rec["n_prompt"]
+        assert all(a >= b for a, b in zip(v["n"], v["n"][1:]))
+        assert 0 <= v["rise"] <= 1 and 0 <= v["mas"] <= 1 and 0 <= v["recovery"] <= 1
+        assert v["d"][0] == pytest.approx(1.0) and v["d"][-1] == pytest.approx(0.0)
+    json.dumps(rec)
+
+
+def test_flashtrace_hops_differ_from_hop0(ctx):
+    k0, k2 = get_eval_method("flashtrace-k0")(ctx), get_eval_method("flashtrace-k2")(ctx)
+    p = ctx.positions
+    assert k2[p].sum() >= k0[p].sum() - 1e-6  # hops only add prompt mass
+    assert not torch.allclose(k0[p], k2[p])
+
+
+def test_parse_methods():
+    assert parse_methods("flashtrace,ifr", [0, 3]) == ["flashtrace-k0", "flashtrace-k3", "ifr"]
+    assert parse_methods("ig,ig,attention") == ["ig", "attention"]
+    with pytest.raises(ValueError, match="unknown evaluation method"):
+        parse_methods("lrp")
+    with pytest.raises(ValueError):
+        parse_methods(" , ")
+
+
+@pytest.mark.slow
+def test_run_eval_resume_and_report(llama, tmp_path):
+    examples = [(f"{t}-0000", make_example(t, 0, length=50)) for t in ("needle", "arithmetic")]
+    seen = []
+    run_eval(llama, examples, ["flashtrace-k1", "attention"], tmp_path, k=4, ig_steps=2,
+             on_example=lambda i, r: seen.append(bool(r)))
+    run_eval(llama, examples, ["flashtrace-k1"], tmp_path, k=4, on_example=lambda i, r: seen.append(bool(r)))
+    assert seen == [True, True, False, False]  # the second run kept both examples
+    summary = write_report(tmp_path, {"model": "tiny-llama"})
+    assert set(summary["tasks"]) == {"needle", "arithmetic"}
+    assert (tmp_path / "metrics.png").stat().st_size > 1000 and (tmp_path / "deletion_curves.png").exists()
+    assert "| flashtrace-k1 | 1 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_summarise_mean_std():
+    def rec(task, rise):
+        return {"task": task, "k": 2, "n_tokens": 10, "n_prompt": 5, "total_s": 1.0, "deletion_s": 0.5,
+                "methods": {"ig": {"rise": rise, "mas": 0.5, "recovery": None, "seconds": 2.0, "n": [1, rise, 0]}}}
+    s = summarise([rec("a", 0.2), rec("a", 0.4), rec("b", 0.1)])
+    ig = s["tasks"]["a"]["methods"]["ig"]
+    assert ig["rise"]["mean"] == pytest.approx(0.3) and ig["rise"]["std"] == pytest.approx(0.1414, abs=1e-4)
+    assert ig["recovery"]["n"] == 0 and s["tasks"]["a"]["mean_deletion_curve"]["ig"] == pytest.approx([1, 0.3, 0])
+    table = markdown(s)
+    assert "0.300 ± 0.141" in table and "| ig |  |" in table and "–" in table
+
+
+@pytest.mark.slow
+def test_cli_eval(tmp_path, capsys):
+    out = tmp_path / "ev"
+    code = main(["eval", "--model", "tiny-llama", "--task", "multihop,vartrack", "--n", "1", "--length", "40",
+                 "--methods", "flashtrace,perturbation", "--hops", "0,1", "--k", "5", "--out", str(out),
+                 "--no-progress", "--no-plots"])
+    assert code == 0
+    assert sorted(p.name for p in (out / "examples").iterdir()) == ["multihop-0000.json", "vartrack-0000.json"]
+    assert "flashtrace-k1" in capsys.readouterr().out
+    assert json.loads((out / "settings.json").read_text())["k"] == 5
+    assert main(["eval", "--report-only", "--out", str(out), "--no-plots"]) == 0
+    assert main(["eval", "--task", "nope", "--out", str(out)]) == 2
+
+
+@pytest.mark.slow
+def test_cli_eval_jsonl(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"prompt": "The key is 4417. The sky is blue. What is the key?",
+                                "response": "The key is 4417.\nAnswer: 4417", "gold_text": ["The key is 4417."]}))
+    out = tmp_path / "ev"
+    assert main(["eval", "--model", "tiny-llama", "--jsonl", str(path), "--methods", "attention,flashtrace-k1",
+                 "--k", "4", "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    rec = json.loads((out / "examples" / "jsonl-0000.json").read_text())
+    assert rec["n_gold"] > 0 and set(rec["methods"]) == {"attention", "flashtrace-k1"}
