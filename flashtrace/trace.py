@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .fileio import atomic_write_text
 
 SCHEMA_VERSION = 1
 MAX_TOKENS = 200_000
@@ -201,17 +201,7 @@ class Trace(_Strict):
 
     def save(self, path: str | Path) -> Path:
         """Write atomically (temporary file + rename): a failed save never leaves a partial file."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(self.to_json())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
