@@ -1,7 +1,8 @@
 """The ``flashtrace`` command line. Each subcommand lives in `flashtrace.commands.<name>` and
 provides ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 
-Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input.
+Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input, 3 refused because the run
+would not fit in memory, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import sys
 
 from . import __version__, commands
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_TOO_BIG = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
-                                     "for reasoning language models.")
+                                     "for reasoning language models.",
+                                     epilog="exit codes: 0 success, 1 failure while running, 2 bad input or usage, "
+                                     "3 refused (would not fit in memory), 130 interrupted")
     parser.add_argument("--version", action="version", version=f"flashtrace-studio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
@@ -44,8 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError, RuntimeError) as exc:
+        from .estimate import ResourceError
+        from .models import ModelLoadError
+
         print(f"flashtrace {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, ValueError) else EXIT_FAILURE
+        if isinstance(exc, ResourceError):
+            return EXIT_TOO_BIG
+        return EXIT_USAGE if isinstance(exc, (ValueError, ModelLoadError, FileNotFoundError)) else EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
+    context = getattr(loaded.model.config, "max_position_embeddings", None) or getattr(
+        loaded.model.config, "n_positions", None)
+    if context and len(sequence) > context:
+        raise ValueError(f"the sequence has {len(sequence)} tokens but {loaded.name} reads at most {context}; "
+                         "shorten the prompt or response")
     n_response = len(sequence) - sequence.response_start
     predicted = estimate(loaded, len(sequence), hops=1, n_target=n_response, device=str(loaded.device))
     if on_estimate:

@@ -54,6 +54,8 @@ def run(args) -> int:
     from ..models import load_model
     from ..tracing import attribute, prepare, resolve_target
 
+    if not 0 <= args.hops <= 8:
+        raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
     prompt = _read(args.prompt_file, args.prompt)
     response = _read(args.response_file, args.response)
     if response is None and not args.generate:
