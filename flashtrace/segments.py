@@ -77,6 +77,18 @@ class WholeSplitter:
 _ANSWER_PREFIX = re.compile(r"[ \t>#*]*(?:final\s+)?answer\b", re.I)
 
 
+def _line_starts(text: str, lo: int, hi: int, starts_piece) -> tuple[list[int], int]:
+    """First non-space character of each non-blank line where ``starts_piece(line_start, line_end)``, and
+    how many of those lines are not "Answer:" lines."""
+    found, content = [], 0
+    for s, e in _lines(text, lo, hi):
+        first = _first_non_space(text, s, e)
+        if first is not None and starts_piece(s, e):
+            found.append(first)
+            content += not _ANSWER_PREFIX.match(text, s, e)
+    return found, content
+
+
 class LineSplitter:
     """One piece per non-blank line; applies when at least `min_pieces` of them are not "Answer:" lines."""
 
@@ -84,12 +96,7 @@ class LineSplitter:
         self.min_pieces = min_pieces
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        found, content = [], 0
-        for s, e in _lines(text, lo, hi):
-            first = _first_non_space(text, s, e)
-            if first is not None:
-                found.append(first)
-                content += not _ANSWER_PREFIX.match(text, s, e)
+        found, content = _line_starts(text, lo, hi, lambda s, e: True)
         return found if content >= self.min_pieces else None
 
 
@@ -124,12 +131,10 @@ class StepSplitter:
         self.min_steps = min_steps
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        found, steps = [], 0
-        for s, e in _lines(text, lo, hi):
-            first = _first_non_space(text, s, e)
-            if first is not None and (_STEP_MARKER.match(text, s, e) or _ANSWER_PREFIX.match(text, s, e)):
-                found.append(first)
-                steps += not _ANSWER_PREFIX.match(text, s, e)
+        def is_step(s: int, e: int) -> bool:
+            return bool(_STEP_MARKER.match(text, s, e) or _ANSWER_PREFIX.match(text, s, e))
+
+        found, steps = _line_starts(text, lo, hi, is_step)
         if steps < self.min_steps:
             return None
         head = _first_non_space(text, lo, found[0])  # text before the first step is a piece of its own

@@ -12,7 +12,8 @@ from flashtrace.segments import (LineSplitter, SentenceSplitter, StepSplitter, W
 TEXTS = [
     ("Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?",
      "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"),
-    ("  Ünïcödé prompt: café 東京 and   spaces\n\nnew line 🙂. Ok?", "  Think: 東京 is a city. 🙂 So yes.\nAnswer: Tokyo"),
+    ("  Ünïcödé prompt: café 東京 and   spaces\n\nnew line 🙂. Ok?",
+     "  Think: 東京 is a city. 🙂 So yes.\nAnswer: Tokyo"),
     ("\nLeading newline.\n", "<think>\n1. add them\n2. check 3.5 + 1\n</think>\nThe answer is \\boxed{4.5}."),
     ("x", "so \\boxed{12} it is"),
     ("Question?", "Paris."),
@@ -59,8 +60,9 @@ def tok():
     return default_tokenizer()
 
 
-_ALPHABET = st.sampled_from(list("ab xyz.,!?\n\t-*1234") + ["é", "東京", "🙂", "  ", "\n\n", "1. ", "- ", "Step 2: ",
-                                                          "Answer: ", "\\boxed{", "}", "<think>", "</think>", ". "])
+_PIECES = ["é", "東京", "🙂", "  ", "\n\n", "1. ", "- ", "Step 2: ", "Answer: ", "\\boxed{", "}", "<think>",
+           "</think>", ". "]
+_ALPHABET = st.sampled_from(list("ab xyz.,!?\n\t-*1234") + _PIECES)
 _TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
 
 
