@@ -1,8 +1,46 @@
-"""FlashTrace Studio home page (placeholder until the app lands)."""
+"""FlashTrace Studio: the entry point. Registers the pages (one file per view in pages/) and holds the
+home page: what the tool does, the gallery of precomputed traces, recent library traces, a start link."""
 
 import streamlit as st
 
-st.set_page_config(page_title="FlashTrace Studio", layout="wide")
-st.title("FlashTrace Studio")
-st.write("Why did the model say that? FlashTrace attributes a whole answer to the prompt tokens that caused it, "
-         "hopping back through the model's reasoning chain.")
+from flashtrace import ui
+from flashtrace.app_state import library
+from flashtrace.gallery import list_gallery
+
+
+def home() -> None:
+    st.title("FlashTrace Studio")
+    st.markdown("**Why did the model say that?** FlashTrace attributes a model's whole answer to the prompt tokens "
+                "that caused it in one sweep over a single forward pass, and hops back through the reasoning chain "
+                "so the credit lands on the input rather than on the reasoning.")
+    st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
+
+    st.header("Gallery")
+    items = list_gallery()
+    if not items:
+        st.info("The gallery is empty. Rebuild it with `flashtrace gallery`.")
+    cols = st.columns(3)
+    for i, item in enumerate(items):
+        with cols[i % 3].container(border=True):
+            st.subheader(item.title, anchor=False)
+            st.caption(f"{item.task} · {item.model} · {item.n_tokens:,} tokens · {item.hops} hops")
+            st.write(item.description)
+            a, b = st.columns(2)
+            query = {"trace": f"gallery:{item.name}"}
+            a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
+            b.page_link(ui.PAGES["graph"], label="Hop graph", icon=":material/hub:", query_params=query)
+
+    st.header("Recent traces")
+    with ui.shown_errors():
+        recent = [e for e in library().entries() if e.readable][:5]
+        if not recent:
+            st.caption("Nothing saved yet. Traces you run are saved to the library.")
+        for entry in recent:
+            st.page_link(ui.PAGES["explore"], label=f"{entry.name} · {entry.model} · {entry.n_tokens:,} tokens",
+                         icon=":material/description:", query_params={"trace": f"lib:{entry.name}"})
+        st.page_link(ui.PAGES["library"], label="Open the library", icon=":material/folder_open:")
+
+
+ui.page_setup("FlashTrace Studio")
+st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True)]
+              + [st.Page(path, title=title, icon=icon) for path, title, icon in ui.NAV]).run()

@@ -11,12 +11,15 @@ import streamlit as st
 from .app_state import TraceRef, load_trace, trace_choices
 from .trace import Trace
 
-PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py",
-         "graph": "pages/3_Hop_graph.py", "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
+PAGES = {"trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
+         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
+NAV = [(PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
+       (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
+       (PAGES["library"], "Library", ":material/folder_open:")]
 
 
-def page_setup(title: str, icon: str = "🔦") -> None:
-    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=icon, layout="wide")
+def page_setup(title: str) -> None:
+    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=":material/flashlight_on:", layout="wide")
 
 
 def error_message(exc: BaseException) -> str:
@@ -47,7 +50,8 @@ def synced(widget: Callable[..., Any], label: str, param: str, options: Sequence
     value = widget(label, options=list(options), key=key, **kwargs)
     if value is None:
         value = default
-    st.query_params[param] = value
+    if st.query_params.get(param, default) != value:  # only real changes: a URL write makes the page rerun
+        st.query_params[param] = value
     st.session_state[last] = value
     return value
 
@@ -94,7 +98,7 @@ def nav_links(ref: TraceRef | str, here: str) -> None:
     for col, (page, label) in zip(cols, (("explore", "Explore"), ("graph", "Hop graph"), ("compare", "Compare"),
                                          ("library", "Library"))):
         if page != here:
-            col.page_link(PAGES[page], label=label, icon="➡️",
+            col.page_link(PAGES[page], label=label, icon=":material/arrow_forward:",
                           query_params={"trace": str(ref)} if page != "library" else None)
 
 

@@ -47,8 +47,14 @@ def _table(rows: list[dict]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None) -> str:
-    """The standalone page (a complete HTML document) for `trace`."""
+def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph_threshold: float = 0.05) -> str:
+    """The standalone page (a complete HTML document) for `trace`. Without `graph_figure`, a trace with
+    step vectors gets its hop graph drawn at `graph_threshold`."""
+    if graph_figure is None and trace.steps is not None and trace.segments:
+        from ..graph import HopGraph
+        from .graph import hop_graph_figure
+
+        graph_figure = hop_graph_figure(HopGraph.from_trace(trace, graph_threshold), trace)
     figures = [heatmap_with_hop_selector(trace), mass_per_hop(trace)] + ([graph_figure] if graph_figure else [])
     blocks = [pio.to_html(fig, include_plotlyjs=(i == 0), full_html=False, config={"displaylogo": False})
               for i, fig in enumerate(figures)]

@@ -1,0 +1,40 @@
+"""Explore a trace: token heatmap per hop, text view, segments, top-k table and mass per hop."""
+
+import streamlit as st
+
+from flashtrace import ui
+from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens
+from flashtrace.viz.segments import segment_bars
+
+ui.page_setup("Explore")
+st.title("Explore a trace")
+picked = ui.trace_picker()
+if picked:
+    ref, trace = picked
+    ui.trace_header(trace)
+    c1, c2 = st.columns([3, 2])
+    with c1:
+        hop_label = ui.synced(st.segmented_control, "Hop", "hop", ui.hop_options(trace), "combined",
+                              help="combined: the final prompt attribution (all hops); k: hop k's own attribution")
+    with c2:
+        view = ui.synced(st.segmented_control, "View", "view", ["heatmap", "text", "segments"], "heatmap")
+    hop = None if hop_label == "combined" else int(hop_label)
+    with ui.shown_errors():
+        if view == "heatmap":
+            fig = token_heatmap(trace, hop=hop)
+            box = st.container(height=640) if fig.layout.height > 640 else st.container()
+            box.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
+        elif view == "text":
+            st.html(tokens_html(trace, hop=hop, max_height_px=640))
+        else:
+            fig = segment_bars(trace, hop=hop)
+            box = st.container(height=640) if fig.layout.height > 640 else st.container()
+            box.plotly_chart(fig, key="segments", config={"displaylogo": False})
+    left, right = st.columns([2, 3])
+    with left:
+        k = st.slider("Top-k", 5, 50, 10, key="topk")
+        st.dataframe(top_tokens(trace, hop=hop, k=k), hide_index=True,
+                     column_config={"score": st.column_config.NumberColumn(format="%.4f")})
+    with right:
+        st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
+    ui.nav_links(ref, "explore")

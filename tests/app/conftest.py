@@ -1,0 +1,61 @@
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from flashtrace.gallery import list_gallery
+from flashtrace.library import LIBRARY_ENV
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def library_dir(tmp_path, monkeypatch):
+    """An empty temporary library the app reads and writes."""
+    folder = tmp_path / "library"
+    monkeypatch.setenv(LIBRARY_ENV, str(folder))
+    return folder
+
+
+@pytest.fixture
+def open_page(library_dir):
+    """``open_page(page, **query)``: run the home page, then switch to `page` with `query` in the URL."""
+    def run(page: str | None = None, **query) -> AppTest:
+        at = AppTest.from_file(APP, default_timeout=90)
+        at.run()
+        assert not at.exception, at.exception
+        for key, value in query.items():
+            at.query_params[key] = value
+        if page:
+            at.switch_page(page).run()
+        return at
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def gallery_items():
+    items = list_gallery()
+    assert len(items) >= 6, "the gallery is missing; rebuild it with `flashtrace gallery`"
+    return items
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly figure JSON of every chart on the page, by the view name in its layout meta."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        out[spec["layout"].get("meta", {}).get("view", f"chart{len(out)}")] = spec
+    return out
+
+
+def figure(spec: dict) -> go.Figure:
+    return go.Figure(spec)
+
+
+def no_problems(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

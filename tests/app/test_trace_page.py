@@ -1,0 +1,71 @@
+import pytest
+
+from flashtrace.library import Library
+
+from .conftest import no_problems
+
+TRACE = "pages/1_Trace.py"
+PROMPT = "Ann has 3 apples and buys 4 more. How many apples does she have?"
+RESPONSE = "She starts with 3.\nShe buys 4, so 3 + 4 = 7.\nAnswer: 7"
+
+
+def _fill(at, prompt=PROMPT, response=RESPONSE, model="tiny-llama"):
+    at.selectbox(key="model_choice").set_value(model).run()
+    at.text_area(key="prompt").input(prompt).run()
+    at.text_area(key="response").input(response).run()
+    return at
+
+
+def test_run_with_a_tiny_model_saves_to_the_library(open_page, library_dir):
+    at = _fill(open_page(TRACE))
+    no_problems(at)
+    info = " ".join(i.value for i in at.info)
+    assert "tokens" in info  # the token count (and the estimate where available) shows before the run
+    assert "Answer: " + "`7`" in " ".join(m.value for m in at.markdown)  # detected answer span
+    at.slider(key="hops").set_value(2).run()
+    at.button(key="run").click().run()
+    no_problems(at)
+    entries = Library(library_dir).entries()
+    assert len(entries) == 1 and entries[0].readable
+    saved = Library(library_dir).open(entries[0].name)
+    assert saved.model.name == "tiny-llama" and saved.settings.hops == 2 and saved.steps is not None
+    assert "".join(t.text for t in saved.tokens[slice(*saved.settings.target)]) == "7"
+    assert any(entries[0].name in s.value for s in at.success)
+
+
+def test_adjusted_answer_span_and_character_target(open_page, library_dir):
+    at = _fill(open_page(TRACE))
+    at.radio(key="span_mode").set_value("set the answer text").run()
+    at.text_input(key="answer_text").input("3 + 4 = 7").run()
+    no_problems(at)
+    at.radio(key="target_kind").set_value("character range").run()
+    at.slider(key="target_chars").set_value((0, 18)).run()
+    at.button(key="run").click().run()
+    no_problems(at)
+    saved = Library(library_dir).open(Library(library_dir).entries()[0].name)
+    lo, hi = saved.settings.target
+    assert "".join(t.text for t in saved.tokens[lo:hi]).strip() == "She starts with 3."
+    assert "".join(t.text for t in saved.tokens if t.role == "answer").strip() == "3 + 4 = 7"
+
+
+def test_preset_fills_the_editors(open_page):
+    at = open_page(TRACE)
+    at.selectbox(key="preset").set_value("vartrack").run()
+    at.button(key="load_preset").click().run()
+    no_problems(at)
+    assert "VAR" in at.text_area(key="prompt").value and "Answer:" in at.text_area(key="response").value
+
+
+def test_bad_model_shows_an_error_and_saves_nothing(open_page, library_dir, tmp_path):
+    at = _fill(open_page(TRACE), model="Other: Hugging Face id or local folder")
+    at.text_input(key="model_other").input(str(tmp_path / "no-such-model")).run()
+    at.button(key="run").click().run()
+    assert not at.exception
+    assert any("Trace failed" in e.value for e in at.error)
+    assert Library(library_dir).entries() == []
+
+
+def test_run_is_disabled_without_a_response(open_page):
+    at = open_page(TRACE)
+    at.text_area(key="prompt").input(PROMPT).run()
+    assert at.button(key="run").disabled
