@@ -55,3 +55,27 @@ def test_trace_on_the_default_model():
                   "The capital of France is Paris.", "--target", "response", "--hops", "1")
     assert res.returncode == 0, res.stderr
     assert "France" in res.stdout
+
+
+def test_a_run_that_would_not_fit_exits_3(monkeypatch, capsys):
+    from flashtrace import estimate
+    from flashtrace.cli import main
+
+    monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)
+    code = main(["trace", "--model", "tiny-llama", "--prompt", "hello there", "--response", "ok", "--no-progress"])
+    assert code == 3
+    assert "would fit" in capsys.readouterr().err
+
+
+def test_export_writes_offline_html_and_refuses_bad_files(tmp_path):
+    trace_file = tmp_path / "t.json"
+    res = run_cli("trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. How many pens?", "--response",
+                  "Answer: 2", "--json", str(trace_file), "--no-progress")
+    assert res.returncode == 0, res.stderr
+    res = run_cli("export", str(trace_file), "--html", str(tmp_path / "t.html"))
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "t.html").read_text()
+    assert "<html" in page and "<script src=" not in page  # plotly.js is inlined
+    (tmp_path / "bad.json").write_text('{"schema_version": 1, "tokens": "nope"}')
+    res = run_cli("export", str(tmp_path / "bad.json"), "--html", str(tmp_path / "bad.html"))
+    assert res.returncode == 2 and "invalid trace" in res.stderr and not (tmp_path / "bad.html").exists()
