@@ -91,9 +91,11 @@ def evaluate(model, examples: list[Example], k_paths: int = 3) -> dict:
     from flashtrace.graph import HopGraph
 
     rows = []
+    threads = torch.get_num_threads()
     for i, ex in enumerate(examples):
         prepared = flashtrace.prepare(model, ex.prompt, ex.response)
         trace = flashtrace.attribute(prepared, target="answer", hops=1, steps=True)
+        torch.set_num_threads(threads)  # the first proximity-kernel call can change torch's thread count
         graph = HopGraph.from_trace(trace)
         gold = gold_segment(trace, ex)
         paths = graph.strongest_paths(k_paths)

@@ -166,7 +166,7 @@ def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
     """Measured 20/20 on SmolLM2 (benchmarks/vartrack_paths.py); the floor guards against regressions."""
     module = _vartrack()
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # on a shared machine one thread is much faster than two
+    torch.set_num_threads(1)  # on a busy machine one thread is much faster than two
     try:
         result = module.evaluate(smollm, module.make_examples(20, seed=0))
     finally:
