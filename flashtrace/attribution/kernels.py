@@ -11,6 +11,9 @@ import numba
 import numpy as np
 import torch
 
+# numba's own thread pool: its OpenMP layer would share libgomp with torch and reset torch's thread count
+numba.config.THREADING_LAYER = "workqueue"
+
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def _proximity_cpu(f, abar, y, out):  # pragma: no cover - compiled

@@ -33,6 +33,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
     parser.add_argument("--threshold", type=float, default=None,
                         help="prune (head, source) proximities whose share of the layer is below this (0-1)")
+    parser.add_argument("--steps", action="store_true",
+                        help="also attribute every reasoning step and the answer (for the hop graph), in one sweep")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
     parser.add_argument("--json", type=Path, default=None, help="write the trace as JSON to this file")
@@ -72,7 +74,7 @@ def run(args) -> int:
 
     trace = attribute(prepared, target=args.target, hops=args.hops, method=args.method, recursive=args.recursive,
                       stop_tokens="none" if args.no_stop_tokens else "default", threshold=args.threshold,
-                      progress=progress if bar is not None else None)
+                      progress=progress if bar is not None else None, steps=args.steps)
     if bar is not None:
         bar.close()
     _print_summary(trace, args.top)

@@ -126,3 +126,13 @@ def test_threshold_prunes_small_parts_and_renormalises():
 def test_bad_weights_are_refused(bad):
     with pytest.raises(ValueError):
         span_aggregate(random_recording(), bad)
+
+
+def test_attribution_leaves_the_torch_thread_count_alone():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        span_aggregate(random_recording(seed=12), torch.ones(24))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
