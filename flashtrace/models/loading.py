@@ -79,10 +79,12 @@ def load_model(
     trust_remote_code: bool = False,
     device_map: str | None = None,
     seed: int = 0,
+    allow_pickle: bool = False,
 ) -> LoadedModel:
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
-    folder, or a Hugging Face id. The family is checked before any weights are read."""
+    folder, or a Hugging Face id. The family is checked before any weights are read. Remote code and
+    pickle-based weight files are refused unless `trust_remote_code` / `allow_pickle` is set."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -108,7 +110,7 @@ def load_model(
         raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
     spec_for_model_type(getattr(config, "model_type", "unknown"))
     kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=ATTN_IMPLEMENTATION,
-                  use_safetensors=_has_safetensors(local) if local.is_dir() else None)
+                  use_safetensors=_has_safetensors(local, allow_pickle) if local.is_dir() else None)
     if device_map:
         kwargs["device_map"] = device_map
     try:
@@ -142,12 +144,12 @@ def _hub_reachable(model_id: str) -> bool:
         return False
 
 
-def _has_safetensors(folder: Path) -> bool | None:
+def _has_safetensors(folder: Path, allow_pickle: bool = False) -> bool | None:
     if any(folder.glob("*.safetensors")):
         return True
-    if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
+    if not allow_pickle and (any(folder.glob("*.bin")) or any(folder.glob("*.pt"))):
         raise ModelLoadError(f"{folder} holds only pickle weight files (.bin/.pt), which can run code when loaded; "
-                             "convert them to safetensors first")
+                             "convert them to safetensors first, or pass allow_pickle=True if you trust the files")
     return None
 
 
