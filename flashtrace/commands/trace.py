@@ -99,5 +99,6 @@ def _print_summary(trace, top: int) -> None:
     t = trace.timings
     print(f"forward {t.get('forward_s', 0):.2f} s, attribution {t.get('attribution_s', 0):.2f} s")
     print(f"\n{'rank':>4}  {'pos':>5}  {'score':>7}  token")
-    for rank, (pos, text, score) in enumerate(trace.top_prompt_tokens(top), 1):
+    ranked = [row for row in trace.top_prompt_tokens(top) if row[2] > 0]  # stop tokens score 0
+    for rank, (pos, text, score) in enumerate(ranked, 1):
         print(f"{rank:>4}  {pos:>5}  {score:>7.4f}  {text!r}")
