@@ -25,6 +25,11 @@ def _stats(values: list[float]) -> dict:
     return {"mean": mean, "std": std, "n": len(values)}
 
 
+def recovery_cap(n_prompt: int, n_gold: int, fraction: float = 0.1) -> float | None:
+    """Best achievable Recovery@10%: ``min(1, ceil(fraction·P) / |gold|)`` (None without gold)."""
+    return min(1.0, math.ceil(fraction * n_prompt) / n_gold) if n_gold else None
+
+
 def _method_order(records: list[dict]) -> list[str]:
     names: list[str] = []
     for r in records:
@@ -53,6 +58,7 @@ def summarise(records: list[dict], settings: dict | None = None) -> dict:
             "tokens": _stats([r["n_tokens"] for r in rows]), "prompt_tokens": _stats([r["n_prompt"] for r in rows]),
             "example_seconds": _stats([r.get("total_s") for r in rows]),
             "deletion_seconds": _stats([r.get("deletion_s") for r in rows]),
+            "recovery_cap": _stats([recovery_cap(r["n_prompt"], r["n_gold"]) for r in rows]),
         }
     return {"settings": settings or {}, "tasks": tasks}
 
@@ -73,7 +79,8 @@ def markdown(summary: dict) -> str:
         tok, ex_s = info["tokens"], info["example_seconds"]
         lines.append(f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
                      f"{info['prompt_tokens']['mean']:.0f} prompt tokens; "
-                     f"{_fmt(ex_s, 1)} s per example, all methods + deletion)\n")
+                     f"{_fmt(ex_s, 1)} s per example, all methods + deletion; "
+                     f"best achievable Recovery@10% {_fmt(info['recovery_cap'], 2)})\n")
         lines.append("| method | hops | " + " | ".join(LABELS[m] for m in METRICS) + " |")
         lines.append("|---|---|" + "---|" * len(METRICS))
         best = {m: min((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None),
@@ -146,4 +153,4 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     return summary
 
 
-__all__ = ["load_records", "summarise", "markdown", "plot", "write_report"]
+__all__ = ["load_records", "recovery_cap", "summarise", "markdown", "plot", "write_report"]

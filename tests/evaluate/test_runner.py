@@ -94,12 +94,13 @@ def test_run_eval_resume_and_report(llama, tmp_path):
 
 def test_summarise_mean_std():
     def rec(task, rise):
-        return {"task": task, "k": 2, "n_tokens": 10, "n_prompt": 5, "total_s": 1.0, "deletion_s": 0.5,
+        return {"task": task, "k": 2, "n_tokens": 10, "n_prompt": 25, "n_gold": 6, "total_s": 1.0, "deletion_s": 0.5,
                 "methods": {"ig": {"rise": rise, "mas": 0.5, "recovery": None, "seconds": 2.0, "n": [1, rise, 0]}}}
     s = summarise([rec("a", 0.2), rec("a", 0.4), rec("b", 0.1)])
     ig = s["tasks"]["a"]["methods"]["ig"]
     assert ig["rise"]["mean"] == pytest.approx(0.3) and ig["rise"]["std"] == pytest.approx(0.1414, abs=1e-4)
     assert ig["recovery"]["n"] == 0 and s["tasks"]["a"]["mean_deletion_curve"]["ig"] == pytest.approx([1, 0.3, 0])
+    assert s["tasks"]["a"]["recovery_cap"]["mean"] == pytest.approx(0.5)  # ceil(2.5) = 3 of 6 gold tokens
     table = markdown(s)
     assert "0.300 ± 0.141" in table and "| ig |  |" in table and "–" in table
 
