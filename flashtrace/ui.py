@@ -10,6 +10,7 @@ import streamlit as st
 
 from .app_state import TraceRef, load_trace, trace_choices
 from .trace import Trace
+from .viz.heatmap import heatmap_windows, window_of
 
 PAGES = {"trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
@@ -104,3 +105,21 @@ def nav_links(ref: TraceRef | str, here: str) -> None:
 
 def hop_options(trace: Trace) -> list[str]:
     return ["combined"] + [str(h.k) for h in trace.hops]
+
+
+def heatmap_window(trace: Trace, values: list[float], positions: list[int], param: str | None = "at"
+                   ) -> tuple[int, int] | None:
+    """For a long trace, a slider choosing which window of tokens the heatmap draws (kept in the URL as
+    `param`, or per widget when None); it starts on the window holding the top value among `positions`.
+    None when the whole trace fits in one heatmap."""
+    windows = heatmap_windows(trace.n_tokens)
+    if len(windows) == 1:
+        return None
+    labels = [f"{lo}–{hi - 1}" for lo, hi in windows]
+    default = labels[window_of(windows, values, positions)]
+    label = "Tokens shown (long trace: one window at a time; the text and segment views show everything)"
+    if param:
+        chosen = synced(st.select_slider, label, param, labels, default)
+    else:
+        chosen = st.select_slider(label, labels, default, key=f"window_{default}_{len(values)}")
+    return windows[labels.index(chosen)]

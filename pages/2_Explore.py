@@ -3,7 +3,7 @@
 import streamlit as st
 
 from flashtrace import ui
-from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens
+from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 
 ui.page_setup("Explore")
@@ -21,7 +21,9 @@ if picked:
     hop = None if hop_label == "combined" else int(hop_label)
     with ui.shown_errors():
         if view == "heatmap":
-            fig = token_heatmap(trace, hop=hop)
+            shown = trace.positions("prompt") if hop is None else trace.positions("prompt", "reasoning", "answer")
+            window = ui.heatmap_window(trace, view_values(trace, hop), shown)
+            fig = token_heatmap(trace, hop=hop, token_range=window)
             box = st.container(height=640) if fig.layout.height > 640 else st.container()
             box.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
         elif view == "text":

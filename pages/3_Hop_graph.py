@@ -36,8 +36,10 @@ if picked:
         info = graph.graph.nodes[node]
         st.subheader(f"{node}: {info['role']} · tokens {info['start']}:{info['end']}", anchor=False)
         if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
-            fig = token_heatmap(trace, values=step_values(trace, node),
-                                title=f"What {node} attends back to (its own attribution, share of its mass)")
+            values = step_values(trace, node)
+            window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)
+            fig = token_heatmap(trace, values=values, token_range=window,
+                                title=f"What {node} draws on (its own attribution, share of its mass)")
             box = st.container(height=520) if fig.layout.height > 520 else st.container()
             box.plotly_chart(fig, key="node_heatmap", config={"displaylogo": False})
             incoming = graph.incoming(node)

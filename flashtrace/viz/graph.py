@@ -97,6 +97,8 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     mass = segment_mass(trace) if trace is not None else {}
     top_mass = max(mass.values(), default=0.0) or 1.0
     depths = graph.hop_depths()
+    n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
+    crowded = n_inputs > 40  # then only connected nodes are labelled (hover still names every node)
     fig = go.Figure(_edge_traces(graph, pos))
     path = _path_trace(graph, pos)
     if path is not None:
@@ -115,14 +117,14 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
         left = role in ("template", "prompt")
         fig.add_trace(go.Scatter(
             x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text", name=role,
-            text=[html.escape(n) for n in nodes], textposition="middle left" if left else "top center",
+            text=[html.escape(n) if not crowded or graph.graph.degree(n) else "" for n in nodes],
+            textposition="middle left" if left else "top center",
             customdata=nodes, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": sizes, "color": ROLE_COLORS[role],
                     "line": {"width": [4 if n == selected else 1 for n in nodes],
                              "color": [PATH_COLOR if n == selected else "#ffffff" for n in nodes]}}))
-    n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
     fig.update_layout(
-        height=max(420, min(1600, 16 * n_inputs + 120)), margin={"l": 40, "r": 20, "t": 40, "b": 20},
+        height=max(420, min(1000, 16 * n_inputs + 120)), margin={"l": 40, "r": 20, "t": 40, "b": 20},
         title={"text": f"Hop graph (threshold {graph.threshold:.2f}) · click a node", "font": {"size": 14}},
         xaxis={"visible": False, "range": [-0.45, 3.3], "fixedrange": True},
         yaxis={"visible": False, "autorange": "reversed", "fixedrange": True},

@@ -58,12 +58,14 @@ def visible_label(text: str, max_chars: int | None = 10) -> str:
     return label or "∅"
 
 
-def token_grid(trace: Trace, width: int = 20) -> list[tuple[int, int]]:
-    """``(row, column)`` of every token: rows hold at most `width` tokens and break after a newline
-    and where the role changes, so prompt, template, reasoning and answer start on fresh rows."""
+def token_grid(trace: Trace, width: int = 20, token_range: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """``(row, column)`` of every token (or of the tokens in `token_range`, rows counted from 0): rows hold
+    at most `width` tokens and break after a newline and where the role changes, so prompt, template,
+    reasoning and answer start on fresh rows."""
+    lo, hi = token_range or (0, trace.n_tokens)
     cells, row, col = [], 0, 0
     prev_role = None
-    for tok in trace.tokens:
+    for tok in trace.tokens[lo:hi]:
         if col and (col >= width or tok.role != prev_role):
             row, col = row + 1, 0
         cells.append((row, col))

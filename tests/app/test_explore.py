@@ -67,3 +67,21 @@ def test_unknown_trace_shows_an_error_not_a_traceback(open_page):
     at = open_page(EXPLORE, trace="gallery:does-not-exist")
     assert not at.exception
     assert any("does-not-exist" in e.value for e in at.error)
+
+
+def test_long_trace_heatmap_pages_to_where_the_attribution_is(open_page):
+    from flashtrace.viz.heatmap import heatmap_windows
+
+    long = load_gallery_trace("long-vartrack")
+    assert long.n_tokens >= 2000
+    at = open_page(EXPLORE, trace="gallery:long-vartrack")
+    no_problems(at)
+    fig = figure(charts(at)["token_heatmap"])
+    lo, hi = fig.layout.meta["range"]
+    top = long.top_prompt_tokens(1)[0][0]
+    assert lo <= top < hi and (lo, hi) in heatmap_windows(long.n_tokens)
+    assert heatmap_values(fig, long) == long.scores.prompt[lo:hi]
+    other = next(w for w in heatmap_windows(long.n_tokens) if w != (lo, hi))
+    at.select_slider(key="qp_at").set_value(f"{other[0]}–{other[1] - 1}").run()
+    assert figure(charts(at)["token_heatmap"]).layout.meta["range"] == list(other)
+    assert str(at.query_params["at"]).strip("[]'") == f"{other[0]}–{other[1] - 1}"

@@ -69,3 +69,18 @@ def test_run_is_disabled_without_a_response(open_page):
     at = open_page(TRACE)
     at.text_area(key="prompt").input(PROMPT).run()
     assert at.button(key="run").disabled
+
+
+def test_generate_fills_the_response_then_it_can_be_traced(open_page, library_dir):
+    at = open_page(TRACE)
+    at.selectbox(key="model_choice").set_value("tiny-llama").run()
+    at.radio(key="mode").set_value("Generate with the model").run()
+    at.text_area(key="prompt").input("Tom has 3 cats and 2 dogs. How many pets?").run()
+    at.slider(key="max_new").set_value(16).run()
+    at.button(key="generate").click().run()
+    no_problems(at)
+    assert at.text_area(key="response").value.strip()
+    assert "Answer:" in at.text_area(key="prompt").value  # the reasoning instruction the model saw is kept
+    at.button(key="run").click().run()
+    no_problems(at)
+    assert len(Library(library_dir).entries()) == 1

@@ -74,3 +74,27 @@ def test_top_tokens_rank_prompt_tokens_by_score(small_trace):
     scores = [r["score"] for r in hop_rows]
     assert scores == sorted(scores, reverse=True)
     assert {r["role"] for r in hop_rows} >= {"prompt", "reasoning"}
+
+
+def test_long_traces_are_paged_into_windows():
+    from flashtrace.viz.heatmap import heatmap_windows, window_of
+
+    assert heatmap_windows(1000) == [(0, 1000)]
+    assert heatmap_windows(1152) == [(0, 1152)]
+    assert heatmap_windows(2000) == [(0, 768), (768, 1536), (1536, 2000)]
+    windows = heatmap_windows(2000)
+    values = [0.0] * 2000
+    values[900] = 1.0
+    assert window_of(windows, values, list(range(2000))) == 1
+    assert window_of(windows, values, list(range(800))) == 0  # best among the given positions only
+    assert window_of(windows, values, []) == 0
+
+
+def test_windowed_heatmap_holds_exactly_that_slice(small_trace):
+    lo, hi = 20, 60
+    fig = token_heatmap(small_trace, hop=1, token_range=(lo, hi))
+    assert heatmap_values(fig, small_trace) == view_values(small_trace, 1)[lo:hi]
+    assert fig.layout.meta["range"] == [lo, hi]
+    assert fig.layout.yaxis.ticktext[0] == f"#{lo}"
+    with pytest.raises(ValueError, match="outside"):
+        token_heatmap(small_trace, token_range=(0, small_trace.n_tokens + 1))

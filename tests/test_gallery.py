@@ -1,0 +1,78 @@
+import json
+
+import pytest
+
+from flashtrace.gallery import (GALLERY, PRESETS, build_gallery, build_trace, gallery_dir, list_gallery,
+                                load_gallery_trace, preset_text, round_floats)
+
+
+def test_shipped_gallery_covers_every_family_a_free_form_prompt_and_a_long_trace():
+    items = list_gallery()
+    assert [it.name for it in items] == [s.name for s in GALLERY]
+    assert {it.task for it in items} >= {"arithmetic", "vartrack", "multihop", "needle", "free-form"}
+    assert max(it.n_tokens for it in items) >= 2000
+    assert all(it.model == "smollm2-135m" for it in items)
+    total = sum(p.stat().st_size for p in gallery_dir().glob("*.json"))
+    assert total < 10 * 2**20
+
+
+@pytest.mark.parametrize("spec", GALLERY, ids=lambda s: s.name)
+def test_each_gallery_trace_is_complete(spec):
+    trace = load_gallery_trace(spec.name)
+    item = next(it for it in list_gallery() if it.name == spec.name)
+    assert (item.title, item.n_tokens, item.hops) == (trace.title, trace.n_tokens, trace.settings.hops)
+    assert trace.settings.hops == 3 and trace.steps is not None and trace.segments
+    assert trace.extra["gallery"]["task"] == (spec.task or "free-form")
+    answer = "".join(t.text for t in trace.tokens[slice(*trace.settings.target)]).strip()
+    assert answer and answer in trace.response
+    if spec.task:
+        gold = trace.extra["gallery"]["gold"]
+        assert gold and all(0 <= a < b <= len(trace.prompt) for a, b in gold)
+
+
+def test_unknown_gallery_name_is_refused():
+    with pytest.raises(ValueError, match="no gallery trace named"):
+        load_gallery_trace("../../etc/passwd")
+
+
+def test_round_floats_keeps_six_significant_digits():
+    assert round_floats({"a": [0.123456789, 1234567.891, 3], "b": 1e-9 / 3}) == \
+        {"a": [0.123457, 1234570.0, 3], "b": 3.33333e-10}
+
+
+def test_presets():
+    assert set(PRESETS) == {"arithmetic", "vartrack", "multihop", "needle", "free-form"}
+    prompt, response = preset_text("vartrack", seed=3)
+    assert "VAR" in prompt and response.rstrip().splitlines()[-1].startswith("Answer:")
+    assert preset_text("vartrack", seed=3) == (prompt, response)
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset_text("nope")
+
+
+def test_builder_with_a_tiny_model(tmp_path):
+    items = build_gallery(tmp_path, model="tiny-llama", only=["free-form", "arithmetic"], log=lambda _m: None)
+    assert [it.name for it in items] == ["arithmetic", "free-form"]
+    assert json.loads((tmp_path / "index.json").read_text())[0]["name"] == "arithmetic"
+    assert [it.name for it in list_gallery(tmp_path)] == ["arithmetic", "free-form"]
+    trace = load_gallery_trace("arithmetic", tmp_path)
+    assert trace.model.name == "tiny-llama" and trace.steps is not None
+    assert all(v == float(f"{v:.6g}") for v in trace.scores.final + trace.hops[1].raw)  # rounded, still valid
+    with pytest.raises(ValueError, match="unknown gallery entries"):
+        build_gallery(tmp_path, model="tiny-llama", only=["nope"])
+
+
+def test_gallery_command_lists(capsys):
+    from flashtrace.cli import main
+
+    assert main(["gallery", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(s.name in out for s in GALLERY)
+
+
+def test_build_trace_records_gold_spans():
+    import flashtrace
+
+    spec = next(s for s in GALLERY if s.name == "multihop")
+    trace = build_trace(spec, flashtrace.load_model("tiny-llama"))
+    gold = trace.extra["gallery"]["gold"]
+    assert all(trace.prompt[a:b] for a, b in gold)
