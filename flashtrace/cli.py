@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         if info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        cmd = sub.add_parser(info.name.replace("_", "-"), help=module.HELP, description=module.HELP,
+        cmd = sub.add_parser(info.name.replace("_", "-"), help=module.HELP.replace("%", "%%"), description=module.HELP,
                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)

@@ -16,6 +16,7 @@ def run_cli(*args, input=None):
 
 def test_every_flag_is_documented():
     parser = build_parser()
+    assert "trace" in parser.format_help()  # help strings with % must not break the top-level help
     subparsers = next(a for a in parser._actions if a.dest == "command").choices
     assert {"trace", "prepare", "app"} <= set(subparsers)
     for name, sub in subparsers.items():
