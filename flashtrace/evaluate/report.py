@@ -50,6 +50,12 @@ def summarise(records: list[dict], settings: dict | None = None) -> dict:
         for m in _method_order(rows):
             per_method[m] = {"hops": _hop(m), **{k: _stats([r["methods"][m][k] for r in rows if m in r["methods"]])
                                                   for k in METRICS}}
+        if "flashtrace-k0" in per_method:  # attribution mass reaching the prompt, relative to hop 0
+            for m in per_method:
+                if m.startswith("flashtrace-k"):
+                    per_method[m]["prompt_mass_vs_k0"] = _stats(
+                        [sum(r["methods"][m]["scores"]) / sum(r["methods"]["flashtrace-k0"]["scores"]) for r in rows
+                         if m in r["methods"] and sum(r["methods"]["flashtrace-k0"]["scores"]) > 0])
         k = rows[0]["k"]
         curves = {m: [sum(r["methods"][m]["n"][t] for r in rows) / len(rows) for t in range(k + 1)]
                   for m in per_method}
@@ -93,6 +99,10 @@ def markdown(summary: dict) -> str:
                 cell = _fmt(v[m], 3 if m != "seconds" else 2)
                 cells.append(f"**{cell}**" if m in best and v[m]["mean"] is not None and v[m]["mean"] == best[m] else cell)
             lines.append(f"| {name} | {'' if v['hops'] is None else v['hops']} | " + " | ".join(cells) + " |")
+        masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
+        if masses:
+            lines.append("FlashTrace attribution mass on the prompt relative to K = 0: "
+                         + ", ".join(f"{m.rsplit('-', 1)[1].upper()} {_fmt(v, 2)}" for m, v in masses.items()))
         lines.append("")
     return "\n".join(lines)
 

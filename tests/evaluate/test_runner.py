@@ -90,6 +90,7 @@ def test_run_eval_resume_and_report(llama, tmp_path):
     assert set(summary["tasks"]) == {"needle", "arithmetic"}
     assert (tmp_path / "metrics.png").stat().st_size > 1000 and (tmp_path / "deletion_curves.png").exists()
     assert "| flashtrace-k1 | 1 |" in (tmp_path / "summary.md").read_text()
+    assert "prompt_mass_vs_k0" not in summary["tasks"]["needle"]["methods"]["attention"]
 
 
 def test_summarise_mean_std():
