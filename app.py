@@ -41,6 +41,5 @@ def home() -> None:
         st.page_link(ui.PAGES["library"], label="Open the library", icon=":material/folder_open:")
 
 
-ui.page_setup("FlashTrace Studio")
-st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True)]
-              + [st.Page(path, title=title, icon=icon) for path, title, icon in ui.NAV]).run()
+ui.page_setup("Home")
+home()

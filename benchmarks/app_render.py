@@ -103,7 +103,7 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     out = {}

@@ -12,15 +12,21 @@ from .app_state import TraceRef, load_trace, trace_choices
 from .trace import Trace
 from .viz.heatmap import heatmap_windows, window_of
 
-PAGES = {"trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
+PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
-NAV = [(PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
+NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
        (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
        (PAGES["library"], "Library", ":material/folder_open:")]
 
 
 def page_setup(title: str) -> None:
+    """Page title and layout, and the sidebar's page list (it replaces Streamlit's own listing of pages/,
+    which would name the home page after its file)."""
     st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=":material/flashlight_on:", layout="wide")
+    st.set_option("client.showSidebarNavigation", False)
+    with st.sidebar:
+        for path, label, icon in NAV:
+            st.page_link(path, label=label, icon=icon)
 
 
 def error_message(exc: BaseException) -> str:

@@ -37,7 +37,7 @@ def server(tmp_path_factory):
     env = {**os.environ, LIBRARY_ENV: str(library)}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -121,7 +121,9 @@ def test_gallery_explore_graph_and_a_tiny_run(server, browser):
     page.get_by_role("heading", name="Explore a trace").wait_for(timeout=60_000)
     settle(page)
     page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=30_000)
-    assert "trace=gallery" in page.url
+    page.locator(".js-plotly-plot .barlayer").first.wait_for(timeout=30_000)
+    settle(page)
+    assert "trace=gallery" in page.evaluate("() => window.location.href")
     shot(page, "explore")
 
     # the hop graph of the same trace; clicking a step node shows that step's heatmap
@@ -140,7 +142,7 @@ def test_gallery_explore_graph_and_a_tiny_run(server, browser):
     heading.wait_for(timeout=30_000)
     settle(page)
     assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 1
-    assert "node=S1" in page.url
+    assert "node=S1" in page.evaluate("() => window.location.href")
     shot(page, "hop_graph")
 
     # a short trace with a tiny model, saved to the library
@@ -170,7 +172,10 @@ def test_dark_theme_explore_and_graph(server, browser):
     page.goto(f"{url}/Explore?trace=gallery:free-form&view=text", timeout=90_000)
     page.get_by_role("heading", name="Explore a trace").wait_for(timeout=90_000)
     settle(page)
-    assert page.locator(".ft-tok").count() > 100
+    page.locator(".ft-tok").nth(100).wait_for(timeout=30_000)  # every token rendered as escaped text
+    assert page.locator(".ft-tok").count() == 150
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    settle(page)
     shot(page, "explore_text_dark")
     page.goto(f"{url}/Hop_graph?trace=gallery:free-form&node=A", timeout=90_000)
     page.get_by_role("heading", name="A: answer").wait_for(timeout=90_000)
