@@ -174,7 +174,7 @@ def _method_record(ref: str, stamp: tuple[int, int], methods: tuple[str, ...], k
     trace = load_trace(ref)
     gold = [tuple(g) for g in trace.extra.get("gallery", {}).get("gold", [])]
     example = Example(trace.prompt, trace.response, "", gold, trace.extra.get("gallery", {}).get("task", "trace"))
-    with using_model():
+    with model_lock():  # no spinner here: a cached function must not draw
         loaded = cached_model(trace.model.name)
         ctx = build_context(loaded, example, target=tuple(trace.settings.target),
                             chat_template=trace.settings.chat_template)
@@ -187,3 +187,14 @@ def method_comparison(ref: TraceRef | str, methods: list[str], k: int = 20) -> d
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
     stat = ref.path().stat()
     return _method_record(str(ref), (stat.st_mtime_ns, stat.st_size), tuple(methods), k)
+
+
+def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
+                 chat_template: bool = True):
+    """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`; raises the
+    estimator's error when the run would not fit in memory."""
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
+    roles = {"answer": ("answer",), "reasoning": ("reasoning",)}.get(target, ("reasoning", "answer"))
+    estimate = cost_estimate(loaded, len(sequence), hops, n_target=len(sequence.positions(*roles)),
+                             n_recursive=len(sequence.positions("reasoning", "answer")))
+    return len(sequence), estimate

@@ -85,34 +85,36 @@ hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help="recursive hops through t
 method = c_method.selectbox("Method", sorted(METHODS), key="method", format_func=lambda m: f"{m}",
                             help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))
 steps = c_steps.checkbox("Step-level data for the hop graph", True, key="steps")
+chat_template = c_steps.checkbox("Use the model's chat template", True, key="chat_template")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line")
 
 # --- cost estimate -------------------------------------------------------------------------------------
 ready = bool(prompt.strip() and response.strip() and model_name and spans is not None and spans.answer)
-if ready and model_name in MODEL_ALIASES:
-    with ui.shown_errors("Too long for this machine: "):
-        loaded = app_state.cached_model(model_name)
-        sequence = build_sequence(loaded.tokenizer, prompt, response, spans=spans)
-        roles = {"answer": ("answer",), "reasoning": ("reasoning",)}.get(target, ("reasoning", "answer"))
-        estimate = app_state.cost_estimate(loaded, len(sequence), hops, n_target=len(sequence.positions(*roles)),
-                                           n_recursive=len(sequence.positions("reasoning", "answer")))
-        if estimate is None:
-            st.info(f"{len(sequence):,} tokens. Cost estimate unavailable in this version.")
-        else:
-            st.info(f"Estimated cost: {estimate.describe()}.")
+fits = True
+if ready and model_name in MODEL_ALIASES:  # built-in models load in a second; others are estimated on Run
+    try:
+        n_tokens, estimate = app_state.run_estimate(app_state.cached_model(model_name), prompt, response, spans,
+                                                    target, hops, chat_template)
+        st.info(f"Estimated cost: {estimate.describe()}." if estimate else
+                f"{n_tokens:,} tokens. Cost estimate unavailable in this version.")
+    except Exception as exc:  # noqa: BLE001 - shown, and the run is refused
+        fits = False
+        st.error(f"Cannot run: {ui.error_message(exc)}")
 elif ready:
-    st.caption(f"About {len(prompt + response) // 4:,} tokens; the estimate needs the model loaded (first run).")
+    st.caption(f"About {len(prompt + response) // 4:,} tokens; the cost is estimated once the model has loaded.")
 
 # --- run -------------------------------------------------------------------------------------------------
-if st.button("Run trace", type="primary", disabled=not ready, key="run"):
+if st.button("Run trace", type="primary", disabled=not (ready and fits), key="run"):
     ss.pop("last_saved", None)
     with ui.shown_errors("Trace failed: "):
         with app_state.using_model(), st.status("Tracing…", expanded=True) as status:
             st.write(f"Loading {model_name}…")
-            app_state.cached_model(model_name)
-            st.write("Recording the forward pass…")
-            prepared = app_state.cached_prepared(model_name, prompt, response, True, spans.reasoning, spans.answer,
-                                                 spans.rule)
+            loaded = app_state.cached_model(model_name)
+            n_tokens, estimate = app_state.run_estimate(loaded, prompt, response, spans, target, hops, chat_template)
+            st.write(f"Recording the forward pass over {n_tokens:,} tokens"
+                     + (f" (estimated {estimate.describe()})…" if estimate else "…"))
+            prepared = app_state.cached_prepared(model_name, prompt, response, chat_template, spans.reasoning,
+                                                 spans.answer, spans.rule)
             trace = attribute(prepared, target="response" if target == "response" else
                               ("answer" if target == "character range" else target), target_chars=target_chars,
                               hops=hops, method=method, steps=steps, title=title.strip(),

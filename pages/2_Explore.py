@@ -33,10 +33,10 @@ if picked:
             box = st.container(height=640) if fig.layout.height > 640 else st.container()
             box.plotly_chart(fig, key="segments", config={"displaylogo": False})
     left, right = st.columns([2, 3])
-    with left:
+    with left, ui.shown_errors():
         k = st.slider("Top-k", 5, 50, 10, key="topk")
         st.dataframe(top_tokens(trace, hop=hop, k=k), hide_index=True,
                      column_config={"score": st.column_config.NumberColumn(format="%.4f")})
-    with right:
+    with right, ui.shown_errors():
         st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
     ui.nav_links(ref, "explore")

@@ -84,3 +84,14 @@ def test_generate_fills_the_response_then_it_can_be_traced(open_page, library_di
     at.button(key="run").click().run()
     no_problems(at)
     assert len(Library(library_dir).entries()) == 1
+
+
+def test_a_run_that_would_not_fit_is_refused_before_it_starts(open_page, library_dir, monkeypatch):
+    from flashtrace import estimate
+
+    monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)
+    at = _fill(open_page(TRACE))
+    assert not at.exception
+    assert any("Cannot run" in e.value and "would fit" in e.value for e in at.error)
+    assert at.button(key="run").disabled
+    assert Library(library_dir).entries() == []
