@@ -19,10 +19,8 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,57 +91,41 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     from flashtrace.gallery import load_gallery_trace
     from flashtrace.viz import token_heatmap, view_values
     from flashtrace.viz.heatmap import heatmap_windows, window_of
-    from tests.app.test_browser import CHROMIUM, CHROMIUM_ARGS, _free_port, settle
+    from tests.app.browser import app_server, launch, settle
 
     trace = load_gallery_trace(name)
     windows = heatmap_windows(trace.n_tokens)
     window = windows[window_of(windows, view_values(trace), trace.positions("prompt"))]
     rows = len(token_heatmap(trace, token_range=window).data[0].z)  # what the Explore page draws first
     label = f"Gallery · {trace.title}"
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     out = {}
-    try:
-        for _ in range(180):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-            start = time.perf_counter()
-            page.goto(url, timeout=180_000)
-            page.get_by_role("heading", name="FlashTrace Studio").wait_for(timeout=180_000)
-            settle(page, timeout=180_000)
-            warm = time.perf_counter() - start
-            out["server warm-up (first page, imports)"] = (warm, warm)
-            for what, path, view, key, expected in (
-                    ("Explore heatmap", "Explore", "token_heatmap", "rows", rows),
-                    ("Hop graph", "Hop_graph", "hop_graph", "nodes", len(trace.segments))):
-                in_app, reload = [], []
-                for _ in range(repeats):
-                    page.goto(f"{url}/{path}?trace=gallery:free-form", timeout=60_000)
-                    settle(page)
-                    start = time.perf_counter()
-                    _choose_trace(page, label)
-                    _wait_for_figure(page, view, key, expected)
-                    in_app.append(time.perf_counter() - start)
-                    start = time.perf_counter()
-                    page.goto(f"{url}/{path}?trace=gallery:{name}", timeout=60_000)
-                    _wait_for_figure(page, view, key, expected)
-                    reload.append(time.perf_counter() - start)
-                out[f"browser, in the app: {what}"] = summary(in_app)
-                out[f"browser, full page load: {what}"] = summary(reload)
-            chromium.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    with app_server() as url, sync_playwright() as p:
+        chromium = launch(p)
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        start = time.perf_counter()
+        page.goto(url, timeout=180_000)
+        page.get_by_role("heading", name="FlashTrace Studio").wait_for(timeout=180_000)
+        settle(page, timeout=180_000)
+        warm = time.perf_counter() - start
+        out["server warm-up (first page, imports)"] = (warm, warm)
+        for what, path, view, key, expected in (
+                ("Explore heatmap", "Explore", "token_heatmap", "rows", rows),
+                ("Hop graph", "Hop_graph", "hop_graph", "nodes", len(trace.segments))):
+            in_app, reload = [], []
+            for _ in range(repeats):
+                page.goto(f"{url}/{path}?trace=gallery:free-form", timeout=60_000)
+                settle(page)
+                start = time.perf_counter()
+                _choose_trace(page, label)
+                _wait_for_figure(page, view, key, expected)
+                in_app.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                page.goto(f"{url}/{path}?trace=gallery:{name}", timeout=60_000)
+                _wait_for_figure(page, view, key, expected)
+                reload.append(time.perf_counter() - start)
+            out[f"browser, in the app: {what}"] = summary(in_app)
+            out[f"browser, full page load: {what}"] = summary(reload)
+        chromium.close()
     return out
 
 

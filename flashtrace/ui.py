@@ -84,6 +84,17 @@ def trace_picker(label: str = "Trace") -> tuple[TraceRef, Trace] | None:
         return None
 
 
+def trace_page(title: str, heading: str | None = None) -> tuple[TraceRef, Trace] | None:
+    """Set up a page about one trace: title, the trace picker (kept in the URL) and the trace's header.
+    Returns the picked ``(reference, trace)`` or None."""
+    page_setup(title)
+    st.title(heading or title)
+    picked = trace_picker()
+    if picked:
+        trace_header(picked[1])
+    return picked
+
+
 def trace_header(trace: Trace) -> None:
     """One line of facts about a trace and the text it explains."""
     lo, hi = trace.settings.target

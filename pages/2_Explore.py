@@ -6,12 +6,9 @@ from flashtrace import ui
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 
-ui.page_setup("Explore")
-st.title("Explore a trace")
-picked = ui.trace_picker()
+picked = ui.trace_page("Explore", "Explore a trace")
 if picked:
     ref, trace = picked
-    ui.trace_header(trace)
     c1, c2 = st.columns([3, 2])
     with c1:
         hop_label = ui.synced(st.segmented_control, "Hop", "hop", ui.hop_options(trace), "combined",

@@ -8,12 +8,9 @@ from flashtrace.viz.graph import hop_graph_figure, selected_node
 
 THRESHOLDS = [f"{t / 100:.2f}" for t in (0, 1, 2, 3, 5, 8, 10, 15, 20, 30, 40, 50)]
 
-ui.page_setup("Hop graph")
-st.title("Hop graph")
-picked = ui.trace_picker()
+picked = ui.trace_page("Hop graph")
 if picked:
     ref, trace = picked
-    ui.trace_header(trace)
     if trace.steps is None:
         st.warning("This trace has no step-level attribution. Re-run it on the Trace page with "
                    "'Step-level data for the hop graph' ticked.")

@@ -5,17 +5,13 @@ import streamlit as st
 
 from flashtrace import app_state, ui
 from flashtrace.compare import compare_depths
+from flashtrace.evaluate.methods import DEFAULT_METHODS
 from flashtrace.viz import mass_per_hop
 from flashtrace.viz.compare import deletion_curves, depth_agreement, depth_strips, method_strips, method_table
 
-METHODS = ["flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout", "ig", "perturbation"]
-
-ui.page_setup("Compare")
-st.title("Compare")
-picked = ui.trace_picker()
+picked = ui.trace_page("Compare")
 if picked:
     ref, trace = picked
-    ui.trace_header(trace)
     depths_tab, methods_tab = st.tabs(["Hop depths", "Methods"])
     with depths_tab, ui.shown_errors():
         if trace.settings.hops == 0:
@@ -38,7 +34,7 @@ if picked:
         st.caption(f"Runs each method live with **{trace.model.name}** on this trace's prompt, response and target, "
                    "then deletes prompt tokens in 20 steps (one shared deletion set) to measure faithfulness. "
                    "IG and perturbation run the model many times: slow on long traces.")
-        chosen = st.multiselect("Methods", METHODS, ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
+        chosen = st.multiselect("Methods", list(DEFAULT_METHODS), ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
                                 key="methods")
         if st.button("Run the comparison", type="primary", disabled=not chosen, key="run_methods"):
             st.session_state["methods_for"] = (str(ref), tuple(chosen))

@@ -1,82 +1,32 @@
 """Real-browser test: a Streamlit server started here on a free loopback port, driven by Playwright with
 Debian's chromium. Screenshots go to test-artifacts/ (light and dark theme)."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from flashtrace.library import LIBRARY_ENV, Library
 
+from .browser import ROOT, app_server, launch, settle
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """``(base url, library folder)`` of a fresh app server with an empty temporary library."""
     library = tmp_path_factory.mktemp("library")
-    port = _free_port()
-    env = {**os.environ, LIBRARY_ENV: str(library)}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline or proc.poll() is not None:
-                pytest.fail("the Streamlit server did not start")
-            time.sleep(0.5)
+    with app_server({LIBRARY_ENV: str(library)}) as url:
         yield url, library
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
 def browser():
     playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
     with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = launch(p)
         yield b
         b.close()
-
-
-def settle(page, timeout: float = 90_000) -> None:
-    """Wait until Streamlit has finished running the script (status widget hidden) and charts drew."""
-    page.wait_for_timeout(400)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="hidden", timeout=timeout)
-    page.wait_for_timeout(600)
 
 
 def shot(page, name: str) -> None:

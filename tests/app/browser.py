@@ -1,0 +1,70 @@
+"""Helpers shared by the browser test, the render benchmark and the screenshot script: Debian's chromium
+for Playwright, an app server on a free loopback port, and waiting for Streamlit to settle."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def app_server(env: dict | None = None, timeout: float = 180):
+    """Run ``streamlit run app.py`` headless on a free loopback port; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.address", "127.0.0.1", "--server.port", str(port),
+                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline or proc.poll() is not None:
+                raise RuntimeError("the Streamlit server did not start")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def launch(playwright):
+    """Debian's chromium through Playwright (never a downloaded browser)."""
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"chromium is not installed at {CHROMIUM} (apt-get install -y chromium)")
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def settle(page, timeout: float = 90_000) -> None:
+    """Wait until Streamlit has finished running the script (status widget hidden) and charts drew."""
+    page.wait_for_timeout(400)
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="hidden", timeout=timeout)
+    page.wait_for_timeout(600)
