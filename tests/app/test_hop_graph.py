@@ -62,3 +62,11 @@ def test_prompt_node_shows_its_tokens(open_page, vartrack):
     no_problems(at)
     body = at.get("html")[0].proto.body
     assert body.count('class="ft-tok') - body.count('class="ft-tokens') == node.end - node.start
+
+
+def test_no_node_selected_draws_only_the_graph(open_page):
+    at = open_page(GRAPH, trace="gallery:vartrack")
+    no_problems(at)
+    assert set(charts(at)) == {"hop_graph"}
+    assert any("Click a node" in c.value for c in at.caption)
+    assert at.dataframe[0].value["path"][0].startswith("A ← ")  # the strongest paths start at the answer
