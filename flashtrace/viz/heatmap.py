@@ -13,7 +13,7 @@ from .tokens import class_maxima, token_class, token_grid, view_values, visible_
 
 ROW_PX = 24
 LABEL_CHARS = 8  # what fits a cell at 16 cells per row on a laptop-wide page
-WINDOW = 768  # tokens per heatmap page of a long trace: drawing thousands of labelled cells takes seconds
+WINDOW = 512  # tokens per heatmap page of a long trace: drawing thousands of labelled cells takes seconds
 _CLASSES = (("prompt", "prompt", PROMPT_SCALE), ("generated", "reasoning + answer", REASONING_SCALE),
             ("template", "chat template", TEMPLATE_SCALE))
 

@@ -79,10 +79,11 @@ def test_top_tokens_rank_prompt_tokens_by_score(small_trace):
 def test_long_traces_are_paged_into_windows():
     from flashtrace.viz.heatmap import heatmap_windows, window_of
 
-    assert heatmap_windows(1000) == [(0, 1000)]
-    assert heatmap_windows(1152) == [(0, 1152)]
-    assert heatmap_windows(2000) == [(0, 768), (768, 1536), (1536, 2000)]
-    windows = heatmap_windows(2000)
+    assert heatmap_windows(700) == [(0, 700)]
+    assert heatmap_windows(768) == [(0, 768)]
+    assert heatmap_windows(2000) == [(0, 512), (512, 1024), (1024, 1536), (1536, 2000)]
+    assert heatmap_windows(2000, size=768) == [(0, 768), (768, 1536), (1536, 2000)]
+    windows = heatmap_windows(2000, size=768)
     values = [0.0] * 2000
     values[900] = 1.0
     assert window_of(windows, values, list(range(2000))) == 1
