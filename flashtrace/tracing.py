@@ -62,12 +62,11 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     if context and len(sequence) > context:
         raise ValueError(f"the sequence has {len(sequence)} tokens but {loaded.name} reads at most {context}; "
                          "shorten the prompt or response")
-    n_response = len(sequence) - sequence.response_start
-    predicted = estimate(loaded, len(sequence), hops=1, n_target=n_response, device=str(loaded.device))
+    size = dict(n_tokens=len(sequence), hops=1, n_target=len(sequence) - sequence.response_start,
+                device=str(loaded.device))
+    predicted = check_fits(loaded, **size) if check_memory else estimate(loaded, **size)
     if on_estimate:
         on_estimate(predicted)
-    if check_memory:
-        check_fits(loaded, len(sequence), hops=1, n_target=n_response, device=str(loaded.device))
     recording = record_forward(loaded, sequence.ids)
     timings["forward_s"] = recording.forward_seconds
     return Prepared(loaded, sequence, recording, timings)

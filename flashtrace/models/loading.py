@@ -135,8 +135,8 @@ def _hub_reachable(model_id: str) -> bool:
         return True
     except (OSError, ValueError):
         pass
-    if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "TRUE") or "/" in model_id and model_id.startswith((".", "/", "~")):
-        return False
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or model_id.startswith((".", "/", "~")):
+        return False  # offline by choice, or a local path that does not exist
     try:
         socket.create_connection(("huggingface.co", 443), timeout=3).close()
         return True
