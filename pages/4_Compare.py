@@ -6,7 +6,7 @@ import streamlit as st
 from flashtrace import app_state, ui
 from flashtrace.compare import compare_depths
 from flashtrace.evaluate.methods import DEFAULT_METHODS
-from flashtrace.viz import mass_per_hop
+from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import deletion_curves, depth_agreement, depth_strips, method_strips, method_table
 
 picked = ui.trace_page("Compare")
@@ -26,8 +26,8 @@ if picked:
             st.markdown(f"The top-{k} prompt tokens stop changing from **K={conv}**." if conv is not None else
                         f"The top-{k} prompt tokens are still changing at the deepest hop computed.")
             st.dataframe([{"depth": f"K={d}", "ρ (left on generated text)": comparison.rho[d],
-                           f"top-{k} prompt tokens": " ".join(ui.code_text(trace.tokens[i].text)
-                                                              for i in comparison.top[d])}
+                           f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20)
+                                                                for i in comparison.top[d])}
                           for d in comparison.depths], hide_index=True)
             st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
     with methods_tab:

@@ -108,7 +108,8 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
         if not nodes:
             continue
         attrs = [graph.graph.nodes[n] for n in nodes]
-        sizes = [10 + 26 * math.sqrt(mass.get(n, 0.0) / top_mass) if role == "prompt" and mass else
+        base = 4 if crowded else 10  # a long prompt's column of nodes stays a thin line, strong nodes stand out
+        sizes = [base + 26 * math.sqrt(mass.get(n, 0.0) / top_mass) if role == "prompt" and mass else
                  {"template": 9, "prompt": 14, "reasoning": 16, "answer": 24}[role] for n in nodes]
         hover = [f"<b>{html.escape(n)}</b> {role} · tokens {a['start']}:{a['end']}"
                  + (f" · hop depth {depths.get(n)}" if role == "prompt" else "")
