@@ -19,7 +19,8 @@ setup: $(STAMP)
 	$(BIN)/flashtrace prepare
 
 app: setup
-	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
+	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false \
+		--client.showSidebarNavigation false --server.fileWatcherType none
 
 test: setup
 	$(BIN)/python -m pytest -q

@@ -15,7 +15,16 @@ import time
 
 
 def _peak_rss_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+    """Peak resident memory of this process. Linux's ``VmHWM`` belongs to this program alone;
+    ``ru_maxrss`` survives fork + exec and can report the (larger) parent that started the cell."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 def run_cell(spec: dict) -> dict:

@@ -21,5 +21,6 @@ def run(args) -> int:
         raise RuntimeError(f"app.py not found next to the package ({app}); run from a source checkout")
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
            "--server.address", args.address, "--browser.gatherUsageStats", "false",
+           "--client.showSidebarNavigation", "false", "--server.fileWatcherType", "none",
            "--server.headless", "true" if args.headless else "false"]
     return subprocess.call(cmd)
