@@ -14,16 +14,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--png", type=Path, default=None, help="write the token heatmap as PNG (needs Chromium)")
     parser.add_argument("--svg", type=Path, default=None, help="write the token heatmap as SVG (needs Chromium)")
     parser.add_argument("--hop", type=int, default=None, help="hop shown in PNG/SVG (default: the combined view)")
-    parser.add_argument("--threshold", type=float, default=0.0, help="hop-graph edge threshold in the HTML page")
-
-
-def _graph_figure(trace, threshold: float):
-    if trace.steps is None:
-        return None
-    from ..graph import HopGraph
-    from ..viz.graph import hop_graph_figure
-
-    return hop_graph_figure(HopGraph.from_trace(trace, threshold=threshold), trace)
+    parser.add_argument("--threshold", type=float, default=0.05, help="hop-graph edge threshold in the HTML page")
 
 
 def run(args) -> int:
@@ -39,7 +30,7 @@ def run(args) -> int:
     if args.html:
         from ..viz.report import trace_report_html
 
-        atomic_write_text(args.html, trace_report_html(trace, _graph_figure(trace, args.threshold)))
+        atomic_write_text(args.html, trace_report_html(trace, graph_threshold=args.threshold))
         print(f"HTML written to {args.html}")
     if args.png or args.svg:
         from ..viz.heatmap import token_heatmap
