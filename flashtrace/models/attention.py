@@ -21,20 +21,23 @@ def attention_logits(
     sliding_window: int | None = None,
     key_offset: int = 0,
 ) -> torch.Tensor:
-    """Masked, scaled (and soft-capped) logits ``[H, r, n]`` in float32; masked entries are -inf."""
+    """Masked, scaled (and soft-capped) logits ``[H, r, n]`` in float32 for keys at positions
+    ``key_offset..key_offset+n-1``; masked entries are -inf."""
     n_heads, r, d = q.shape
     n_kv, n, _ = k.shape
     rep = n_heads // n_kv
-    grouped = q.float().reshape(n_kv, rep * r, d)  # heads h = kv*rep + i share key kv
+    grouped = (q.float() * scaling).reshape(n_kv, rep * r, d)  # heads h = kv*rep + i share key kv
     logits = torch.bmm(grouped, k.float().transpose(1, 2)).reshape(n_heads, r, n)
-    logits.mul_(scaling)
     if softcap is not None:
         logits.div_(softcap).tanh_().mul_(softcap)
     cols = torch.arange(key_offset, key_offset + n, device=q.device)
-    masked = cols[None, :] > rows[:, None]  # [r, n] causal
     if sliding_window is not None:
-        masked |= cols[None, :] <= rows[:, None] - sliding_window
-    return logits.masked_fill_(masked[None], float("-inf"))
+        masked = (cols[None, :] > rows[:, None]) | (cols[None, :] <= rows[:, None] - sliding_window)
+        return logits.masked_fill_(masked[None], float("-inf"))
+    first = min(max(int(rows.min()) - key_offset, 0), n)  # every row sees all columns before its own
+    tail = logits[:, :, first:]
+    tail.masked_fill_((cols[None, first:] > rows[:, None])[None], float("-inf"))
+    return logits
 
 
 def attention_probs(q, k, rows, scaling, softcap=None, sliding_window=None) -> torch.Tensor:
@@ -68,8 +71,7 @@ def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: in
     dev = layer.q.device
     rows = rows.to(dev)
     coef = coef.to(dev, torch.float32)
-    n_heads, n_kv = layer.n_heads, layer.n_kv_heads
-    rep = n_heads // n_kv
+    n_heads = layer.n_heads
     n_src = int(rows[-1]) + 1
     window = layer.sliding_window
     out = torch.zeros(n_heads, coef.shape[0], n_src, device=dev)  # [H, B, n_src]
@@ -78,18 +80,8 @@ def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: in
         lo_row, hi = int(blk[0]), int(blk[-1]) + 1
         c0 = max(0, lo_row - window + 1) if window else 0
         r = blk.numel()
-        q = layer.q[:, blk].float() * layer.scaling  # [H, r, d]
-        k = layer.k[:, c0:hi].float()  # [KVH, n_blk, d]
-        logits = torch.bmm(q.reshape(n_kv, rep * r, -1), k.transpose(1, 2)).reshape(n_heads, r, hi - c0)
-        if layer.softcap is not None:
-            logits.div_(layer.softcap).tanh_().mul_(layer.softcap)
-        cols = torch.arange(c0, hi, device=dev)
-        if window:
-            masked = (cols[None, :] > blk[:, None]) | (cols[None, :] <= blk[:, None] - window)
-            logits.masked_fill_(masked[None], float("-inf"))
-        else:  # only the diagonal part of the block can be masked
-            tail = logits[:, :, lo_row - c0 :]
-            tail.masked_fill_((cols[None, lo_row - c0 :] > blk[:, None])[None], float("-inf"))
+        logits = attention_logits(layer.q[:, blk], layer.k[:, c0:hi], blk, layer.scaling, layer.softcap, window,
+                                  key_offset=c0)  # [H, r, hi - c0]
         logits.sub_(logits.amax(-1, keepdim=True)).exp_()  # unnormalised probabilities
         scale = coef[None, :, start : start + r] / logits.sum(-1)[:, None, :]  # [H, B, r]
         out[:, :, c0:hi] += torch.bmm(scale, logits)

@@ -62,7 +62,7 @@ class LayerRecord:
 
     def attention_output(self) -> torch.Tensor:
         """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``."""
-        return (self.x_mid.float() - self.x_prev.float())
+        return self.x_mid.float() - self.x_prev.float()
 
 
 @dataclass
