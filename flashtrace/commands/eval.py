@@ -22,6 +22,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--length", type=int, default=None, help="approximate prompt length in tokens")
     parser.add_argument("--methods", default="flashtrace,ifr,attention,rollout,ig,perturbation",
                         help="comma-separated: flashtrace (expands over --hops), flashtrace-kK, "
+                             "flashtrace-kK-nostop (stop tokens keep their score), "
                              f"{', '.join(m for m in DEFAULT_METHODS if not m.startswith('flashtrace'))}")
     parser.add_argument("--hops", default="0,1,2", help="hop counts K for 'flashtrace' (comma-separated)")
     parser.add_argument("--seed", type=int, default=0, help="first example seed")
@@ -33,7 +34,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--dtype", default=None, help="model dtype: float32 (default), bfloat16, float16")
     parser.add_argument("--device", default=None, help="torch device")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out")
+    parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out (by default an example "
+                        "written with the same --k is kept, and only methods it lacks are added)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and plots of --out")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -82,7 +84,17 @@ def run(args) -> int:
                 "target": args.target, "threads": torch.get_num_threads(),
                 "source": str(args.jsonl) if args.jsonl else args.task}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "settings.json").write_text(json.dumps(settings, indent=1))
+    settings_path = args.out / "settings.json"
+    if not args.no_resume and settings_path.exists():  # a resumed or extended folder: list every method and task
+        try:
+            before = json.loads(settings_path.read_text())
+        except ValueError:
+            before = {}
+        for key in ("methods", "source"):
+            if isinstance(before.get(key), str) and not args.jsonl:
+                merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
+                settings[key] = ",".join(merged)
+    settings_path.write_text(json.dumps(settings, indent=1))
     bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
 
     def done(ex_id: str, record: dict) -> None:

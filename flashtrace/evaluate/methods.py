@@ -76,9 +76,10 @@ def build_context(loaded: LoadedModel, example: Example, target: str = "answer",
                        replacement_id(loaded.tokenizer), ig_steps, batch_size)
 
 
-def _flashtrace(hops: int) -> Callable[[EvalContext], torch.Tensor]:
+def _flashtrace(hops: int, stop_tokens: str = "default") -> Callable[[EvalContext], torch.Tensor]:
     def run(ctx: EvalContext) -> torch.Tensor:
-        return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=hops).scores.final)
+        trace = attribute(ctx.prepared, target=ctx.target, hops=hops, stop_tokens=stop_tokens)
+        return torch.tensor(trace.scores.final)
 
     return run
 
@@ -119,13 +120,15 @@ DEFAULT_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "at
 
 
 def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
-    """The method called `name`; ``flashtrace-kK`` works for any K in 0..8."""
+    """The method called `name`; ``flashtrace-kK`` works for any K in 0..8, and ``flashtrace-kK-nostop``
+    is the same without stop tokens (punctuation and whitespace keep their weight and score)."""
     if name in EVAL_METHODS:
         return EVAL_METHODS[name]
-    m = re.fullmatch(r"flashtrace-k(\d)", name)
+    m = re.fullmatch(r"flashtrace-k(\d)(-nostop)?", name)
     if m and int(m.group(1)) <= 8:
-        return _flashtrace(int(m.group(1)))
-    raise ValueError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}")
+        return _flashtrace(int(m.group(1)), "none" if m.group(2) else "default")
+    raise ValueError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}, "
+                     "flashtrace-kK, flashtrace-kK-nostop")
 
 
 def parse_methods(spec: str | list[str], hops: list[int] | None = None) -> list[str]:

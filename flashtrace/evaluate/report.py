@@ -30,6 +30,12 @@ def recovery_cap(n_prompt: int, n_gold: int, fraction: float = 0.1) -> float | N
     return min(1.0, math.ceil(fraction * n_prompt) / n_gold) if n_gold else None
 
 
+def recovery_chance(n_prompt: int, fraction: float = 0.1) -> float:
+    """Expected Recovery@10% of a random ranking: every gold token is in the top ``ceil(fraction·P)`` with
+    probability ``ceil(fraction·P) / P``."""
+    return min(1.0, math.ceil(fraction * n_prompt) / n_prompt) if n_prompt else 0.0
+
+
 def _method_order(records: list[dict]) -> list[str]:
     names: list[str] = []
     for r in records:
@@ -38,7 +44,14 @@ def _method_order(records: list[dict]) -> list[str]:
 
 
 def _hop(method: str) -> int | None:
-    return int(method.rsplit("-k", 1)[1]) if method.startswith("flashtrace-k") else None
+    """K of ``flashtrace-kK`` or ``flashtrace-kK-<variant>``; None for other methods."""
+    return int(method[len("flashtrace-k"):].split("-")[0]) if method.startswith("flashtrace-k") else None
+
+
+def _hop0(method: str) -> str:
+    """The K = 0 method of the same FlashTrace variant (``flashtrace-k2-nostop`` -> ``flashtrace-k0-nostop``)."""
+    rest = method[len("flashtrace-k"):].split("-", 1)
+    return "flashtrace-k0" + (f"-{rest[1]}" if len(rest) > 1 else "")
 
 
 def summarise(records: list[dict], settings: dict | None = None) -> dict:
@@ -50,21 +63,24 @@ def summarise(records: list[dict], settings: dict | None = None) -> dict:
         for m in _method_order(rows):
             per_method[m] = {"hops": _hop(m), **{k: _stats([r["methods"][m][k] for r in rows if m in r["methods"]])
                                                   for k in METRICS}}
-        if "flashtrace-k0" in per_method:  # attribution mass reaching the prompt, relative to hop 0
-            for m in per_method:
-                if m.startswith("flashtrace-k"):
-                    per_method[m]["prompt_mass_vs_k0"] = _stats(
-                        [sum(r["methods"][m]["scores"]) / sum(r["methods"]["flashtrace-k0"]["scores"]) for r in rows
-                         if m in r["methods"] and sum(r["methods"]["flashtrace-k0"]["scores"]) > 0])
+        for m in per_method:  # attribution mass reaching the prompt, relative to hop 0 of the same variant
+            base = _hop0(m) if m.startswith("flashtrace-k") else None
+            if base in per_method:
+                per_method[m]["prompt_mass_vs_k0"] = _stats(
+                    [sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"]) for r in rows
+                     if m in r["methods"] and base in r["methods"] and sum(r["methods"][base]["scores"]) > 0])
         k = rows[0]["k"]
-        curves = {m: [sum(r["methods"][m]["n"][t] for r in rows) / len(rows) for t in range(k + 1)]
-                  for m in per_method}
+        curves = {}
+        for m in per_method:  # mean over the examples that have the method
+            have = [r["methods"][m]["n"] for r in rows if m in r["methods"]]
+            curves[m] = [sum(n[t] for n in have) / len(have) for t in range(k + 1)]
         tasks[task] = {
             "n": len(rows), "methods": per_method, "mean_deletion_curve": curves,
             "tokens": _stats([r["n_tokens"] for r in rows]), "prompt_tokens": _stats([r["n_prompt"] for r in rows]),
             "example_seconds": _stats([r.get("total_s") for r in rows]),
             "deletion_seconds": _stats([r.get("deletion_s") for r in rows]),
             "recovery_cap": _stats([recovery_cap(r["n_prompt"], r["n_gold"]) for r in rows]),
+            "recovery_chance": _stats([recovery_chance(r["n_prompt"]) for r in rows if r["n_gold"]]),
         }
     return {"settings": settings or {}, "tasks": tasks}
 
@@ -86,7 +102,8 @@ def markdown(summary: dict) -> str:
         lines.append(f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
                      f"{info['prompt_tokens']['mean']:.0f} prompt tokens; "
                      f"{_fmt(ex_s, 1)} s per example, all methods + deletion; "
-                     f"best achievable Recovery@10% {_fmt(info['recovery_cap'], 2)})\n")
+                     f"Recovery@10%: best achievable {_fmt(info['recovery_cap'], 2)}, "
+                     f"random ranking {_fmt(info['recovery_chance'], 2)})\n")
         lines.append("| method | hops | " + " | ".join(LABELS[m] for m in METRICS) + " |")
         lines.append("|---|---|" + "---|" * len(METRICS))
         best = {m: min((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None),
@@ -102,7 +119,7 @@ def markdown(summary: dict) -> str:
         masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
         if masses:
             lines.append("FlashTrace attribution mass on the prompt relative to K = 0: "
-                         + ", ".join(f"{m.rsplit('-', 1)[1].upper()} {_fmt(v, 2)}" for m, v in masses.items()))
+                         + ", ".join(f"{m[len('flashtrace-'):].upper()} {_fmt(v, 2)}" for m, v in masses.items()))
         lines.append("")
     return "\n".join(lines)
 

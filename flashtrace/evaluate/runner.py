@@ -67,29 +67,45 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
     }
 
 
+def _existing(path: Path, k: int) -> dict | None:
+    """The record already written at `path` when it can be kept or extended (same k), else None."""
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except ValueError:
+        return None
+    return record if isinstance(record.get("methods"), dict) and record.get("k") == k else None
+
+
 def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
              k: int = 20, ig_steps: int = 16, batch_size: int = 16, target: str = "answer",
              resume: bool = True, on_example: Callable[[str, dict], None] | None = None) -> list[Path]:
     """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
-    With `resume`, examples whose JSON already exists (same methods) are kept, not recomputed."""
+
+    With `resume`, an example already written with the same k is kept when it has every method, and
+    extended when it lacks some: only the missing methods are attributed and scored, and merged into
+    its record (the others keep their results). `on_example(id, record)` gets ``{}`` for a kept example."""
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for ex_id, example in examples:
         path = folder / f"{ex_id}.json"
-        if resume and path.exists():
-            try:
-                if set(json.loads(path.read_text())["methods"]) >= set(methods):
-                    paths.append(path)
-                    if on_example:
-                        on_example(ex_id, {})
-                    continue
-            except (ValueError, KeyError):
-                pass
+        previous = _existing(path, k) if resume else None
+        todo = [m for m in methods if previous is None or m not in previous["methods"]]
+        if not todo:
+            paths.append(path)
+            if on_example:
+                on_example(ex_id, {})
+            continue
         start = time.perf_counter()
         ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
-        record = evaluate_context(ctx, methods, k)
+        record = evaluate_context(ctx, todo, k)
         record.update(id=ex_id, total_s=time.perf_counter() - start)
+        if previous is not None:  # extend: earlier methods first, times add up
+            record["methods"] = {**previous["methods"], **record["methods"]}
+            for key in ("total_s", "deletion_s"):
+                record[key] = (previous.get(key) or 0.0) + record[key]
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record))
         tmp.replace(path)

@@ -84,3 +84,13 @@ def test_recovery_top_fraction():
     gold[[29, 28, 0]] = True
     assert recovery(scores, gold) == pytest.approx(2 / 3)  # top ceil(3) = 29, 28, 27
     assert recovery(scores, torch.zeros(30, dtype=torch.bool)) is None
+
+
+def test_recovery_of_random_rankings_matches_the_reported_chance_level():
+    from flashtrace.evaluate.report import recovery_chance
+
+    gen = torch.Generator().manual_seed(0)
+    gold = torch.zeros(37, dtype=torch.bool)
+    gold[[3, 4, 5, 20, 21]] = True
+    draws = [recovery(torch.rand(37, generator=gen), gold) for _ in range(4000)]
+    assert sum(draws) / len(draws) == pytest.approx(recovery_chance(37), abs=0.01)  # 4 of 37 = 0.108

@@ -72,6 +72,7 @@ def test_flashtrace_hops_differ_from_hop0(ctx):
 def test_parse_methods():
     assert parse_methods("flashtrace,ifr", [0, 3]) == ["flashtrace-k0", "flashtrace-k3", "ifr"]
     assert parse_methods("ig,ig,attention") == ["ig", "attention"]
+    assert parse_methods("flashtrace-k2-nostop") == ["flashtrace-k2-nostop"]
     with pytest.raises(ValueError, match="unknown evaluation method"):
         parse_methods("lrp")
     with pytest.raises(ValueError):
@@ -86,11 +87,20 @@ def test_run_eval_resume_and_report(llama, tmp_path):
              on_example=lambda i, r: seen.append(bool(r)))
     run_eval(llama, examples, ["flashtrace-k1"], tmp_path, k=4, on_example=lambda i, r: seen.append(bool(r)))
     assert seen == [True, True, False, False]  # the second run kept both examples
+    before = json.loads((tmp_path / "examples" / "needle-0000.json").read_text())
+    run_eval(llama, examples[:1], ["flashtrace-k1", "flashtrace-k1-nostop"], tmp_path, k=4,
+             on_example=lambda i, r: seen.append(sorted(r["methods"]) if r else None))
+    assert seen[-1] == ["attention", "flashtrace-k1", "flashtrace-k1-nostop"]  # extended, not recomputed
+    after = json.loads((tmp_path / "examples" / "needle-0000.json").read_text())
+    assert after["methods"]["attention"] == before["methods"]["attention"]
+    assert after["total_s"] > before["total_s"]
     summary = write_report(tmp_path, {"model": "tiny-llama"})
     assert set(summary["tasks"]) == {"needle", "arithmetic"}
     assert (tmp_path / "metrics.png").stat().st_size > 1000 and (tmp_path / "deletion_curves.png").exists()
     assert "| flashtrace-k1 | 1 |" in (tmp_path / "summary.md").read_text()
     assert "prompt_mass_vs_k0" not in summary["tasks"]["needle"]["methods"]["attention"]
+    run_eval(llama, examples[:1], ["attention"], tmp_path, k=5, on_example=lambda i, r: seen.append(sorted(r["methods"])))
+    assert seen[-1] == ["attention"]  # another k: recomputed from scratch
 
 
 def test_summarise_mean_std():
@@ -102,8 +112,25 @@ def test_summarise_mean_std():
     assert ig["rise"]["mean"] == pytest.approx(0.3) and ig["rise"]["std"] == pytest.approx(0.1414, abs=1e-4)
     assert ig["recovery"]["n"] == 0 and s["tasks"]["a"]["mean_deletion_curve"]["ig"] == pytest.approx([1, 0.3, 0])
     assert s["tasks"]["a"]["recovery_cap"]["mean"] == pytest.approx(0.5)  # ceil(2.5) = 3 of 6 gold tokens
+    assert s["tasks"]["a"]["recovery_chance"]["mean"] == pytest.approx(3 / 25)  # 3 of 25 prompt tokens drawn
     table = markdown(s)
     assert "0.300 ± 0.141" in table and "| ig |  |" in table and "–" in table
+    assert "best achievable 0.50 ± 0.00, random ranking 0.12 ± 0.00" in table
+
+
+def test_summarise_variants_and_missing_methods():
+    def rec(methods):
+        return {"task": "t", "k": 1, "n_tokens": 10, "n_prompt": 10, "n_gold": 0, "methods": {
+            m: {"rise": 0.5, "mas": 0.5, "recovery": None, "seconds": 1.0, "n": [1, n1], "scores": [mass, 0.0]}
+            for m, (n1, mass) in methods.items()}}
+    s = summarise([rec({"flashtrace-k0": (0.2, 1.0), "flashtrace-k0-nostop": (0.0, 2.0), "flashtrace-k2-nostop": (0.0, 5.0)}),
+                   rec({"flashtrace-k0": (0.4, 1.0)})])
+    methods = s["tasks"]["t"]["methods"]
+    assert [methods[m]["hops"] for m in methods] == [0, 0, 2]
+    assert methods["flashtrace-k2-nostop"]["prompt_mass_vs_k0"]["mean"] == pytest.approx(2.5)  # vs k0-nostop
+    assert s["tasks"]["t"]["mean_deletion_curve"]["flashtrace-k0"] == pytest.approx([1, 0.3])
+    assert s["tasks"]["t"]["mean_deletion_curve"]["flashtrace-k2-nostop"] == pytest.approx([1, 0.0])  # 1 example
+    assert "K2-NOSTOP 2.50" in markdown(s)
 
 
 @pytest.mark.slow
@@ -116,6 +143,12 @@ def test_cli_eval(tmp_path, capsys):
     assert sorted(p.name for p in (out / "examples").iterdir()) == ["multihop-0000.json", "vartrack-0000.json"]
     assert "flashtrace-k1" in capsys.readouterr().out
     assert json.loads((out / "settings.json").read_text())["k"] == 5
+    assert main(["eval", "--model", "tiny-llama", "--task", "vartrack", "--n", "1", "--length", "40",
+                 "--methods", "attention", "--k", "5", "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    settings = json.loads((out / "settings.json").read_text())  # the extending run lists every method and task
+    assert settings["methods"] == "flashtrace-k0,flashtrace-k1,perturbation,attention"
+    assert settings["source"] == "multihop,vartrack"
+    assert "attention" in json.loads((out / "examples" / "vartrack-0000.json").read_text())["methods"]
     assert main(["eval", "--report-only", "--out", str(out), "--no-plots"]) == 0
     assert main(["eval", "--task", "nope", "--out", str(out)]) == 2
 
