@@ -124,8 +124,28 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _styles(methods: list[str]) -> dict[str, dict]:
+    """One distinct colour per method (a FlashTrace variant shares its K's colour, hatched / dashed)."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10"].colors
+    base = list(dict.fromkeys(m.split("-nostop")[0] for m in methods))
+    styles = {}
+    for m in methods:
+        variant = m.endswith("-nostop")
+        styles[m] = {"color": palette[base.index(m.split("-nostop")[0]) % len(palette)],
+                     "hatch": "//" if variant else None, "linestyle": "--" if variant else "-"}
+    return styles
+
+
+def _ci95(stat: dict) -> float:
+    """Half-width of the normal-approximation 95 % interval of a mean."""
+    return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat["std"] is not None else 0.0
+
+
 def plot(summary: dict, out: str | Path) -> list[Path]:
-    """``metrics.png`` (bars with std per task × method) and ``deletion_curves.png`` (mean curves)."""
+    """``metrics.png`` (mean ± 95 % interval per task × method, chance level of Recovery) and
+    ``deletion_curves.png`` (mean normalised deletion curves)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -134,29 +154,42 @@ def plot(summary: dict, out: str | Path) -> list[Path]:
     out = Path(out)
     tasks = list(summary["tasks"])
     methods = list(dict.fromkeys(m for t in tasks for m in summary["tasks"][t]["methods"]))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    styles = _styles(methods)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
     width = 0.8 / max(1, len(methods))
     for ax, metric in zip(axes, ("rise", "mas", "recovery")):
         for i, m in enumerate(methods):
-            means = [summary["tasks"][t]["methods"].get(m, {}).get(metric, {}).get("mean") or 0.0 for t in tasks]
-            stds = [summary["tasks"][t]["methods"].get(m, {}).get(metric, {}).get("std") or 0.0 for t in tasks]
-            ax.bar([x + i * width for x in range(len(tasks))], means, width, yerr=stds, label=m, capsize=2)
+            stats = [summary["tasks"][t]["methods"].get(m, {}).get(metric) or {"mean": None} for t in tasks]
+            ax.bar([x + i * width for x in range(len(tasks))], [st["mean"] or 0.0 for st in stats], width,
+                   yerr=[_ci95(st) if st["mean"] is not None else 0.0 for st in stats], label=m, capsize=1.5,
+                   color=styles[m]["color"], hatch=styles[m]["hatch"], edgecolor="white", linewidth=0.3,
+                   error_kw={"elinewidth": 0.8})
+        if metric == "recovery":
+            for x, t in enumerate(tasks):
+                chance = (summary["tasks"][t].get("recovery_chance") or {}).get("mean")
+                if chance is not None:
+                    ax.hlines(chance, x - width / 2, x + 0.8 - width / 2, colors="black", linestyles=":",
+                              label="random ranking" if x == 0 else None)
         ax.set_xticks([x + 0.4 - width / 2 for x in range(len(tasks))], tasks)
-        ax.set_title(LABELS[metric])
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+        ax.set_title(f"{LABELS[metric]} (mean ± 95 % CI)")
+        ax.set_ylim(bottom=0)
+    handles, labels = axes[2].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * (1 + (len(labels) - 1) // 6), 1, 1))
     bars = out / "metrics.png"
     fig.savefig(bars, dpi=110)
     plt.close(fig)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 4.2), squeeze=False)
     for ax, t in zip(axes[0], tasks):
         for m, curve in summary["tasks"][t]["mean_deletion_curve"].items():
-            ax.plot([i / (len(curve) - 1) for i in range(len(curve))], curve, label=m)
+            ax.plot([i / (len(curve) - 1) for i in range(len(curve))], curve, label=m, color=styles[m]["color"],
+                    linestyle=styles[m]["linestyle"])
         ax.set_title(f"{t}: mean deletion curve")
         ax.set_xlabel("fraction of prompt deleted")
     axes[0][0].set_ylabel("normalised target log-prob")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07 * (1 + (len(labels) - 1) // 6), 1, 1))
     curves = out / "deletion_curves.png"
     fig.savefig(curves, dpi=110)
     plt.close(fig)
