@@ -89,12 +89,17 @@ def segment_ablation(model: torch.nn.Module, ids: torch.Tensor, segments: Sequen
 
 
 def integrated_gradients(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange, positions: Sequence[int],
-                         baseline_id: int, steps: int = 16, internal_batch_size: int | None = None) -> torch.Tensor:
+                         baseline_id: int, steps: int = 16, internal_batch_size: int | None = None,
+                         max_batch_tokens: int = 2048) -> torch.Tensor:
     """Integrated gradients (captum) of the target's summed log-probability w.r.t. the input embeddings.
 
     The path runs from a baseline where `positions` (the explained tokens) hold `baseline_id`'s
     embedding to the real input; other positions are identical on the whole path. Token score = sum
-    of the attribution over the embedding dimension (signed): ``[N]``."""
+    of the attribution over the embedding dimension (signed): ``[N]``.
+
+    The backward pass keeps every layer's activations (about 1 MB per token for SmolLM2-135M), so the
+    steps run in chunks of at most `max_batch_tokens` tokens (at least one sequence) unless
+    `internal_batch_size` sets the chunk; the result does not depend on the chunking."""
     from captum.attr import IntegratedGradients
 
     ids = torch.as_tensor(ids).reshape(1, -1).to(next(model.parameters()).device)
@@ -113,8 +118,8 @@ def integrated_gradients(model: torch.nn.Module, ids: torch.Tensor, target: Toke
         return logp.gather(-1, ids[:, lo:hi, None].expand(x.shape[0], -1, 1)).squeeze(-1).sum(-1)
 
     ig = IntegratedGradients(forward)
-    attr = ig.attribute(inputs, baselines=baseline, n_steps=steps, method="gausslegendre",
-                        internal_batch_size=internal_batch_size or steps)
+    chunk = internal_batch_size or max(1, min(steps, max_batch_tokens // n))
+    attr = ig.attribute(inputs, baselines=baseline, n_steps=steps, method="gausslegendre", internal_batch_size=chunk)
     return attr[0].float().sum(-1).detach().cpu()
 
 

@@ -93,3 +93,19 @@ def test_integrated_gradients_completeness(llama, ids):
     outside = [i for i in range(N) if i not in positions]
     assert attr[outside].abs().max() == 0
     assert attr[positions].abs().sum() > 0
+
+
+def test_integrated_gradients_chunking_does_not_change_the_result(llama, ids):
+    """Long inputs run the steps in token-bounded chunks (memory); the attribution is the same."""
+    positions, target = list(range(2, 14)), (N - 4, N)
+    batches: list[int] = []
+    hook = llama.model.register_forward_pre_hook(
+        lambda module, args, kwargs: batches.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True)
+    try:
+        whole = integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=8)
+        chunked = integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=8,
+                                       max_batch_tokens=3 * N)  # 3 sequences per chunk
+    finally:
+        hook.remove()
+    assert batches == [8, 3, 3, 2]
+    assert torch.allclose(whole, chunked, rtol=1e-4, atol=1e-6)
