@@ -13,10 +13,10 @@ from .trace import Trace
 from .viz.heatmap import heatmap_windows, window_of
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
-         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py"}
+         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py"}
 NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
        (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
-       (PAGES["library"], "Library", ":material/folder_open:")]
+       (PAGES["library"], "Library", ":material/folder_open:"), (PAGES["evaluation"], "Evaluation", ":material/fact_check:")]
 
 
 def page_setup(title: str) -> None:

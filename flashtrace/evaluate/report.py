@@ -16,6 +16,32 @@ def load_records(out: str | Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in paths]
 
 
+def find_eval_folders(root: str | Path) -> list[Path]:
+    """Folders under `root` (itself included) that hold ``examples/*.json`` from `flashtrace eval`, sorted."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = {p.parent.parent for p in root.glob("**/examples/*.json")}
+    return sorted(found)
+
+
+def gold_token_mask(record: dict) -> list[bool] | None:
+    """Which of the record's prompt tokens overlap a gold character range (None without gold).
+
+    Newer records store it (``gold_tokens``); for older ones it is rebuilt from the token texts, which
+    concatenate to the prompt (None if they do not)."""
+    if record.get("gold_tokens") is not None:
+        return [bool(g) for g in record["gold_tokens"]]
+    if not record.get("gold") or "".join(record["tokens"]) != record["prompt"]:
+        return None
+    mask, start = [], 0
+    for text in record["tokens"]:
+        end = start + len(text)
+        mask.append(any(start < b and end > a for a, b in record["gold"]))
+        start = end
+    return mask
+
+
 def _stats(values: list[float]) -> dict:
     values = [v for v in values if v is not None]
     if not values:
@@ -213,4 +239,4 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     return summary
 
 
-__all__ = ["load_records", "recovery_cap", "summarise", "markdown", "plot", "write_report"]
+__all__ = ["load_records", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "summarise", "markdown", "plot", "write_report"]

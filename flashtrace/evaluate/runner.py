@@ -61,7 +61,8 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
     return {
         "task": ex.task, "meta": ex.meta, "prompt": ex.prompt, "response": ex.response, "answer": ex.answer,
         "gold": [list(g) for g in ex.gold], "n_tokens": len(seq), "n_prompt": int(ctx.positions.numel()),
-        "n_gold": int(ctx.gold.sum()), "target": list(ctx.target), "positions": ctx.positions.tolist(),
+        "n_gold": int(ctx.gold.sum()), "gold_tokens": ctx.gold.tolist(), "target": list(ctx.target),
+        "positions": ctx.positions.tolist(),
         "tokens": [seq.tokens[p].text for p in ctx.positions.tolist()], "k": k,
         "forward_s": ctx.prepared.timings.get("forward_s"), "deletion_s": deletion_s, "methods": record_methods,
     }

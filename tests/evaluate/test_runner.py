@@ -163,3 +163,19 @@ def test_cli_eval_jsonl(tmp_path):
                  "--k", "4", "--out", str(out), "--no-progress", "--no-plots"]) == 0
     rec = json.loads((out / "examples" / "jsonl-0000.json").read_text())
     assert rec["n_gold"] > 0 and set(rec["methods"]) == {"attention", "flashtrace-k1"}
+
+
+def test_find_eval_folders_and_gold_token_mask(tmp_path):
+    from flashtrace.evaluate.report import find_eval_folders, gold_token_mask
+
+    for name in ("a", "nested/b"):
+        (tmp_path / name / "examples").mkdir(parents=True)
+        (tmp_path / name / "examples" / "x-0000.json").write_text("{}")
+    (tmp_path / "empty" / "examples").mkdir(parents=True)
+    assert find_eval_folders(tmp_path) == [tmp_path / "a", tmp_path / "nested" / "b"]
+    assert find_eval_folders(tmp_path / "missing") == []
+    rec = {"prompt": "ab cd ef", "tokens": ["ab", " cd", " ef"], "gold": [[3, 5]]}
+    assert gold_token_mask(rec) == [False, True, False]
+    assert gold_token_mask({**rec, "gold_tokens": [True, False, False]}) == [True, False, False]  # stored wins
+    assert gold_token_mask({**rec, "tokens": ["ab", " c"]}) is None  # tokens do not rebuild the prompt
+    assert gold_token_mask({**rec, "gold": []}) is None

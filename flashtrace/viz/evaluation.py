@@ -1,0 +1,105 @@
+"""Figures and tables of a `flashtrace eval` folder: per-task summary rows, metric bars with 95 %
+intervals and the random-ranking level, mean deletion curves, and one example's methods beside its gold
+tokens."""
+
+from __future__ import annotations
+
+import math
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..evaluate.report import LABELS, gold_token_mask
+from .compare import METHOD_COLORS, score_strips
+
+RATE_METRICS = ("rise", "mas", "recovery")
+
+
+def _colors(methods: list[str]) -> dict[str, str]:
+    return {m: METHOD_COLORS[i % len(METHOD_COLORS)] for i, m in enumerate(methods)}
+
+
+def _ci95(stat: dict) -> float:
+    n, std = stat.get("n", 0), stat.get("std")
+    return 1.96 * std / math.sqrt(n) if n > 1 and std is not None else 0.0
+
+
+def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
+    """One row per method: hops, then mean and std of RISE, MAS, Recovery@10% and attribution seconds."""
+    info = summary["tasks"][task]["methods"]
+    rows = []
+    for m in methods:
+        if m not in info:
+            continue
+        row = {"method": m, "hops": "–" if info[m]["hops"] is None else str(info[m]["hops"]), "examples": info[m]["rise"]["n"]}
+        for metric in ("rise", "mas", "recovery", "seconds"):
+            row[LABELS[metric]] = info[m][metric]["mean"]
+            row[f"± std ({metric})"] = info[m][metric]["std"]
+        rows.append(row)
+    return rows
+
+
+def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
+    """RISE, MAS and Recovery@10% of each method on one task: mean with its 95 % interval; Recovery shows
+    the level a random ranking reaches and the best any ranking can reach."""
+    info = summary["tasks"][task]
+    colors = _colors(methods)
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[LABELS[m] for m in RATE_METRICS], horizontal_spacing=0.07)
+    for col, metric in enumerate(RATE_METRICS, start=1):
+        shown = [m for m in methods if m in info["methods"] and info["methods"][m][metric]["mean"] is not None]
+        stats = [info["methods"][m][metric] for m in shown]
+        fig.add_trace(go.Bar(
+            x=shown, y=[s["mean"] for s in stats], marker_color=[colors[m] for m in shown], showlegend=False,
+            error_y={"type": "data", "array": [_ci95(s) for s in stats], "thickness": 1.2},
+            customdata=[[s["std"], s["n"]] for s in stats],
+            hovertemplate="%{x}: %{y:.3f} ± %{customdata[0]:.3f} (std, n = %{customdata[1]})<extra></extra>"),
+            row=1, col=col)
+        if metric == "recovery":
+            for key, label, dash in (("recovery_chance", "random ranking", "dot"), ("recovery_cap", "best achievable", "dash")):
+                level = (info.get(key) or {}).get("mean")
+                if level is not None:
+                    fig.add_hline(y=level, line_dash=dash, line_color="#475569", row=1, col=col,
+                                  annotation_text=f"{label} {level:.2f}", annotation_font_size=10)
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_xaxes(tickangle=-35)
+    fig.update_layout(height=400, margin={"l": 40, "r": 10, "t": 40, "b": 90},
+                      title={"text": f"{task}: mean ± 95 % interval (n = {info['n']})", "font": {"size": 14}},
+                      meta={"view": "metric_bars", "task": task})
+    return fig
+
+
+def mean_deletion_curves(summary: dict, task: str, methods: list[str]) -> go.Figure:
+    """The mean normalised deletion curve of each method on one task (lower = more faithful)."""
+    curves = summary["tasks"][task]["mean_deletion_curve"]
+    colors = _colors(methods)
+    fig = go.Figure()
+    for m in methods:
+        if m not in curves:
+            continue
+        curve = curves[m]
+        steps = len(curve) - 1
+        rise = summary["tasks"][task]["methods"][m]["rise"]["mean"]
+        fig.add_trace(go.Scatter(x=[t / steps for t in range(steps + 1)], y=curve, mode="lines", name=f"{m} (RISE {rise:.3f})",
+                                 line={"color": colors[m], "dash": "dash" if m.endswith("-nostop") else "solid"},
+                                 hovertemplate=f"{m}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
+    fig.update_layout(title={"text": f"{task}: mean deletion curve", "font": {"size": 14}}, height=380,
+                      margin={"l": 40, "r": 10, "t": 40, "b": 40},
+                      xaxis={"title": "share of prompt tokens deleted", "tickformat": ".0%"},
+                      yaxis={"title": "normalised target log-prob", "range": [-0.02, 1.05]},
+                      meta={"view": "mean_deletion_curves", "task": task})
+    return fig
+
+
+def example_strips(record: dict, methods: list[str]) -> go.Figure:
+    """Each method's prompt attribution for one example, under a `gold` row marking the gold tokens."""
+    rows = {}
+    gold = gold_token_mask(record)
+    if gold is not None:
+        rows["gold"] = [1.0 if g else 0.0 for g in gold]
+    rows.update({m: record["methods"][m]["scores"] for m in methods if m in record["methods"]})
+    fig = score_strips(rows, record["tokens"], f"{record.get('id', 'example')}: prompt attribution by method")
+    fig.update_layout(meta={"view": "example_strips", "gold": gold is not None})
+    return fig
+
+
+__all__ = ["summary_rows", "metric_bars", "mean_deletion_curves", "example_strips"]

@@ -1,0 +1,101 @@
+"""Evaluation: browse `flashtrace eval` results — per-task tables, metric bars with intervals, mean deletion
+curves, and any single example's attributions beside its gold tokens."""
+
+import json
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from flashtrace import ui
+from flashtrace.evaluate.report import find_eval_folders, load_records, summarise
+from flashtrace.viz.compare import deletion_curves, method_table
+from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_rows
+
+ROOT_ENV = "FLASHTRACE_EVAL_ROOT"
+DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+CHART = {"displaylogo": False}
+
+
+@st.cache_data(show_spinner="Reading the evaluation…", max_entries=8)
+def evaluation(folder: str, signature: tuple) -> tuple[dict, list[dict]]:
+    """Summary and records of an eval folder; `signature` (file count, newest change) refreshes the cache."""
+    records = load_records(folder)
+    settings_path = Path(folder) / "settings.json"
+    settings = json.loads(settings_path.read_text()) if settings_path.exists() else None
+    return summarise(records, settings), records
+
+
+def signature(folder: Path) -> tuple:
+    files = list((folder / "examples").glob("*.json"))
+    return len(files), max((f.stat().st_mtime_ns for f in files), default=0)
+
+
+ui.page_setup("Evaluation")
+st.title("Evaluation")
+root = Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+st.caption(f"Faithfulness results written by `flashtrace eval` (RISE and MAS: lower is better; Recovery@10%: "
+           f"higher is better). Folders found under `{root}` (set `{ROOT_ENV}` to look elsewhere).")
+with st.expander("Run an evaluation"):
+    st.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their folders.")
+    st.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
+            "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
+            language="bash")
+
+custom = st.text_input("Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder")
+if custom.strip():
+    folders = [Path(custom.strip()).expanduser()]
+    if not any((folders[0] / "examples").glob("*.json")):
+        st.error(f"`{folders[0]}` has no `examples/*.json` written by `flashtrace eval`.")
+        st.stop()
+else:
+    folders = find_eval_folders(root)
+if not folders:
+    st.info(f"No evaluation results under `{root}` yet: run `flashtrace eval ... --out {root}/NAME`.")
+    st.stop()
+
+labels = [str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in folders]
+label = ui.synced(st.selectbox, "Results", "run", labels, labels[0])
+folder = folders[labels.index(label)]
+with ui.shown_errors("Could not read the results: "):
+    summary, records = evaluation(str(folder), signature(folder))
+    settings = summary.get("settings") or {}
+    if settings:
+        shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "n", "length", "k", "ig_steps",
+                                                                  "target", "threads", "seed")}
+        st.caption(" · ".join(f"{k} = {v}" for k, v in shown.items()))
+    tasks = list(summary["tasks"])
+    task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0])
+    info = summary["tasks"][task]
+    all_methods = list(info["methods"])
+    methods = st.multiselect("Methods", all_methods, [m for m in all_methods if not m.endswith("-nostop")],
+                             key=f"eval_methods_{label}_{task}")
+    tok, ex_s = info["tokens"], info["example_seconds"]
+    st.markdown(f"**{task}**: {info['n']} examples, {tok['mean']:.0f} ± {tok['std']:.0f} tokens "
+                f"({info['prompt_tokens']['mean']:.0f} prompt tokens)"
+                + (f", {ex_s['mean']:.1f} s per example for all methods and deletion curves" if ex_s["mean"] else ""))
+    if not methods:
+        st.info("Pick at least one method.")
+        st.stop()
+    table = summary_rows(summary, task, methods)
+    st.dataframe(table, hide_index=True, key="eval_table",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in table[0] if c not in ("method", "hops", "examples")})
+    st.plotly_chart(metric_bars(summary, task, methods), key="eval_bars", config=CHART)
+    st.plotly_chart(mean_deletion_curves(summary, task, methods), key="eval_curves", config=CHART)
+
+    st.subheader("One example")
+    rows = [r for r in records if r["task"] == task]
+    ids = [r.get("id", f"{task}-{i:04d}") for i, r in enumerate(rows)]
+    chosen = st.selectbox("Example", ids, key=f"eval_example_{label}_{task}")
+    record = rows[ids.index(chosen)]
+    picked = {**record, "id": chosen, "methods": {m: record["methods"][m] for m in methods if m in record["methods"]}}
+    with st.expander("Prompt and response", expanded=False):
+        left, right = st.columns(2)
+        left.markdown("**Prompt**")
+        left.code(record["prompt"], language=None, wrap_lines=True)
+        right.markdown(f"**Response** (explained: the answer `{record.get('answer', '')}`)")
+        right.code(record["response"], language=None, wrap_lines=True)
+    st.plotly_chart(example_strips(picked, methods), key="eval_strips", config=CHART)
+    st.dataframe(method_table(picked), hide_index=True, key="eval_example_table")
+    st.plotly_chart(deletion_curves(picked), key="eval_example_curves", config=CHART)

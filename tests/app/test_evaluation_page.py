@@ -1,0 +1,86 @@
+import json
+
+import pytest
+
+from .conftest import ROOT, charts, no_problems
+
+EVALUATION = "pages/6_Evaluation.py"
+
+
+def record(task: str, seed: int, rise: dict[str, float]) -> dict:
+    """A small per-example record as `flashtrace eval` writes it (prompt tokens concatenate to the prompt)."""
+    tokens = ["The", " key", " is", " 42", ".", " Sky", " is", " blue", "."]
+    prompt = "".join(tokens)
+    gold = [[prompt.index(" key"), prompt.index(".") + 1]]
+    methods = {m: {"seconds": 0.1, "rise": r, "mas": r + 0.1, "recovery": 0.5, "s": [0.0, -1.0, -2.0],
+                   "n": [1.0, r, 0.0], "d": [1.0, 0.5, 0.0], "scores": [0.1 * (i + 1) for i in range(len(tokens))]}
+               for m, r in rise.items()}
+    return {"id": f"{task}-{seed:04d}", "task": task, "prompt": prompt, "response": "It is 42.\nAnswer: 42",
+            "answer": "42", "gold": gold, "n_tokens": 20, "n_prompt": len(tokens), "n_gold": 4, "tokens": tokens,
+            "k": 2, "total_s": 1.0, "deletion_s": 0.5, "methods": methods}
+
+
+@pytest.fixture
+def eval_root(tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    run = root / "run_a" / "examples"
+    run.mkdir(parents=True)
+    for seed in range(3):
+        for task in ("needle", "vartrack"):
+            rec = record(task, seed, {"flashtrace-k1": 0.2 + 0.1 * seed, "attention": 0.4, "flashtrace-k1-nostop": 0.3})
+            (run / f"{rec['id']}.json").write_text(json.dumps(rec))
+    (root / "run_a" / "settings.json").write_text(json.dumps({"model": "tiny-llama", "n": 3, "k": 2}))
+    monkeypatch.setenv("FLASHTRACE_EVAL_ROOT", str(root))
+    return root
+
+
+def test_summary_table_bars_curves_and_one_example(open_page, eval_root):
+    at = open_page(EVALUATION)
+    no_problems(at)
+    assert at.selectbox(key="qp_run").options == ["run_a"]
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["flashtrace-k1", "attention"]  # the -nostop variant is opt-in
+    assert table["RISE ↓"][0] == pytest.approx(0.3)  # mean of 0.2, 0.3, 0.4
+    figs = charts(at)
+    assert figs["metric_bars"]["layout"]["meta"]["task"] == "needle"
+    assert {t["name"].split(" ")[0] for t in figs["mean_deletion_curves"]["data"]} == {"flashtrace-k1", "attention"}
+    strips = figs["example_strips"]
+    assert strips["layout"]["meta"]["gold"] is True
+    assert strips["data"][0]["y"] == ["gold", "flashtrace-k1", "attention"]
+    assert strips["data"][0]["z"][0] == [0, 1, 1, 1, 1, 0, 0, 0, 0]  # " key is 42." is gold
+    assert any("settings" not in c.value and "model = tiny-llama" in c.value for c in at.caption)
+
+
+def test_switching_task_method_and_example(open_page, eval_root):
+    at = open_page(EVALUATION, task="vartrack")
+    no_problems(at)
+    assert charts(at)["metric_bars"]["layout"]["meta"]["task"] == "vartrack"
+    at.multiselect(key="eval_methods_run_a_vartrack").select("flashtrace-k1-nostop").run()
+    assert "flashtrace-k1-nostop" in list(at.dataframe[0].value["method"])
+    at.selectbox(key="eval_example_run_a_vartrack").set_value("vartrack-0002").run()
+    no_problems(at)
+    assert "vartrack-0002" in charts(at)["example_strips"]["layout"]["title"]["text"]
+    example = at.dataframe[1].value
+    assert example["RISE ↓"][list(example["method"]).index("flashtrace-k1")] == pytest.approx(0.4)
+
+
+def test_empty_root_and_bad_folder(open_page, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLASHTRACE_EVAL_ROOT", str(tmp_path / "nothing"))
+    at = open_page(EVALUATION)
+    no_problems(at)
+    assert any("No evaluation results" in i.value for i in at.info)
+    at.text_input(key="eval_path").input(str(tmp_path)).run()
+    assert not at.exception
+    assert any("has no `examples/*.json`" in e.value for e in at.error)
+
+
+def test_committed_results_open(open_page, monkeypatch):
+    """The results shipped in benchmarks/results open on the page (the default folder)."""
+    monkeypatch.delenv("FLASHTRACE_EVAL_ROOT", raising=False)
+    at = open_page(EVALUATION)
+    no_problems(at)
+    assert "eval_smollm2" in at.selectbox(key="qp_run").options
+    at.selectbox(key="qp_run").set_value("eval_smollm2").run()
+    no_problems(at)
+    assert len(at.dataframe[0].value) == 8  # the 8 methods, without the -nostop variants
+    assert (ROOT / "benchmarks" / "results" / "eval_smollm2" / "summary.json").exists()
