@@ -14,6 +14,8 @@ def home() -> None:
                 "that caused it in one sweep over a single forward pass, and hops back through the reasoning chain "
                 "so the credit lands on the input rather than on the reasoning.")
     st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
+    st.page_link(ui.PAGES["evaluation"], label="Is it faithful? Deletion tests against the baselines",
+                 icon=":material/fact_check:")
 
     st.header("Gallery")
     items = list_gallery()
