@@ -164,9 +164,9 @@ def _styles(methods: list[str]) -> dict[str, dict]:
     return styles
 
 
-def _ci95(stat: dict) -> float:
+def ci95(stat: dict) -> float:
     """Half-width of the normal-approximation 95 % interval of a mean."""
-    return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat["std"] is not None else 0.0
+    return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat.get("std") is not None else 0.0
 
 
 def plot(summary: dict, out: str | Path) -> list[Path]:
@@ -187,7 +187,7 @@ def plot(summary: dict, out: str | Path) -> list[Path]:
         for i, m in enumerate(methods):
             stats = [summary["tasks"][t]["methods"].get(m, {}).get(metric) or {"mean": None} for t in tasks]
             ax.bar([x + i * width for x in range(len(tasks))], [st["mean"] or 0.0 for st in stats], width,
-                   yerr=[_ci95(st) if st["mean"] is not None else 0.0 for st in stats], label=m, capsize=1.5,
+                   yerr=[ci95(st) if st["mean"] is not None else 0.0 for st in stats], label=m, capsize=1.5,
                    color=styles[m]["color"], hatch=styles[m]["hatch"], edgecolor="white", linewidth=0.3,
                    error_kw={"elinewidth": 0.8})
         if metric == "recovery":
@@ -239,4 +239,4 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     return summary
 
 
-__all__ = ["load_records", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "summarise", "markdown", "plot", "write_report"]
+__all__ = ["load_records", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "plot", "write_report"]

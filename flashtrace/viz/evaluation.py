@@ -4,12 +4,10 @@ tokens."""
 
 from __future__ import annotations
 
-import math
-
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..evaluate.report import LABELS, gold_token_mask
+from ..evaluate.report import LABELS, ci95, gold_token_mask
 from .compare import METHOD_COLORS, score_strips
 
 RATE_METRICS = ("rise", "mas", "recovery")
@@ -17,11 +15,6 @@ RATE_METRICS = ("rise", "mas", "recovery")
 
 def _colors(methods: list[str]) -> dict[str, str]:
     return {m: METHOD_COLORS[i % len(METHOD_COLORS)] for i, m in enumerate(methods)}
-
-
-def _ci95(stat: dict) -> float:
-    n, std = stat.get("n", 0), stat.get("std")
-    return 1.96 * std / math.sqrt(n) if n > 1 and std is not None else 0.0
 
 
 def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
@@ -50,7 +43,7 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
         stats = [info["methods"][m][metric] for m in shown]
         fig.add_trace(go.Bar(
             x=shown, y=[s["mean"] for s in stats], marker_color=[colors[m] for m in shown], showlegend=False,
-            error_y={"type": "data", "array": [_ci95(s) for s in stats], "thickness": 1.2},
+            error_y={"type": "data", "array": [ci95(s) for s in stats], "thickness": 1.2},
             customdata=[[s["std"], s["n"]] for s in stats],
             hovertemplate="%{x}: %{y:.3f} ± %{customdata[0]:.3f} (std, n = %{customdata[1]})<extra></extra>"),
             row=1, col=col)
