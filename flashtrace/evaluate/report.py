@@ -205,7 +205,8 @@ def plot(summary: dict, out: str | Path) -> list[Path]:
     bars = out / "metrics.png"
     fig.savefig(bars, dpi=110)
     plt.close(fig)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4 * len(tasks), 4.2), squeeze=False)
+    width = max(4 * len(tasks), 9)  # room for the legend under a single task
+    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
     for ax, t in zip(axes[0], tasks):
         for m, curve in summary["tasks"][t]["mean_deletion_curve"].items():
             ax.plot([i / (len(curve) - 1) for i in range(len(curve))], curve, label=m, color=styles[m]["color"],
@@ -214,8 +215,9 @@ def plot(summary: dict, out: str | Path) -> list[Path]:
         ax.set_xlabel("fraction of prompt deleted")
     axes[0][0].set_ylabel("normalised target log-prob")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07 * (1 + (len(labels) - 1) // 6), 1, 1))
+    ncol = max(1, min(6, len(labels), int(width // 2.4)))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07 * (1 + (len(labels) - 1) // ncol), 1, 1))
     curves = out / "deletion_curves.png"
     fig.savefig(curves, dpi=110)
     plt.close(fig)
