@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--device", default=None, help="torch device")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out (by default an example "
-                        "written with the same --k is kept, and only methods it lacks are added)")
+                        "written for the same prompt, --target and --k is kept, and only methods it lacks are added)")
     parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and plots of --out")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

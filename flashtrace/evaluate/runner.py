@@ -68,15 +68,18 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
     }
 
 
-def _existing(path: Path, k: int) -> dict | None:
-    """The record already written at `path` when it can be kept or extended (same k), else None."""
+def _existing(path: Path, example: Example, k: int, target: str) -> dict | None:
+    """The record already written at `path` when it can be kept or extended (the same prompt, response,
+    target and k), else None. Records written before the target was stored explained the answer."""
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text())
     except ValueError:
         return None
-    return record if isinstance(record.get("methods"), dict) and record.get("k") == k else None
+    same = (record.get("k") == k and record.get("prompt") == example.prompt
+            and record.get("response") == example.response and record.get("target_spec", "answer") == target)
+    return record if same and isinstance(record.get("methods"), dict) else None
 
 
 def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
@@ -84,15 +87,15 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
              resume: bool = True, on_example: Callable[[str, dict], None] | None = None) -> list[Path]:
     """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
 
-    With `resume`, an example already written with the same k is kept when it has every method, and
-    extended when it lacks some: only the missing methods are attributed and scored, and merged into
+    With `resume`, an example already written for the same prompt, response, target and k is kept when it
+    has every method, and extended when it lacks some: only the missing methods are attributed and scored, and merged into
     its record (the others keep their results). `on_example(id, record)` gets ``{}`` for a kept example."""
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for ex_id, example in examples:
         path = folder / f"{ex_id}.json"
-        previous = _existing(path, k) if resume else None
+        previous = _existing(path, example, k, target) if resume else None
         todo = [m for m in methods if previous is None or m not in previous["methods"]]
         if not todo:
             paths.append(path)
@@ -102,7 +105,7 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
         start = time.perf_counter()
         ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
         record = evaluate_context(ctx, todo, k)
-        record.update(id=ex_id, total_s=time.perf_counter() - start)
+        record.update(id=ex_id, target_spec=target, total_s=time.perf_counter() - start)
         if previous is not None:  # extend: earlier methods first, times add up
             record["methods"] = {**previous["methods"], **record["methods"]}
             for key in ("total_s", "deletion_s"):

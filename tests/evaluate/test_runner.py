@@ -101,6 +101,14 @@ def test_run_eval_resume_and_report(llama, tmp_path):
     assert "prompt_mass_vs_k0" not in summary["tasks"]["needle"]["methods"]["attention"]
     run_eval(llama, examples[:1], ["attention"], tmp_path, k=5, on_example=lambda i, r: seen.append(sorted(r["methods"])))
     assert seen[-1] == ["attention"]  # another k: recomputed from scratch
+    longer = [("needle-0000", make_example("needle", 0, length=80))]  # same id, another example
+    run_eval(llama, longer, ["attention"], tmp_path, k=5, on_example=lambda i, r: seen.append(sorted(r["methods"]) if r else None))
+    assert seen[-1] == ["attention"]  # recomputed, not kept
+    assert json.loads((tmp_path / "examples" / "needle-0000.json").read_text())["prompt"] == longer[0][1].prompt
+    answer_target = json.loads((tmp_path / "examples" / "needle-0000.json").read_text())["target"]
+    run_eval(llama, longer, ["attention"], tmp_path, k=5, target="response",
+             on_example=lambda i, r: seen.append(r.get("target") if r else None))
+    assert seen[-1] is not None and seen[-1] != answer_target  # recomputed for the new target, not kept
 
 
 def test_summarise_mean_std():
