@@ -1,14 +1,13 @@
 """Evaluation: browse `flashtrace eval` results — per-task tables, metric bars with intervals, mean deletion
 curves, and any single example's attributions beside its gold tokens."""
 
-import json
 import os
 from pathlib import Path
 
 import streamlit as st
 
 from flashtrace import ui
-from flashtrace.evaluate.report import find_eval_folders, load_records, summarise
+from flashtrace.evaluate.report import find_eval_folders, load_records, load_settings, summarise
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_rows
 
@@ -21,9 +20,7 @@ CHART = {"displaylogo": False}
 def evaluation(folder: str, signature: tuple) -> tuple[dict, list[dict]]:
     """Summary and records of an eval folder; `signature` (file count, newest change) refreshes the cache."""
     records = load_records(folder)
-    settings_path = Path(folder) / "settings.json"
-    settings = json.loads(settings_path.read_text()) if settings_path.exists() else None
-    return summarise(records, settings), records
+    return summarise(records, load_settings(folder)), records
 
 
 def signature(folder: Path) -> tuple:

@@ -58,7 +58,7 @@ def _examples(args):
 
 
 def run(args) -> int:
-    from ..evaluate.report import markdown, write_report
+    from ..evaluate.report import load_settings, markdown, write_report
 
     if args.report_only:
         summary = write_report(args.out, plots=not args.no_plots)
@@ -84,17 +84,13 @@ def run(args) -> int:
                 "target": args.target, "threads": torch.get_num_threads(),
                 "source": str(args.jsonl) if args.jsonl else args.task}
     args.out.mkdir(parents=True, exist_ok=True)
-    settings_path = args.out / "settings.json"
-    if not args.no_resume and settings_path.exists():  # a resumed or extended folder: list every method and task
-        try:
-            before = json.loads(settings_path.read_text())
-        except ValueError:
-            before = {}
+    if not args.no_resume:  # a resumed or extended folder: list every method and task
+        before = load_settings(args.out)
         for key in ("methods", "source"):
             if isinstance(before.get(key), str) and not args.jsonl:
                 merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
                 settings[key] = ",".join(merged)
-    settings_path.write_text(json.dumps(settings, indent=1))
+    (args.out / "settings.json").write_text(json.dumps(settings, indent=1))
     bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
 
     def done(ex_id: str, record: dict) -> None:

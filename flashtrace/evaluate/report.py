@@ -16,6 +16,15 @@ def load_records(out: str | Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in paths]
 
 
+def load_settings(out: str | Path) -> dict:
+    """The run settings saved in ``out/settings.json`` ({} when missing or unreadable)."""
+    try:
+        settings = json.loads((Path(out) / "settings.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
 def find_eval_folders(root: str | Path) -> list[Path]:
     """Folders under `root` (itself included) that hold ``examples/*.json`` from `flashtrace eval`, sorted."""
     root = Path(root)
@@ -230,9 +239,8 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     records = load_records(out)
     if not records:
         raise ValueError(f"no per-example results under {out / 'examples'}")
-    settings_path = out / "settings.json"
-    if settings is None and settings_path.exists():
-        settings = json.loads(settings_path.read_text())
+    if settings is None:
+        settings = load_settings(out)
     summary = summarise(records, settings)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "summary.md").write_text(markdown(summary))
@@ -241,4 +249,4 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     return summary
 
 
-__all__ = ["load_records", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "plot", "write_report"]
+__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "plot", "write_report"]
