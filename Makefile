@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.flashtrace-installed
 PORT ?= 8501
 
-.PHONY: setup app test test-fast clean-venv
+.PHONY: setup app test test-fast clean-venv browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,10 @@ app: setup
 	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false \
 		--client.showSidebarNavigation false --server.fileWatcherType none
 
-test: setup
+browser:
+	@tools/ensure-chromium
+
+test: browser setup
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
