@@ -21,15 +21,21 @@ from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
 from .tasks import Example
 
 
-def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:
-    """Target log-probability for each deletion mask ``[B, P]`` over the prompt positions: ``[B]``.
-    Duplicate masks are scored once."""
+def score_masks(model: torch.nn.Module, ids: torch.Tensor, positions: torch.Tensor, masks: torch.Tensor,
+                replace_id: int, target: tuple[int, int], batch_size: int = 16) -> torch.Tensor:
+    """Target log-probability of `ids` ``[N]`` (or ``[1, N]``) for each deletion mask ``[B, P]`` over
+    `positions` ``[P]`` (masked positions replaced by `replace_id`): ``[B]``. Duplicate masks are scored once."""
     unique, inverse = torch.unique(masks, dim=0, return_inverse=True)
-    batch = ctx.ids.repeat(unique.shape[0], 1)  # [U, N]
+    batch = ids.reshape(1, -1).repeat(unique.shape[0], 1)  # [U, N]
     rows, cols = unique.nonzero(as_tuple=True)
-    batch[rows, ctx.positions[cols]] = ctx.replace_id
-    s = target_logprob(ctx.loaded.model, batch, ctx.target, ctx.batch_size)
+    batch[rows, positions[cols]] = replace_id
+    s = target_logprob(model, batch, target, batch_size)
     return s[inverse]
+
+
+def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:
+    """Target log-probability for each deletion mask ``[B, P]`` over the example's prompt positions: ``[B]``."""
+    return score_masks(ctx.loaded.model, ctx.ids, ctx.positions, masks, ctx.replace_id, ctx.target, ctx.batch_size)
 
 
 def _round(values, digits: int = 6) -> list[float]:
@@ -119,4 +125,4 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
     return paths
 
 
-__all__ = ["score_deletions", "evaluate_context", "run_eval"]
+__all__ = ["score_masks", "score_deletions", "evaluate_context", "run_eval"]
