@@ -1,8 +1,10 @@
 """The trace library: saved traces as JSON files in one folder.
 
 List, search, open, save, rename, delete, import and export. Names are sanitised (letters, digits,
-``.``, ``_``, ``-``; never a path), every write is atomic (`Trace.save`), and a file that does not load
-is listed as unreadable with the reason instead of breaking the listing.
+``.``, ``_``, ``-``; never a path), every write is atomic, saves and renames never overwrite another
+trace (exclusive creation: concurrent writers of one name each get their own), temporary files left by
+killed writers are removed when the library is opened, and a file that does not load is listed as
+unreadable with the reason instead of breaking the listing.
 The folder is ``$FLASHTRACE_LIBRARY`` or the user data directory's ``flashtrace/library``.
 """
 
@@ -14,10 +16,12 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
 from .trace import MAX_FILE_BYTES, Trace, TraceValidationError
 
 LIBRARY_ENV = "FLASHTRACE_LIBRARY"
 MAX_NAME = 80
+MAX_SUFFIX = 100_000  # name-2 ... name-100000: then the library refuses the save
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -91,10 +95,13 @@ def _entry(path: Path) -> Entry:
 
 
 class Library:
-    """Saved traces in `root` (created on first write)."""
+    """Saved traces in `root` (created on first write). Opening it removes temporary files that killed
+    writers left behind (never a live writer's)."""
 
     def __init__(self, root: str | Path | None = None):
         self.root = Path(root).expanduser() if root is not None else default_root()
+        if self.root.is_dir():
+            remove_stale_temps(self.root)
 
     def path(self, name: str) -> Path:
         """The file of `name`; refuses anything that is not already a sanitised name."""
@@ -128,31 +135,50 @@ class Library:
             raise LibraryError(f"no trace named '{name}' in the library")
         return Trace.load(path)
 
-    def unique_name(self, wanted: str) -> str:
-        base = sanitize_name(wanted)
-        name, i = base, 2
-        while self.path(name).exists():
+    @staticmethod
+    def _candidates(base: str):
+        """`base`, then ``base-2``, ``base-3``, ... (shortened to stay within `MAX_NAME`)."""
+        yield base
+        for i in range(2, MAX_SUFFIX + 1):
             suffix = f"-{i}"
-            name, i = base[: MAX_NAME - len(suffix)] + suffix, i + 1
-        return name
+            yield base[: MAX_NAME - len(suffix)] + suffix
+
+    def unique_name(self, wanted: str) -> str:
+        """The name a save of `wanted` would get now (another writer may take it first; `save` then
+        moves on to the next free one)."""
+        for name in self._candidates(sanitize_name(wanted)):
+            if not self.path(name).exists():
+                return name
+        raise LibraryError(f"no free name left for '{sanitize_name(wanted)}'")
 
     def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
-        """Write `trace` atomically; returns the name used (made unique unless `overwrite`)."""
-        wanted = name or trace.title or trace.id
-        name = sanitize_name(wanted) if overwrite else self.unique_name(wanted)
-        trace.save(self.path(name))
-        return name
+        """Write `trace` atomically; returns the name used. Unless `overwrite`, the name is made unique
+        at the moment of creation: a file of that name, even one written concurrently, is never replaced."""
+        wanted = sanitize_name(name or trace.title or trace.id)
+        text = trace.to_json()
+        if overwrite:
+            atomic_write_text(self.path(wanted), text)
+            return wanted
+        try:
+            return publish_text(self.root, self._candidates(wanted), text)
+        except FileExistsError:
+            raise LibraryError(f"no free name left for '{wanted}'") from None
 
     def rename(self, old: str, new: str) -> str:
+        """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
         src, new = self.path(old), sanitize_name(new)
         if not src.is_file():
             raise LibraryError(f"no trace named '{old}' in the library")
         if new == old:
             return old
         dst = self.path(new)
-        if dst.exists():
+        if not link_exclusive(src, dst):
             raise LibraryError(f"a trace named '{new}' already exists")
-        os.replace(src, dst)
+        try:
+            src.unlink()
+        except FileNotFoundError:  # renamed or deleted meanwhile by someone else: undo our copy
+            dst.unlink(missing_ok=True)
+            raise LibraryError(f"no trace named '{old}' in the library") from None
         _ENTRY_CACHE.pop(src, None)
         return new
 
