@@ -26,10 +26,12 @@ from .tracing import Prepared
 CharRange = tuple[int, int]
 
 
-@st.cache_resource(show_spinner=False)
+_MODEL_LOCK = threading.Lock()  # module state, not a Streamlit cache: "Clear caches" must not drop it
+
+
 def model_lock() -> threading.Lock:
-    """The one lock guarding model use, shared by every session of this server."""
-    return threading.Lock()
+    """The one lock guarding model use, shared by every session of this server (it survives cache clears)."""
+    return _MODEL_LOCK
 
 
 @contextmanager

@@ -6,11 +6,14 @@ after attention ``x_mid [N, D]``, post-rotary/post-norm queries ``q [H, N, d]``,
 the attention output, its per-position scale ``post_scale [N]``. No ``[H, N, N]`` map is ever kept.
 
 The capture works through an attention function registered with transformers
-(``attn_implementation="ft_record"``): outside a recording it simply calls SDPA.
+(``attn_implementation="ft_record"``): outside a recording it simply calls SDPA. Recording is safe per
+call: each recording belongs to the thread that runs it, and its hooks ignore forward passes of other
+threads (two threads may record the same model at once).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -111,6 +114,8 @@ class _Recorder:
 
     def _store_input(self, i: int, key: str):
         def hook(module, args, kwargs):
+            if _active() is not self:  # another thread's forward pass through the same model
+                return
             hidden = args[0] if args else kwargs["hidden_states"]
             self.slots[i][key] = hidden[0].detach()
 
@@ -120,6 +125,8 @@ class _Recorder:
         eps = getattr(norm, "eps", getattr(norm, "variance_epsilon", 1e-6))
 
         def hook(module, args, kwargs):
+            if _active() is not self:
+                return
             u = (args[0] if args else kwargs["hidden_states"])[0].float()
             self.slots[i]["post_scale"] = torch.rsqrt(u.pow(2).mean(-1) + eps)
 
@@ -161,7 +168,18 @@ def output_projection(spec: FamilySpec, layer: torch.nn.Module, n_heads: int) ->
     return w_o, b_o
 
 
-_ACTIVE: list[_Recorder] = []
+_LOCAL = threading.local()  # per thread: the stack of recordings in progress
+
+
+def _stack() -> list[_Recorder]:
+    if not hasattr(_LOCAL, "stack"):
+        _LOCAL.stack = []
+    return _LOCAL.stack
+
+
+def _active() -> _Recorder | None:
+    stack = _stack()
+    return stack[-1] if stack else None
 
 
 def _blocked_eager_attention(query, key, value, attention_mask, scaling, softcap, sliding_window, block=512):
@@ -188,8 +206,9 @@ def flashtrace_attention(module, query, key, value, attention_mask, scaling=None
     """Attention function registered as ``"ft_record"``: SDPA, plus capture while recording."""
     softcap = kwargs.get("softcap")
     sliding_window = kwargs.get("sliding_window")
-    if _ACTIVE:
-        _ACTIVE[-1].capture_attention(module, query, key, value, scaling, softcap, sliding_window)
+    recorder = _active()
+    if recorder is not None:
+        recorder.capture_attention(module, query, key, value, scaling, softcap, sliding_window)
     if softcap is not None:
         scale = scaling if scaling is not None else query.shape[-1] ** -0.5
         return _blocked_eager_attention(query, key, value, attention_mask, scale, softcap, sliding_window), None
@@ -204,11 +223,11 @@ AttentionMaskInterface.register(ATTN_IMPLEMENTATION, sdpa_mask)
 def _recording(spec: FamilySpec, model: torch.nn.Module):
     recorder = _Recorder(spec, model)
     recorder.install()
-    _ACTIVE.append(recorder)
+    _stack().append(recorder)
     try:
         yield recorder
     finally:
-        _ACTIVE.remove(recorder)
+        _stack().remove(recorder)
         recorder.remove()
 
 
