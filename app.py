@@ -24,9 +24,10 @@ def home() -> None:
     cols = st.columns(3)
     for i, item in enumerate(items):
         with cols[i % 3].container(border=True):
-            st.subheader(item.title, anchor=False)
-            st.caption(f"{item.task} · {item.model} · {item.n_tokens:,} tokens · {item.hops} hops")
-            st.write(item.description)
+            st.subheader(ui.plain(item.title), anchor=False)
+            st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
+                       f"{item.hops:d} hops")
+            st.markdown(ui.plain(item.description))
             a, b = st.columns(2)
             query = {"trace": f"gallery:{item.name}"}
             a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
@@ -38,8 +39,9 @@ def home() -> None:
         if not recent:
             st.caption("Nothing saved yet. Traces you run are saved to the library.")
         for entry in recent:
-            st.page_link(ui.PAGES["explore"], label=f"{entry.name} · {entry.model} · {entry.n_tokens:,} tokens",
-                         icon=":material/description:", query_params={"trace": f"lib:{entry.name}"})
+            st.page_link(ui.PAGES["explore"], icon=":material/description:",
+                         label=f"{ui.plain(entry.name)} · {ui.plain(entry.model)} · {entry.n_tokens:,} tokens",
+                         query_params={"trace": f"lib:{entry.name}"})
         st.page_link(ui.PAGES["library"], label="Open the library", icon=":material/folder_open:")
 
 

@@ -3,6 +3,7 @@ with the URL query string, the trace picker and the trace header."""
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Any, Callable, Sequence
 
@@ -26,7 +27,27 @@ def page_setup(title: str) -> None:
     st.set_option("client.showSidebarNavigation", False)
     with st.sidebar:
         for path, label, icon in NAV:
-            st.page_link(path, label=label, icon=icon)
+            st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
+
+
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark escapes any)
+_BARE_LINK = re.compile(r"(?=://)|(?=@)|(?<=www)(?=\.)", re.I)  # where GFM would start a bare URL or e-mail link
+WORD_JOINER = "\u2060"  # invisible, zero width: splits a bare link without changing what is shown
+
+
+def plain(value: object) -> str:
+    """`value` as literal text for a Streamlit element that renders Markdown (st.caption, st.error, st.warning,
+    st.success, st.subheader, st.toast, link and widget labels). Every ASCII punctuation character is
+    backslash-escaped, so links, images, HTML, `:color[...]` directives, emoji and icon codes, maths and
+    emphasis show as typed; an invisible word joiner keeps bare URLs and e-mail addresses from becoming
+    links; line breaks stay line breaks and leading spaces stay spaces (never a code block).
+    Use it for every string that comes from a user, a trace file, a file name or the URL."""
+    text = _BARE_LINK.sub(WORD_JOINER, str(value)).replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    lines = []
+    for line in _MD_PUNCT.sub(r"\\\1", text).split("\n"):
+        body = line.lstrip(" ")
+        lines.append("\u00a0" * (len(line) - len(body)) + body)
+    return "  \n".join(lines)
 
 
 def error_message(exc: BaseException) -> str:
@@ -40,7 +61,7 @@ def shown_errors(prefix: str = ""):
     try:
         yield
     except Exception as exc:  # noqa: BLE001 - the page must survive anything the library raises
-        st.error(f"{prefix}{error_message(exc)}")
+        st.error(prefix + plain(error_message(exc)))  # md-ok: prefix is the caller's constant
 
 
 def synced(widget: Callable[..., Any], label: str, param: str, options: Sequence[str], default: str,
@@ -80,7 +101,7 @@ def trace_picker(label: str = "Trace") -> tuple[TraceRef, Trace] | None:
         parsed = TraceRef.parse(ref)
         return parsed, load_trace(parsed)
     except Exception as exc:  # noqa: BLE001
-        st.error(f"Cannot open {ref}: {error_message(exc)}")
+        st.error(f"Cannot open {plain(ref)}: {plain(error_message(exc))}")
         return None
 
 
@@ -99,9 +120,9 @@ def trace_header(trace: Trace) -> None:
     """One line of facts about a trace and the text it explains."""
     lo, hi = trace.settings.target
     target = "".join(t.text for t in trace.tokens[lo:hi])
-    st.caption(f"**{trace.model.name}** ({trace.model.family}) · {trace.n_tokens:,} tokens · "
-               f"method {trace.settings.method} · {trace.settings.hops} hop(s) · ρ "
-               + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
+    st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
+               f"method {plain(trace.settings.method)} · {trace.settings.hops:d} hop(s) · ρ "
+               + ", ".join(f"{h.rho:.3f}" for h in trace.hops))  # md-ok: numbers
     st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
 
 
@@ -116,7 +137,7 @@ def nav_links(ref: TraceRef | str, here: str) -> None:
     for col, (page, label) in zip(cols, (("explore", "Explore"), ("graph", "Hop graph"), ("compare", "Compare"),
                                          ("library", "Library"))):
         if page != here:
-            col.page_link(PAGES[page], label=label, icon=":material/arrow_forward:",
+            col.page_link(PAGES[page], label=label, icon=":material/arrow_forward:",  # md-ok: constant labels
                           query_params={"trace": str(ref)} if page != "library" else None)
 
 
@@ -136,7 +157,7 @@ def heatmap_window(trace: Trace, values: list[float], positions: list[int], para
     default = labels[window_of(windows, values, positions)]
     label = "Tokens shown (long trace: one window at a time; the text and segment views show everything)"
     if param:
-        chosen = synced(st.select_slider, label, param, labels, default)
+        chosen = synced(st.select_slider, label, param, labels, default)  # md-ok: constant label
     else:
-        chosen = st.select_slider(label, labels, default, key=f"window_{default}_{len(values)}")
+        chosen = st.select_slider(label, labels, default, key=f"window_{default}_{len(values)}")  # md-ok: constant
     return windows[labels.index(chosen)]

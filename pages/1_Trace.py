@@ -64,10 +64,11 @@ if response.strip():
             else:
                 spans = app_state.spans_with_answer(response, st.text_input("Answer text (its last occurrence)",
                                                                             key="answer_text"))
-            st.caption(f"Rule: {spans.rule}")
+            st.caption(f"Rule: {ui.plain(spans.rule)}")
             for name, rng in (("Reasoning", spans.reasoning), ("Answer", spans.answer)):
                 text = response[rng[0]:rng[1]] if rng else "(none)"
-                st.markdown(f"{name}: " + ui.code_text(text[:200] + ("…" if len(text) > 200 else "")))
+                shown = ui.code_text(text[:200] + ("…" if len(text) > 200 else ""))
+                st.markdown(f"{name}: {shown}")  # md-ok: a constant name and inline code
     with c_target:
         target = st.radio("Target", ["answer", "response", "reasoning", "character range"], horizontal=True,
                           key="target_kind")
@@ -83,7 +84,7 @@ if response.strip():
 c_hops, c_method, c_steps = st.columns(3)
 hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help="recursive hops through the reasoning (reference: 1)")
 method = c_method.selectbox("Method", sorted(METHODS), key="method", format_func=lambda m: f"{m}",
-                            help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))
+                            help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))  # md-ok
 steps = c_steps.checkbox("Step-level data for the hop graph", True, key="steps")
 chat_template = c_steps.checkbox("Use the model's chat template", True, key="chat_template")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line")
@@ -95,11 +96,11 @@ if ready and model_name in MODEL_ALIASES:  # built-in models load in a second; o
     try:
         n_tokens, estimate = app_state.run_estimate(app_state.cached_model(model_name), prompt, response, spans,
                                                     target, hops, chat_template)
-        st.info(f"Estimated cost: {estimate.describe()}." if estimate else
+        st.info(f"Estimated cost: {ui.plain(estimate.describe())}." if estimate else
                 f"{n_tokens:,} tokens. Cost estimate unavailable in this version.")
     except Exception as exc:  # noqa: BLE001 - shown, and the run is refused
         fits = False
-        st.error(f"Cannot run: {ui.error_message(exc)}")
+        st.error(f"Cannot run: {ui.plain(ui.error_message(exc))}")
 elif ready:
     st.caption(f"About {len(prompt + response) // 4:,} tokens; the cost is estimated once the model has loaded.")
 
@@ -108,11 +109,11 @@ if st.button("Run trace", type="primary", disabled=not (ready and fits), key="ru
     ss.pop("last_saved", None)
     with ui.shown_errors("Trace failed: "):
         with app_state.using_model(), st.status("Tracing…", expanded=True) as status:
-            st.write(f"Loading {model_name}…")
+            st.write(f"Loading {ui.plain(model_name)}…")
             loaded = app_state.cached_model(model_name)
             n_tokens, estimate = app_state.run_estimate(loaded, prompt, response, spans, target, hops, chat_template)
             st.write(f"Recording the forward pass over {n_tokens:,} tokens"
-                     + (f" (estimated {estimate.describe()})…" if estimate else "…"))
+                     + (f" (estimated {ui.plain(estimate.describe())})…" if estimate else "…"))
             prepared = app_state.cached_prepared(model_name, prompt, response, chat_template, spans.reasoning,
                                                  spans.answer, spans.rule)
             trace = attribute(prepared, target="response" if target == "response" else
@@ -122,6 +123,6 @@ if st.button("Run trace", type="primary", disabled=not (ready and fits), key="ru
             status.update(label=f"Done in {sum(trace.timings.values()):.1f} s", state="complete")
         ss["last_saved"] = app_state.library().save(trace, title.strip() or None)
 if ss.get("last_saved"):
-    st.success(f"Saved to the library as **{ss['last_saved']}**.")
+    st.success(f"Saved to the library as **{ui.plain(ss['last_saved'])}**.")
     st.page_link(ui.PAGES["explore"], label="Explore this trace", icon=":material/search:",
                  query_params={"trace": f"lib:{ss['last_saved']}"})

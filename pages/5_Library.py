@@ -10,14 +10,14 @@ from flashtrace.viz.report import trace_report_html
 ui.page_setup("Library")
 st.title("Library")
 lib = library()
-st.caption(f"Saved traces in `{lib.root}` (set `FLASHTRACE_LIBRARY` to use another folder).")
+st.caption(f"Saved traces in {ui.code_text(str(lib.root))} (set `FLASHTRACE_LIBRARY` to use another folder).")
 
 with st.expander("Import a trace (JSON)"):
     upload = st.file_uploader("Trace JSON file", type=["json"], key="import_file")
     if upload is not None and st.button("Import", key="import"):
         with ui.shown_errors("Not imported: "):
             name = lib.import_json(upload.getvalue(), name=upload.name.removesuffix(".json"))
-            st.success(f"Imported as **{name}**.")
+            st.success(f"Imported as **{ui.plain(name)}**.")
 
 query = st.text_input("Search", key="search", placeholder="words in the name, title, model, method or prompt")
 entries = lib.search(query)
@@ -32,7 +32,7 @@ table = pd.DataFrame([{"name": e.name, "title": e.title if e.readable else "⚠ 
 st.dataframe(table, hide_index=True, width="stretch")
 for e in entries:
     if not e.readable:
-        st.warning(f"**{e.name}** is unreadable and skipped: {e.error}")
+        st.warning(f"**{ui.plain(e.name)}** is unreadable and skipped: {ui.plain(e.error)}")
 
 names = [e.name for e in entries]
 if st.session_state.get("chosen_after") in names:
@@ -56,11 +56,11 @@ with st.form("rename"):
             st.session_state["chosen_after"] = final
             st.rerun()
 
-confirm = st.checkbox(f"Yes, delete '{chosen}' for good", key="confirm_delete")
+confirm = st.checkbox(f"Yes, delete '{ui.plain(chosen)}' for good", key="confirm_delete")
 if st.button("Delete", type="primary", disabled=not confirm, key="delete"):
     with ui.shown_errors("Not deleted: "):
         lib.delete(chosen)
         st.session_state.pop("chosen", None)
         st.session_state.pop("confirm_delete", None)
-        st.toast(f"Deleted {chosen}")
+        st.toast(f"Deleted {ui.plain(chosen)}")
         st.rerun()

@@ -17,6 +17,9 @@ def _text(response, rng):
     ("We compute \\boxed{\\frac{1}{2}}.", None, "\\frac{1}{2}", "boxed"),
     ("Step one.\nStep two.\nSo it is Paris.\n", "Step one.\nStep two.", "So it is Paris.", "last-line"),
     ("Paris.", None, "Paris.", "last-line"),
+    ("4 * 8 = 32.\nThe answer is: Answer: 32", "4 * 8 = 32.", "32", "answer-line"),  # the last "Answer:" wins
+    ("Answer: 3\nso... Final answer: 4 \n", "Answer: 3", "4", "answer-line"),
+    ("Answer: 7\nAnswer:", None, "7", "answer-line"),  # a bare last mark is skipped
 ])
 def test_detect_spans(response, reasoning, answer, rule):
     spans = detect_spans(response)

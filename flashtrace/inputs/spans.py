@@ -1,6 +1,7 @@
 """Detect the reasoning and answer spans of a response (character ranges into the response text).
 
-Rules, first match wins for the answer: the last ``\\boxed{…}``; the last "Answer:" line; the text
+Rules, first match wins for the answer: the last ``\\boxed{…}``; the rest of the line after the last
+"Answer:" (or "answer is:", "final answer:"); the text
 after ``</think>``; else the last non-empty line. Reasoning is the text inside ``<think>…</think>``
 when present, otherwise everything before the answer line.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 CharRange = tuple[int, int]
 
-_ANSWER_LINE = re.compile(r"^[ \t*#>-]*(?:final\s+)?answer\s*(?:is)?\s*[:：]\s*(?P<ans>\S.*?)\s*$", re.I | re.M)
+_ANSWER_MARK = re.compile(r"\b(?:final\s+)?answer\s*(?:is)?\s*[:：]", re.I)
 _BOXED = re.compile(r"\\boxed\{")
 
 
@@ -43,6 +44,16 @@ def _last_boxed(text: str, lo: int, hi: int) -> CharRange | None:
     return found
 
 
+def _after_last_mark(text: str, lo: int, hi: int) -> CharRange | None:
+    """The rest of the line after the last "Answer:" mark that has text after it ("The answer is: Answer: 32"
+    gives "32")."""
+    found = None
+    for mark in _ANSWER_MARK.finditer(text, lo, hi):
+        end = text.find("\n", mark.end(), hi)
+        found = _strip(text, mark.end(), hi if end < 0 else end) or found
+    return found
+
+
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 
@@ -58,8 +69,7 @@ def detect_spans(response: str) -> ResponseSpans:
         lo = think_close + len("</think>")
     answer, rule = _last_boxed(response, lo, hi), "boxed"
     if answer is None:
-        matches = list(_ANSWER_LINE.finditer(response, lo, hi))
-        answer, rule = ((matches[-1].start("ans"), matches[-1].end("ans")) if matches else None), "answer-line"
+        answer, rule = _after_last_mark(response, lo, hi), "answer-line"
     if answer is None and think_close >= 0:
         answer, rule = _strip(response, lo, hi), "after-think"
     if answer is None:

@@ -1,4 +1,5 @@
 from flashtrace.library import Library
+from flashtrace.ui import plain
 
 from .conftest import no_problems
 
@@ -8,7 +9,7 @@ def test_home_lists_the_gallery(open_page, gallery_items):
     no_problems(at)
     assert at.title[0].value == "FlashTrace Studio"
     titles = [s.value for s in at.subheader]
-    assert sorted(titles) == sorted(it.title for it in gallery_items)  # cards fill three columns
+    assert sorted(titles) == sorted(plain(it.title) for it in gallery_items)  # cards fill three columns (escaped)
     captions = " ".join(c.value for c in at.caption)
     for it in gallery_items:
         assert f"{it.n_tokens:,} tokens" in captions
