@@ -78,15 +78,12 @@ class HopGraph:
         graph = nx.DiGraph(answer=next((s.id for s in trace.segments if s.role == "answer"), None))
         bounds = [(s.start, s.end) for s in trace.segments]
         for seg in trace.segments:
-            graph.add_node(seg.id, **{f: getattr(seg, f) for f in NODE_FIELDS}, self_share=None)
+            graph.add_node(seg.id, **{f: getattr(seg, f) for f in NODE_FIELDS})
         for index, dst in enumerate(trace.segments):
             vector = trace.steps.vectors.get(dst.id)
             if vector is None:
                 continue
-            vec = np.asarray(vector, dtype=np.float64)
-            total = vec.sum()
-            graph.nodes[dst.id]["self_share"] = float(vec[dst.start:dst.end].sum() / total) if total > 0 else 0.0
-            raw = incoming_shares(vec, bounds, index)  # [index]
+            raw = incoming_shares(np.asarray(vector, dtype=np.float64), bounds, index)  # [index]
             kept = (raw > 0) & (raw >= threshold)
             if not kept.any():
                 continue

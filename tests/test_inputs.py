@@ -20,6 +20,8 @@ def _text(response, rng):
     ("4 * 8 = 32.\nThe answer is: Answer: 32", "4 * 8 = 32.", "32", "answer-line"),  # the last "Answer:" wins
     ("Answer: 3\nso... Final answer: 4 \n", "Answer: 3", "4", "answer-line"),
     ("Answer: 7\nAnswer:", None, "7", "answer-line"),  # a bare last mark is skipped
+    ("Add them.\n\\boxed{12}", "Add them.", "12", "boxed"),  # the closing brace is the last character
+    ("Add them.\n\\boxed{12}\nok", "Add them.", "12", "boxed"),
 ])
 def test_detect_spans(response, reasoning, answer, rule):
     spans = detect_spans(response)
@@ -54,6 +56,24 @@ def test_sequence_roles_and_offsets(tok, chat):
     assert answer.strip() == "Tokyo"
     if chat:
         assert roles[0] == "template" and "<|im_start|>" in seq.tokens[0].text
+
+
+@pytest.mark.parametrize("response", ["We add them: \\boxed{12} so that is it",
+                                      "<think>add them</think> so \\boxed{12} it is",
+                                      "First 2+2=4.\nAnswer: 4\nHope this helps."])
+def test_text_after_the_answer_stays_out_of_the_reasoning_span(tok, response):
+    """Response text after the answer: the reasoning span ends where the answer starts, so a
+    reasoning target or span never contains the answer; the response target covers everything."""
+    from flashtrace.tracing import resolve_target
+
+    seq = build_sequence(tok, "What is 5 + 7?", response, chat_template=True)
+    answer = seq.token_range("answer")
+    reasoning = seq.token_range("reasoning")
+    assert "".join(t.text for t in seq.tokens[slice(*answer)]).strip() in ("12", "4")
+    assert reasoning[0] == seq.response_start and reasoning[1] == answer[0]
+    assert resolve_target(seq, "reasoning") == reasoning
+    assert resolve_target(seq, "response") == (seq.response_start, len(seq))
+    assert seq.tokens[-1].role == "reasoning" and answer[1] < len(seq)  # the trailing text is still traced
 
 
 def test_labels_come_from_ids_not_retokenisation(tok):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from flashtrace import Trace, TraceValidationError
-from flashtrace.attribution import span_aggregate
+from flashtrace.attribution import span_aggregate, tokenwise_aggregate
 from flashtrace.attribution.steps import range_weights, step_attributions
 from flashtrace.tracing import attribute, prepare, stop_mask
 
@@ -79,7 +79,13 @@ def test_steps_with_token_wise_ifr(prepared):
     tr = attribute(prepared, hops=0, steps=True, method="ifr")
     ft = attribute(prepared, hops=0, steps=True)
     assert tr.steps.vectors.keys() == ft.steps.vectors.keys()
-    assert tr.steps.vectors["A"] != ft.steps.vectors["A"]
+    keep = ~stop_mask(prepared.sequence)
+    for seg in tr.segments:  # each step vector is token-wise IFR of that step's kept tokens
+        if seg.id in tr.steps.vectors:
+            w = range_weights([(seg.start, seg.end)], keep)
+            expected = tokenwise_aggregate(prepared.recording, w)[0] * keep
+            assert torch.allclose(torch.tensor(tr.steps.vectors[seg.id]), expected, atol=1e-6)
+    assert max(abs(a - b) for a, b in zip(tr.steps.vectors["A"], ft.steps.vectors["A"])) > 1e-4
 
 
 def test_user_segment_boundaries(prepared):

@@ -25,19 +25,33 @@ def test_trace_invariants(prepared, hops):
     n = tr.n_tokens
     contrib = torch.tensor([h.contribution for h in tr.hops]).sum(0)
     assert torch.allclose(torch.tensor(tr.scores.final), contrib, atol=1e-6)
-    assert all(0 <= h.rho <= 1 for h in tr.hops)
     assert min(tr.scores.final) >= 0 and min(tr.scores.prompt) >= 0
     assert math.isclose(sum(tr.scores.prompt), 1.0, rel_tol=1e-6)
-    assert len(tr.hops) <= hops + 1 and all(len(h.raw) == n for h in tr.hops)
+    assert len(tr.hops) == hops + 1 and all(len(h.raw) == n for h in tr.hops)  # this chain never runs dry
     generated = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
     assert all(tr.scores.final[i] == 0 for i in generated)
+    # ρ_k = ρ_{k-1} · (mass of a_k on generated tokens) / (all of a_k), recomputed from the stored vectors
+    rho = 1.0
+    for h in tr.hops:
+        raw = torch.tensor(h.raw, dtype=torch.float64)
+        assert h.contribution == pytest.approx((raw * (1 - _generated_mask(tr)) * rho).tolist(), abs=1e-7)
+        rho *= float(raw[generated].sum() / raw.sum())
+        assert h.rho == pytest.approx(rho, rel=1e-5) and 0 < h.rho < 1
+
+
+def _generated_mask(tr) -> torch.Tensor:
+    return torch.tensor([t.role in ("reasoning", "answer") for t in tr.tokens], dtype=torch.float64)
 
 
 def test_changing_the_target_changes_the_result(prepared):
     a = attribute(prepared, target="answer", hops=1)
     b = attribute(prepared, target="reasoning", hops=1)
-    assert a.settings.target != b.settings.target
-    assert a.scores.prompt != b.scores.prompt
+    seq = prepared.sequence
+    assert a.settings.target == seq.token_range("answer") and b.settings.target == seq.token_range("reasoning")
+    lo, hi = b.settings.target
+    weights = torch.tensor(b.hops[0].weights)
+    assert torch.all(weights[:lo] == 0) and torch.all(weights[hi:] == 0) and weights.sum() == pytest.approx(1)
+    assert max(abs(x - y) for x, y in zip(a.scores.prompt, b.scores.prompt)) > 1e-3
 
 
 def test_one_forward_pass_serves_many_attributions(tiny_llama):
@@ -124,7 +138,11 @@ def test_nan_and_non_json_are_rejected(prepared):
 def test_trace_api_in_one_call(tiny_llama):
     tr = flashtrace.trace(tiny_llama, PROMPT, RESPONSE, hops=1, target="response")
     assert tr.settings.hops == 1 and tr.model.family == "llama"
-    assert tr.top_prompt_tokens(3)[0][2] >= tr.top_prompt_tokens(3)[-1][2]
+    two_steps = attribute(prepare(tiny_llama, PROMPT, RESPONSE), hops=1, target="response")
+    assert tr.settings == two_steps.settings and tr.scores == two_steps.scores
+    top = tr.top_prompt_tokens(3)
+    prompt_scores = [tr.scores.prompt[i] for i in tr.positions("prompt")]
+    assert [score for _, _, score in top] == sorted(prompt_scores, reverse=True)[:3]
 
 
 def test_empty_response_without_generation_is_refused(tiny_llama):
@@ -136,4 +154,8 @@ def test_generation_then_trace(tiny_llama):
     prepared = prepare(tiny_llama, PROMPT, generate=True, max_new_tokens=8)
     assert prepared.sequence.response and "generate_s" in prepared.timings
     assert "Answer:" in prepared.sequence.prompt  # the reasoning instruction is part of the traced prompt
-    attribute(prepared, target="response", hops=1)
+    seq = prepared.sequence
+    assert 0 < len(seq) - seq.response_start <= 8
+    tr = attribute(prepared, target="response", hops=1)
+    assert tr.response == seq.response and tr.settings.target == (seq.response_start, len(seq))
+    assert math.isclose(sum(tr.scores.prompt), 1.0, rel_tol=1e-6)

@@ -44,9 +44,18 @@ class Sequence:
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
     def token_range(self, *roles: str) -> tuple[int, int] | None:
-        """``[start, end)`` of the tokens with these roles (they are contiguous), or None."""
+        """``[start, end)`` of the first contiguous run of tokens with these roles, or None.
+
+        Roles run template/prompt → reasoning → answer, except that response text after the answer
+        (``\\boxed{12} so that is it``) is labelled reasoning too: the reasoning span is only the run
+        before the answer, so it never contains the answer."""
         pos = self.positions(*roles)
-        return (pos[0], pos[-1] + 1) if pos else None
+        if not pos:
+            return None
+        end = pos[0]
+        while end < len(self.tokens) and self.tokens[end].role in roles:
+            end += 1
+        return pos[0], end
 
     @property
     def response_start(self) -> int:

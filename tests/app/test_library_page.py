@@ -53,5 +53,6 @@ def test_export_buttons_offer_json_and_html(open_page, library_dir, tiny_trace):
     Library(library_dir).save(tiny_trace, "exp")
     at = open_page(LIBRARY)
     no_problems(at)
-    kinds = [str(el.proto) for el in at.get("download_button")]
-    assert len(kinds) == 2
+    urls = {el.proto.label: el.proto.url for el in at.get("download_button")}
+    assert set(urls) == {"Export JSON", "Export HTML"}  # the served file's type follows the mime type
+    assert urls["Export JSON"].endswith(".json") and urls["Export HTML"].endswith(".html")

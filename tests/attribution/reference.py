@@ -21,11 +21,12 @@ def explicit_attention(layer) -> torch.Tensor:
     return alpha
 
 
-def reference_span_scores(recording, weights: torch.Tensor) -> torch.Tensor:
-    """Span aggregate of METHOD §3 from explicit per-target contribution vectors: ``[N]`` float64."""
+def reference_layer_proximities(recording, weights: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer, from explicit per-target contribution vectors: the (head, source) proximities
+    ``[H, N]`` and the residual proximity (scalar), float64."""
     w = weights.double() / weights.double().sum()
     n = w.numel()
-    total = torch.zeros(n, dtype=torch.float64)
+    out = []
     for layer in recording.layers:
         alpha = explicit_attention(layer)
         n_heads = alpha.shape[0]
@@ -41,5 +42,16 @@ def reference_span_scores(recording, weights: torch.Tensor) -> torch.Tensor:
         res = (w[:, None] * layer.x_prev.double()).sum(0)
         prox = (y.abs().sum() - (y - span_parts).abs().sum(-1)).clamp_min(0)  # [H, N]
         r = (y.abs().sum() - (y - res).abs().sum()).clamp_min(0)
+        out.append((prox, r))
+    return out
+
+
+def reference_span_scores(recording, weights: torch.Tensor, threshold: float = 0.0) -> torch.Tensor:
+    """Span aggregate of METHOD §3: ``[N]`` float64. `threshold` τ drops (head, source) proximities whose
+    share of the layer total is below τ; the rest are normalised over what is left plus the residual."""
+    total = torch.zeros(weights.numel(), dtype=torch.float64)
+    for prox, r in reference_layer_proximities(recording, weights):
+        if threshold:
+            prox = torch.where(prox / (prox.sum() + r) < threshold, torch.zeros_like(prox), prox)
         total += prox.sum(0) / (prox.sum() + r)
     return total

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from flashtrace.attribution import span_aggregate, tokenwise_aggregate, tokenwise_rows
+from flashtrace.attribution import proximity, span_aggregate, tokenwise_aggregate, tokenwise_rows
+from flashtrace.attribution.kernels import _proximity_torch, head_proximities
 from flashtrace.models import record_forward
 from flashtrace.models.recording import LayerRecord, Recording
 from tests.attribution.reference import reference_span_scores
@@ -11,14 +12,17 @@ from tests.conftest import random_ids
 
 
 def random_recording(n=24, n_layers=2, n_heads=4, n_kv=2, d=8, d_model=16, seed=0, softcap=None, window=None,
-                     post_norm=False, bias=False):
+                     post_norm=False, bias=False, residual=1.0, sharpness=1.0):
+    """Random layer tensors. `residual` scales x_prev inside x_mid (negative: the residual part points
+    away from the whole, so its proximity is negative before clamping); `sharpness` scales the queries
+    (large: peaked attention, many tiny but non-zero weights)."""
     g = torch.Generator().manual_seed(seed)
     layers = []
     for _ in range(n_layers):
         x_prev = torch.randn(n, d_model, generator=g)
         layers.append(LayerRecord(
-            x_prev=x_prev, x_mid=x_prev + torch.randn(n, d_model, generator=g),
-            q=torch.randn(n_heads, n, d, generator=g), k=torch.randn(n_kv, n, d, generator=g),
+            x_prev=x_prev, x_mid=residual * x_prev + torch.randn(n, d_model, generator=g),
+            q=sharpness * torch.randn(n_heads, n, d, generator=g), k=torch.randn(n_kv, n, d, generator=g),
             v=torch.randn(n_kv, n, d, generator=g), w_o=torch.randn(n_heads, d, d_model, generator=g) / 3,
             b_o=torch.randn(d_model, generator=g) if bias else None, scaling=d ** -0.5, softcap=softcap,
             sliding_window=window, post_scale=torch.rand(n, generator=g) + 0.5 if post_norm else None))
@@ -34,6 +38,56 @@ def test_span_aggregate_matches_reference_on_random_tensors(case):
     g = torch.Generator().manual_seed(7)
     w = torch.zeros(rec.n_tokens)
     w[10:20] = torch.rand(10, generator=g)
+    got = span_aggregate(rec, w).scores[0]
+    assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
+
+
+def test_negative_residual_proximity_is_clamped_to_zero():
+    """Where ‖Y‖₁ − ‖Y − R‖₁ < 0 the residual part counts 0 in the denominator, never a negative amount."""
+    rec = random_recording(residual=-0.6, seed=13)
+    w = torch.zeros(rec.n_tokens)
+    w[10:20] = 1.0
+    for layer in rec.layers:
+        y, res = w[10:20] @ layer.x_mid[10:20] / 10, w[10:20] @ layer.x_prev[10:20] / 10
+        assert y.abs().sum() - (y - res).abs().sum() < -1.0  # the case under test really occurs
+    assert proximity(res, y) == 0
+    got = span_aggregate(rec, w).scores[0]
+    assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
+
+
+def test_matches_reference_at_300_tokens_with_peaked_attention():
+    """At N = 300 with sharp attention most ᾱ are tiny but non-zero; every one of them counts."""
+    rec = random_recording(n=300, seed=21, sharpness=3.0)
+    w = torch.zeros(rec.n_tokens)
+    w[250:] = 1.0
+    got = span_aggregate(rec, w).scores[0].double()
+    ref = reference_span_scores(rec, w)
+    assert ((got - ref).abs().max() / ref.max()).item() < 1e-4
+
+
+def test_torch_proximity_kernel_matches_the_cpu_kernel_and_the_formula():
+    """The torch path (used on GPUs) runs on the CPU too: same numbers as numba and the plain formula,
+    negative proximities clamped to 0."""
+    g = torch.Generator().manual_seed(3)
+    f = torch.randn(3, 40, 16, generator=g)  # [H, c, D]
+    abar = torch.rand(2, 3, 40, generator=g) * 2  # [B, H, c]
+    abar[0, 0, :5] = 0.0
+    y = torch.randn(2, 16, generator=g)  # [B, D]
+    parts = abar[..., None] * f[None]  # [B, H, c, D]
+    raw = y.abs().sum(-1)[:, None, None] - (y[:, None, None, :] - parts).abs().sum(-1)
+    assert (raw < 0).float().mean() > 0.2  # many negative before the clamp
+    expected = proximity(parts, y[:, None, None, :])
+    assert torch.allclose(_proximity_torch(f, abar, y), expected, atol=1e-5)
+    assert torch.allclose(head_proximities(f, abar, y), expected, atol=1e-5)
+
+
+def test_span_aggregate_through_the_torch_kernel_matches_reference(monkeypatch):
+    import flashtrace.attribution.span as span_module
+
+    monkeypatch.setattr(span_module, "head_proximities", _proximity_torch)
+    rec = random_recording(residual=-0.3, seed=14, window=6)
+    w = torch.zeros(rec.n_tokens)
+    w[8:] = torch.linspace(0.1, 1.0, rec.n_tokens - 8)
     got = span_aggregate(rec, w).scores[0]
     assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
 
@@ -120,6 +174,9 @@ def test_threshold_prunes_small_parts_and_renormalises():
     pruned = span_aggregate(rec, w, threshold=0.02).scores
     assert (pruned == 0).sum() > (plain == 0).sum()
     assert torch.all(pruned >= 0)
+    assert torch.allclose(pruned[0].double(), reference_span_scores(rec, w, threshold=0.02), atol=1e-5)
+    # renormalised over what is left: the strongest source's share grows
+    assert pruned.max() > plain.max()
 
 
 @pytest.mark.parametrize("bad", [torch.zeros(24), -torch.ones(24), torch.full((24,), float("nan")), torch.ones(23)])
