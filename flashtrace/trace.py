@@ -1,14 +1,21 @@
 """The `Trace`: a versioned, JSON-serialisable record of one attribution run.
 
 It is the one object that crosses floors: the CLI, the app, the HTML export and the gallery all read
-it. Loading validates everything (types, lengths, ranges, finite numbers, size limits) and raises
-`TraceValidationError` with a message that names the problem.
+it. Loading validates everything (types, lengths, ranges, finite numbers, size limits, the shape of
+the JSON before it is parsed, and the invariants below) and raises `TraceValidationError` with a
+message that names the problem.
+
+Invariants (checked within `REL_TOL`, which accepts values rounded to 6 significant digits):
+``scores.final = Σ_k hops[k].contribution``; ``scores.prompt`` sums to 1 over the prompt (or is all
+zero); ``1 <= len(hops) <= settings.hops + 1`` (fewer when the hops stop early); a token's character
+``start <= end``; the target lies in the response.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +30,11 @@ MAX_TOKENS = 200_000
 MAX_HOPS = 8
 MAX_TEXT = 2_000_000
 MAX_FILE_BYTES = 256 * 2**20
+MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
+MAX_EXTRA_DEPTH = 16  # nesting of `extra` (free-form metadata)
+MAX_EXTRA_NODES = 100_000  # values in `extra`
+REL_TOL = 1e-4  # relative tolerance of the sum invariants (6-significant-digit rounding passes)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
 TokenRange = tuple[int, int]
@@ -159,6 +171,8 @@ class Trace(_Strict):
             raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
         if [h.k for h in self.hops] != list(range(len(self.hops))):
             raise ValueError("hops must be numbered 0, 1, 2, ... in order")
+        _check_invariants(self)
+        _check_extra(self.extra)
         return self
 
     # --- convenience views -------------------------------------------------------------------------
@@ -182,6 +196,7 @@ class Trace(_Strict):
     def from_json(cls, text: str | bytes) -> "Trace":
         if len(text) > MAX_FILE_BYTES:
             raise TraceValidationError(f"trace is {len(text)} bytes; the limit is {MAX_FILE_BYTES}")
+        _check_structure(text)
         try:
             data = json.loads(text, parse_constant=_reject_constant)
         except (ValueError, RecursionError) as exc:
@@ -209,6 +224,67 @@ class Trace(_Strict):
         if path.stat().st_size > MAX_FILE_BYTES:
             raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
         return cls.from_json(path.read_bytes())
+
+
+def _check_structure(text: str | bytes) -> None:
+    """Refuse, before parsing, JSON whose arrays and objects would take far more memory than its size
+    (e.g. 100 MB of nested empty lists parse to ~3 GB). Strings are skipped; one C-speed pass."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    skeleton = _JSON_STRING.sub(b'""', data)
+    containers = skeleton.count(b"[") + skeleton.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise TraceValidationError(f"the file holds {containers:,} JSON arrays/objects; a trace has at most "
+                                   f"{MAX_CONTAINERS:,}")
+
+
+def _check_extra(extra: dict) -> None:
+    """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
+    (so whatever loads can also be saved back)."""
+    stack, count = [(extra, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_EXTRA_NODES:
+            raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
+        if isinstance(value, (dict, list)):
+            if depth > MAX_EXTRA_DEPTH:
+                raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _close(a: float, b: float, scale: float) -> bool:
+    return abs(a - b) <= REL_TOL * scale + 1e-12
+
+
+def _check_invariants(tr: "Trace") -> None:
+    """The sums and orderings the README promises (see the module docstring)."""
+    if not tr.hops:
+        raise ValueError("a trace has at least one hop record (hop 0)")
+    if len(tr.hops) > tr.settings.hops + 1:
+        raise ValueError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
+                         f"(at most {tr.settings.hops + 1})")
+    final = tr.scores.final
+    scale = max(final, default=0.0)
+    for i, value in enumerate(final):
+        parts = [hop.contribution[i] for hop in tr.hops]
+        if not _close(value, math.fsum(parts), max(scale, sum(parts))):
+            raise ValueError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
+                             f"{math.fsum(parts):.6g}; the final score must be their sum")
+    prompt = [i for i, t in enumerate(tr.tokens) if t.role == "prompt"]
+    total = math.fsum(tr.scores.prompt[i] for i in prompt)
+    if math.fsum(tr.scores.prompt) > 0 and not _close(total, 1.0, 1.0):
+        raise ValueError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
+    if not _close(math.fsum(tr.scores.prompt), total, 1.0):
+        raise ValueError("scores.prompt is non-zero outside the prompt tokens")
+    for i, tok in enumerate(tr.tokens):
+        if tok.start is not None and tok.end is not None and tok.start > tok.end:
+            raise ValueError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
+    lo, hi = tr.settings.target
+    response = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
+    if not response or lo < response[0]:
+        raise ValueError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
+                         + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
 
 
 def _check_segments(segments: list[SegmentRecord], n: int, steps: StepRecord | None) -> None:
