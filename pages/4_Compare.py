@@ -31,7 +31,7 @@ if picked:
                           for d in comparison.depths], hide_index=True)
             st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
     with methods_tab:
-        st.caption(f"Runs each method live with **{trace.model.name}** on this trace's prompt, response and target, "
+        st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and target, "
                    "then deletes prompt tokens in 20 steps (one shared deletion set) to measure faithfulness. "
                    "IG and perturbation run the model many times: slow on long traces.")
         chosen = st.multiselect("Methods", list(DEFAULT_METHODS), ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
