@@ -10,6 +10,14 @@ A threshold τ drops edges whose share is below τ and rescales the surviving in
 node so that together they keep the node's incoming total (renormalisation). Paths from the answer
 back to the prompt are the recursive hops made visible: a path's strength is the product of its shares,
 and a prompt segment's hop depth is its shortest path length (in edges) from the answer.
+
+A node's *influence* on the answer is the sum over all paths from it to the answer of the products of
+their shares (1 for the answer itself). The answer's attribution flows back along the edges and stops on
+the inputs, so the influences of the input segments (template and prompt) add up to the share of the
+answer's attribution that reaches the input. `HopGraph.pruned` keeps what explains most of it: the
+smallest set of inputs holding a given fraction of the input influence (the rest folded into one "other
+context" node) and the edges carrying a given fraction of the influence that flows along them, with
+their true shares (no renormalisation), so the most influential evidence is shown by construction.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from .trace import Trace
 
 _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
+INPUT_ROLES = ("template", "prompt")
+OTHER = "other"  # id of the node that stands for the folded input segments (role "other")
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class HopGraph:
     def __init__(self, graph: nx.DiGraph, threshold: float = 0.0):
         self.graph = graph
         self.threshold = threshold
+        self.pruning: dict | None = None  # the arguments of `pruned`, on a graph it returned
 
     # --- construction ------------------------------------------------------------------------------
     @classmethod
@@ -139,10 +150,137 @@ class HopGraph:
         """``{src: share}`` of the edges into `node`."""
         return {src: share for src, _, share in self.graph.in_edges(node, data="share")}
 
+    # --- influence -------------------------------------------------------------------------------
+    def influence(self) -> dict[str, float]:
+        """``{node: influence}``: for each node, the sum over all paths from it to the answer of the product
+        of their shares (the answer: 1; a node with no path: 0). A node attribute ``influence`` (set by
+        `pruned`, from the full graph) takes precedence over what the edges here give."""
+        if all("influence" in data for _, data in self.graph.nodes(data=True)):
+            return {n: float(i) for n, i in self.graph.nodes(data="influence")}
+        out = dict.fromkeys(self.graph.nodes, 0.0)
+        if self.answer is None:
+            return out
+        out[self.answer] = 1.0
+        for node in reversed(list(nx.topological_sort(self.graph))):  # every successor is done before node
+            if node != self.answer:
+                out[node] = sum(share * out[dst] for _, dst, share in self.graph.out_edges(node, data="share"))
+        return out
+
+    def evidence(self, k: int | None = None) -> list[tuple[str, float]]:
+        """Prompt segments with positive influence, most influential first: ``[(id, influence)]``."""
+        influence = self.influence()
+        ranked = sorted(((n, influence[n]) for n in self.nodes("prompt") if influence[n] > 0),
+                        key=lambda kv: (-kv[1], self.graph.nodes[kv[0]]["order"]))
+        return ranked if k is None else ranked[:k]
+
+    def strongest_path_to(self, node: str) -> HopPath | None:
+        """The path from the answer back to `node` with the largest product of shares (None: no path)."""
+        if self.answer is None or node not in self.graph:
+            return None
+        best: dict[str, tuple[float, str | None]] = {self.answer: (1.0, None)}  # node -> (strength, next hop)
+        for n in reversed(list(nx.topological_sort(self.graph))):
+            options = [(share * best[dst][0], dst) for _, dst, share in self.graph.out_edges(n, data="share")
+                       if dst in best]
+            if n != self.answer and options:
+                best[n] = max(options, key=lambda o: o[0])
+        if node not in best or node == self.answer:
+            return None
+        nodes = [node]
+        while nodes[-1] != self.answer:
+            nodes.append(best[nodes[-1]][1])
+        return HopPath(tuple(reversed(nodes)), best[node][0])
+
+    def step_sources(self, k: int = 2) -> dict[str, list[str]]:
+        """``{step: [prompt ids]}``: for each reasoning step and the answer, the `k` prompt segments its
+        edges give the largest shares (largest first)."""
+        out = {}
+        for dst in self.nodes("reasoning") + self.nodes("answer"):
+            incoming = [(src, share) for src, share in self.incoming(dst).items()
+                        if self.graph.nodes[src]["role"] == "prompt" and share > 0]
+            out[dst] = [src for src, _ in sorted(incoming, key=lambda kv: -kv[1])[:k]]
+        return out
+
+    def pruned(self, node_threshold: float = 0.8, edge_threshold: float = 0.98, max_inputs: int | None = 12,
+               fold: bool = True, step_sources: int = 2) -> "HopGraph":
+        """The graph reduced to what explains the answer (influences from this graph).
+
+        Inputs (template and prompt segments), at most `max_inputs` of them: the most influential prompt
+        segment; the `step_sources` prompt segments each step and the answer draws on most (every step's
+        first choice before any second choice), so the evidence read along the chain stays; then the most
+        influential others until the kept inputs hold `node_threshold` of all input influence. The rest
+        fold into one node `OTHER` (role ``"other"``, attribute ``folded``: their ids) whose edge into a
+        node carries the sum of their shares; a single leftover input is kept rather than folded. With
+        ``fold=False`` every input is kept. Reasoning steps and the answer are always kept.
+
+        Edges: those from each step's kept sources and the strongest edge out of every node, then the
+        others by the influence they carry (share × the influence of their target) until `edge_threshold`
+        of it all is carried. Shares are not renormalised; every node keeps its full-graph ``influence``
+        as an attribute (the folded node: the sum of its members').
+        """
+        if not 0 < node_threshold <= 1 or not 0 < edge_threshold <= 1:
+            raise ValueError("node and edge thresholds must be in (0, 1]")
+        influence = self.influence()
+        inputs = [n for n in self.nodes() if self.graph.nodes[n]["role"] in INPUT_ROLES]
+        sources = self.step_sources(step_sources)
+        cap = len(inputs) if max_inputs is None or not fold else max_inputs
+        rounds = [[srcs[r] for srcs in sources.values() if r < len(srcs)] for r in range(step_sources)]
+        ranked = sorted(inputs, key=lambda n: (-influence[n], self.graph.nodes[n]["order"]))
+        keep: list[str] = []
+        for node in [*[n for n, _ in self.evidence(1)], *(n for r in rounds for n in r)]:
+            if node not in keep and len(keep) < cap:
+                keep.append(node)
+        held, total = sum(influence[n] for n in keep), sum(influence[n] for n in inputs)
+        for node in ranked:
+            if len(keep) >= cap or held >= node_threshold * total * (1 - 1e-9):
+                break
+            if node not in keep:
+                keep.append(node)
+                held += influence[node]
+        folded = [n for n in inputs if n not in set(keep)] if fold else []
+        if len(folded) == 1:
+            folded = []
+        graph = nx.DiGraph(**self.graph.graph)
+        for node, data in self.graph.nodes(data=True):
+            if node not in folded:
+                graph.add_node(node, **{**data, "influence": influence[node]})
+        if folded:
+            members = [self.graph.nodes[n] for n in folded]
+            graph.add_node(OTHER, id=OTHER, role="other", text=f"other context ({len(folded)} sentences)",
+                           start=min(m["start"] for m in members), end=max(m["end"] for m in members),
+                           order=max(m["order"] for m in members), folded=folded,
+                           influence=sum(influence[n] for n in folded), self_share=None)
+        flows: dict[tuple[str, str], float] = {}
+        shares: dict[tuple[str, str], float] = {}
+        for src, dst, share in self.graph.edges(data="share"):
+            key = (OTHER if src in folded else src, dst)
+            shares[key] = shares.get(key, 0.0) + share
+            flows[key] = flows.get(key, 0.0) + share * influence[dst]
+        chosen = {(src, dst) for dst, srcs in sources.items() for src in srcs if src not in folded}
+        for node in graph.nodes:
+            out = [key for key in flows if key[0] == node and flows[key] > 0]
+            if out:
+                chosen.add(max(out, key=lambda e: flows[e]))
+        carried, budget = sum(flows[e] for e in chosen), edge_threshold * sum(flows.values()) * (1 - 1e-9)
+        for key in sorted(flows, key=lambda e: -flows[e]):
+            if carried >= budget or flows[key] <= 0:
+                break
+            if key not in chosen:
+                chosen.add(key)
+                carried += flows[key]
+        for key in chosen:
+            graph.add_edge(*key, share=shares[key], raw_share=shares[key])
+        out = HopGraph(graph, self.threshold)
+        out.pruning = {"node_threshold": node_threshold, "edge_threshold": edge_threshold,
+                       "max_inputs": max_inputs, "fold": fold, "step_sources": step_sources}
+        return out
+
     # --- serialisation -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """Node-link data (networkx ``node_link_data`` with key ``edges``) plus the threshold."""
-        return {"threshold": self.threshold, "graph": nx.node_link_data(self.graph, edges="edges")}
+        """Node-link data (networkx ``node_link_data`` with key ``edges``) plus the threshold (and the pruning)."""
+        out = {"threshold": self.threshold, "graph": nx.node_link_data(self.graph, edges="edges")}
+        if self.pruning is not None:
+            out["pruning"] = self.pruning
+        return out
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -162,11 +300,13 @@ class HopGraph:
                 raise ValueError(f"hop graph node {node!r} lacks {missing}")
         if any(not isinstance(s, (int, float)) or not 0 <= s <= 1 for *_, s in graph.edges(data="share", default=-1)):
             raise ValueError("hop graph edges need a share between 0 and 1")
-        return cls(graph, threshold)
+        out = cls(graph, threshold)
+        out.pruning = data.get("pruning")
+        return out
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "HopGraph":
         return cls.from_dict(json.loads(text))
 
 
-__all__ = ["HopGraph", "HopPath", "incoming_shares"]
+__all__ = ["HopGraph", "HopPath", "INPUT_ROLES", "OTHER", "incoming_shares"]

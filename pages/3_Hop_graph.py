@@ -1,13 +1,14 @@
-"""Hop graph: prompt segments → reasoning steps → answer, with a threshold and click-to-drill-down."""
+"""Hop graph: prompt segments → reasoning steps → answer, pruned by influence, with click-to-drill-down."""
 
 import streamlit as st
 
 from flashtrace import app_state, ui
+from flashtrace.graph import OTHER
 from flashtrace.viz import step_values, token_heatmap, tokens_html
-from flashtrace.viz.graph import hop_graph_figure, selected_node
+from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
 
 NONE = "(none)"
-THRESHOLDS = [f"{t / 100:.2f}" for t in (0, 1, 2, 3, 5, 8, 10, 15, 20, 30, 40, 50)]
+KEEP = ["50%", "60%", "70%", "80%", "90%", "95%", "100%"]
 
 picked = ui.trace_page("Hop graph")
 if picked:
@@ -16,11 +17,22 @@ if picked:
         st.warning("This trace has no step-level attribution. Re-run it on the Trace page with "
                    "'Step-level data for the hop graph' ticked.")
         st.stop()
-    tau = ui.synced(st.select_slider, "Edge threshold (edges below it are dropped; the rest renormalised)",
-                    "tau", THRESHOLDS, "0.05")
+    left, right = st.columns([3, 2])
+    with left:
+        keep = ui.synced(st.select_slider, "Influence shown", "keep", KEEP, "80%",
+                         help="Keep the input sentences that together carry this much of the answer's attribution "
+                              "reaching the input (plus what each reasoning step reads most), and the edges that carry "
+                              "98 % of the influence. Shares are shown as measured, never rescaled.")
+    with right:
+        show_all = st.toggle("Show every input sentence", value=st.query_params.get("inputs") == "all", key="all_inputs",
+                             help="By default the less influential input sentences fold into one "
+                                  "'other context' node so the graph stays readable.")
+    if show_all != (st.query_params.get("inputs") == "all"):
+        st.query_params["inputs"] = "all" if show_all else "folded"
     with ui.shown_errors():
-        graph = app_state.hop_graph(ref, float(tau))
-        ids = graph.nodes()
+        full = app_state.hop_graph(ref, 0.0)
+        graph = full.pruned(node_threshold=int(keep.rstrip("%")) / 100, fold=not show_all)
+        ids = [*graph.nodes(), *(n for n in full.nodes() if n not in graph.graph)]
         node = st.query_params.get("node")
         event = st.plotly_chart(hop_graph_figure(graph, trace, selected=node), key="graph", on_select="rerun",
                                 selection_mode="points", config={"displaylogo": False})
@@ -29,17 +41,30 @@ if picked:
             st.session_state["last_click"] = clicked
             st.query_params["node"] = clicked
             st.rerun()
-        paths = graph.strongest_paths(5)
-        with st.expander("Strongest paths from the answer back to the prompt", expanded=True):
-            st.dataframe([{"path": " ← ".join(p.nodes), "hops": p.hops, "strength": p.strength} for p in paths],
-                         hide_index=True)
-        node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE)
-        if node == NONE:
-            st.caption("Click a node to see its own attribution: what a step or the answer draws on, or which "
-                       "steps use a prompt sentence.")
-        else:
-            info = graph.graph.nodes[node]
-            st.subheader(f"{node}: {info['role']} · tokens {info['start']}:{info['end']}", anchor=False)
+        st.caption("Node size: influence on the answer (the answer's attribution followed back along every path). "
+                   "Dotted purple: the strongest path to each of the three most influential prompt sentences. "
+                   "Click a node to see its own attribution: what a step or the answer draws on, or which steps use "
+                   "a prompt sentence.")
+        evidence = evidence_paths(graph, 5)
+        with st.expander("Evidence: the prompt sentences with the most influence on the answer", expanded=True):
+            st.dataframe([{"sentence": f"{n}: {node_label(graph, n, 60)}", "influence": value,
+                           "strongest path": path_text(graph, path) if path else "(not shown at this setting)",
+                           "hops": path.hops if path else None} for n, value, path in evidence],
+                         hide_index=True, column_config={"influence": st.column_config.ProgressColumn(
+                             format="percent", min_value=0.0, max_value=max([v for _, v, _ in evidence], default=1.0))})
+        node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
+                         format_func=lambda n: n if n == NONE else f"{n}: {node_label(full if n in full.graph else graph, n)}")
+        if node == OTHER:
+            info = graph.graph.nodes[OTHER]
+            st.subheader(f"Other context: {len(info['folded'])} input sentences folded together", anchor=False)
+            influence = full.influence()
+            st.dataframe([{"sentence": f"{n}: {node_label(full, n, 80)}", "influence": influence[n]}
+                          for n in sorted(info["folded"], key=lambda n: -influence[n])], hide_index=True)
+        elif node != NONE:
+            info = full.graph.nodes[node]
+            role = ROLE_NAMES.get(info["role"], info["role"])
+            st.subheader(f"{node}: {role} · " + ui.code_text(node_label(full, node, 60)), anchor=False)
+            st.text(" ".join(info["text"].split()))
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
                 values = step_values(trace, node)
                 window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)
@@ -47,15 +72,18 @@ if picked:
                                     title=f"What {node} draws on (its own attribution, share of its mass)")
                 box = st.container(height=520) if fig.layout.height > 520 else st.container()
                 box.plotly_chart(fig, key="node_heatmap", config={"displaylogo": False})
-                incoming = graph.incoming(node)
-                st.dataframe([{"from": src, "role": graph.graph.nodes[src]["role"], "share": share}
+                incoming = full.incoming(node)
+                st.dataframe([{"from": f"{src}: {node_label(full, src, 60)}",
+                               "role": ROLE_NAMES.get(full.graph.nodes[src]["role"]), "share": share}
                               for src, share in sorted(incoming.items(), key=lambda kv: -kv[1])],
                              hide_index=True, column_config={"share": st.column_config.ProgressColumn(
                                  format="%.3f", min_value=0.0, max_value=1.0)})
             else:
                 st.html(tokens_html(trace, token_range=(info["start"], info["end"]), max_height_px=240))
-                used_by = [{"step": dst, "share": share} for _src, dst, share in graph.graph.out_edges(node, data="share")]
-                depth = graph.hop_depths().get(node)
-                st.caption(f"Hop depth: {depth if depth is not None else 'not reached at this threshold'}")
+                used_by = [{"step": f"{dst}: {node_label(full, dst, 60)}", "share": share}
+                           for _src, dst, share in full.graph.out_edges(node, data="share")]
+                depth = full.hop_depths().get(node)
+                st.caption(f"Influence on the answer: {full.influence()[node]:.1%} · fewest hops from the answer: "
+                           f"{depth if depth is not None else 'not reached'}")
                 st.dataframe(used_by, hide_index=True)
     ui.nav_links(ref, "graph")

@@ -13,7 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashtrace.graph import HopGraph, incoming_shares
+from flashtrace.graph import OTHER, HopGraph, incoming_shares
 from flashtrace.trace import StepRecord
 from flashtrace.tracing import attribute, prepare
 
@@ -184,3 +184,112 @@ def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
         torch.set_num_threads(threads)
     assert result["hit_rate"] >= 0.85
     assert result["hit_rate_through_reasoning"] >= 0.85
+
+
+# --- influence and pruning ------------------------------------------------------------------------------
+def _random_graph(seed: int, n_prompt: int = 6, n_steps: int = 4, density: float = 0.6) -> HopGraph:
+    """A random hop graph: T0, P0.., S0.., A in text order; forward edges whose shares into a node sum to < 1."""
+    rng = np.random.default_rng(seed)
+    ids = ["T0", *(f"P{i}" for i in range(n_prompt)), *(f"S{i}" for i in range(n_steps)), "A"]
+    roles = ["template", *["prompt"] * n_prompt, *["reasoning"] * n_steps, "answer"]
+    graph = nx.DiGraph(answer="A")
+    for order, (node, role) in enumerate(zip(ids, roles)):
+        graph.add_node(node, id=node, role=role, text=f"text of {node}", start=order, end=order + 1, order=order)
+    for j, dst in enumerate(ids):
+        if roles[j] not in ("reasoning", "answer"):
+            continue
+        srcs = [s for s in ids[:j] if rng.random() < density]
+        weights = rng.random(len(srcs) + 1)  # the last part stays on dst's own tokens
+        for src, w in zip(srcs, weights[:-1] / weights.sum()):
+            graph.add_edge(src, dst, share=float(w), raw_share=float(w))
+    return HopGraph(graph)
+
+
+def _brute_influence(graph: HopGraph, node: str) -> float:
+    if node == graph.answer:
+        return 1.0
+    return sum(math.prod(graph.graph.edges[a, b]["share"] for a, b in zip(path, path[1:]))
+               for path in nx.all_simple_paths(graph.graph, node, graph.answer))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), density=st.floats(0.2, 1.0))
+def test_influence_is_the_sum_over_paths_of_share_products(seed, density):
+    graph = _random_graph(seed, density=density)
+    influence = graph.influence()
+    for node in graph.graph.nodes:
+        assert influence[node] == pytest.approx(_brute_influence(graph, node), rel=1e-9, abs=1e-12)
+    # the answer's attribution flows back and stops on the inputs: their influences add up to what reaches them
+    inputs = sum(influence[n] for n in graph.nodes("template") + graph.nodes("prompt"))
+    assert 0 <= inputs <= 1 + 1e-9
+    assert [n for n, _ in graph.evidence()] == sorted((n for n in graph.nodes("prompt") if influence[n] > 0),
+                                                      key=lambda n: (-influence[n], int(n[1:])))
+    for node in graph.nodes("prompt"):  # the best path to a node: the largest product over all its paths
+        best = graph.strongest_path_to(node)
+        products = [math.prod(graph.graph.edges[b, a]["share"] for a, b in zip(p, p[1:]))
+                    for p in nx.all_simple_paths(graph.graph.reverse(copy=False), "A", node)]
+        if not products:
+            assert best is None
+        else:
+            assert best.nodes[0] == "A" and best.end == node
+            assert best.strength == pytest.approx(max(products), rel=1e-9)
+            assert best.strength == pytest.approx(math.prod(graph.graph.edges[b, a]["share"]
+                                                            for a, b in zip(best.nodes, best.nodes[1:])), rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), keep=st.sampled_from([0.3, 0.8, 1.0]), edges=st.sampled_from([0.5, 0.98]),
+       cap=st.integers(1, 8), k=st.integers(0, 2))
+def test_pruning_keeps_the_evidence_and_folds_the_rest(seed, keep, edges, cap, k):
+    full = _random_graph(seed, n_prompt=12, n_steps=4)
+    influence = full.influence()
+    inputs = full.nodes("template") + full.nodes("prompt")
+    graph = full.pruned(keep, edges, max_inputs=cap, step_sources=k)
+    shown = [n for n in graph.graph.nodes if graph.graph.nodes[n]["role"] in ("template", "prompt")]
+    folded = graph.graph.nodes[OTHER]["folded"] if OTHER in graph.graph else []
+    assert sorted(shown + folded) == sorted(inputs) and not set(shown) & set(folded)
+    assert len(folded) != 1 and (not folded or len(shown) <= cap)
+    if folded:
+        other = graph.graph.nodes[OTHER]
+        assert other["text"] == f"other context ({len(folded)} sentences)"
+        assert other["influence"] == pytest.approx(sum(influence[n] for n in folded))
+        for dst, share in ((d, s) for _, d, s in graph.graph.out_edges(OTHER, data="share")):
+            assert share == pytest.approx(sum(full.graph.edges[n, dst]["share"] for n in folded
+                                              if full.graph.has_edge(n, dst)))
+    # first the most influential prompt segment, then what each step reads most (first choices first)
+    sources = full.step_sources(k)
+    for dst, srcs in sources.items():
+        ranked = sorted((s for s in full.incoming(dst) if s.startswith("P")), key=lambda s: -full.incoming(dst)[s])
+        assert srcs == ranked[:k]
+    priority = [n for n, _ in full.evidence(1)] + [srcs[r] for r in range(k) for srcs in sources.values() if r < len(srcs)]
+    assert set(list(dict.fromkeys(priority))[:cap]) <= set(shown)
+    held = sum(influence[n] for n in shown)
+    if folded and len(shown) < cap:
+        assert held >= keep * sum(influence[n] for n in inputs) - 1e-9
+    for node in graph.graph.nodes:
+        assert graph.graph.nodes[node]["influence"] == pytest.approx(influence.get(node, graph.graph.nodes[node]["influence"]))
+    # edges keep their true shares and carry at least `edges` of the influence flowing along all edges
+    flow = lambda g: sum(s * influence[d] for _, d, s in g.graph.edges(data="share"))  # noqa: E731
+    assert flow(graph) >= edges * flow(full) - 1e-9
+    for src, dst, share in graph.graph.edges(data="share"):
+        if src != OTHER:
+            assert share == full.graph.edges[src, dst]["share"]
+    everything = full.pruned(keep, edges, max_inputs=cap, step_sources=k, fold=False)
+    assert OTHER not in everything.graph and set(everything.graph.nodes) == set(full.graph.nodes)
+
+
+def test_pruning_on_the_long_gallery_trace():
+    from flashtrace.gallery import load_gallery_trace
+
+    trace = load_gallery_trace("long-vartrack")
+    full = HopGraph.from_trace(trace)
+    graph = full.pruned()
+    inputs = [n for n in graph.graph.nodes if graph.graph.nodes[n]["role"] in ("template", "prompt", "other")]
+    n_inputs = sum(1 for s in trace.segments if s.role in ("template", "prompt"))
+    assert n_inputs > 150 and len(inputs) <= 15
+    folded = graph.graph.nodes[OTHER]["folded"]
+    assert len(folded) == n_inputs - (len(inputs) - 1)
+    assert graph.graph.nodes[OTHER]["text"] == f"other context ({len(folded)} sentences)"
+    value = next(s.id for s in trace.segments if s.role == "prompt" and s.text.strip() == "VAR BLYUX = 47977.")
+    assert value in inputs and graph.strongest_path_to(value) is not None  # the value sentence and its path stay
+    assert len(full.pruned(fold=False).graph) == len(trace.segments)

@@ -1,40 +1,94 @@
 """The hop graph drawn in layers with Plotly: input segments (template and prompt) | reasoning steps |
-answer. Edge width follows the share of attribution, edges from the input are blue and from reasoning
-orange, the strongest answer→prompt path is overlaid in green, and nodes carry their id as customdata so
-a click selects them."""
+answer. Every node carries the first words of its text beside it and its whole text on hover; nodes are
+sized by their influence on the answer (sum over paths of share products, see `flashtrace.graph`); edge
+width follows the share of attribution, edges from the input are blue and from reasoning orange; the
+strongest path to each of the most influential prompt segments is overlaid in reddish purple, and the
+selected node is ringed in bluish green (Okabe–Ito colours: apart for colour-blind readers, and on light
+and dark backgrounds). Nodes carry their id as customdata so a click selects them."""
 
 from __future__ import annotations
 
 import html
 import math
+import re
+import textwrap
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ..graph import HopGraph
+from ..graph import INPUT_ROLES, OTHER, HopGraph, HopPath
 from ..trace import Trace
-from .colors import PROMPT, REASONING, ROLE_COLORS
-from .tokens import visible_label
+from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
-PATH_COLOR = "#16a34a"
+PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
+SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the ring of the selected node
+OTHER_COLOR = "#8b95a5"
+NODE_COLORS = {**ROLE_COLORS, "other": OTHER_COLOR}
+ROLE_NAMES = {"template": "chat template", "prompt": "prompt sentence", "reasoning": "reasoning step",
+              "answer": "answer", "other": "other context (folded)"}
 WIDTH_LEVELS = 8
 CURVE_POINTS = 14
+EVIDENCE_PATHS = 3
+LABEL_CHARS = 34
+_SPECIAL = re.compile(r"<\|[^|<>]{0,40}\|>|</?s>|\[/?INST\]")
+
+
+def plain(text: str) -> str:
+    """`text` safe inside Plotly text (a small HTML subset): ``&``, ``<`` and ``>`` escaped, quotes left as
+    they are (Plotly shows them literally), so nothing in a trace is read as markup."""
+    return html.escape(text, quote=False)
+
+
+def short_label(text: str, max_chars: int = LABEL_CHARS) -> str:
+    """The first words of `text` on one line (chat-template markers dropped, whitespace collapsed), cut at
+    a word boundary with an ellipsis when longer than `max_chars`. Not escaped."""
+    words = " ".join(_SPECIAL.sub(" ", text).split())
+    if len(words) <= max_chars:
+        return words or "∅"
+    cut = words[: max_chars - 1]
+    if " " in cut[max_chars // 2:]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def node_label(graph: HopGraph, node: str, max_chars: int = LABEL_CHARS) -> str:
+    """A node's label in words (not escaped): the first words of its text; for the chat template, a
+    prefix saying so."""
+    data = graph.graph.nodes[node]
+    if data["role"] == "other":
+        return data["text"]
+    label = short_label(data["text"], max_chars)
+    return f"template: {label}" if data["role"] == "template" else label
+
+
+def path_text(graph: HopGraph, path: HopPath, max_chars: int = 24) -> str:
+    """A path in words (not escaped): ``A “16819” ← S4 “VAR RPBER = 16819.” ← P9 “…”``."""
+    return " ← ".join(f"{n} “{node_label(graph, n, max_chars)}”" for n in path.nodes)
+
+
+def _hover_text(text: str, width: int = 72, max_chars: int = 700) -> str:
+    text = " ".join(text.split())
+    if len(text) > max_chars:
+        text = text[: max_chars - 1] + "…"
+    return "<br>".join(plain(line) for line in textwrap.wrap(text, width)) or "∅"
 
 
 def layout_positions(graph: HopGraph) -> dict[str, tuple[float, float]]:
-    """``{node: (x, y)}``: input segments in a column at x=0, reasoning steps on a diagonal from x=1 to 2
-    (so step→step edges stay apart), the answer at x=3; y runs 0 (top) → 1 in text order."""
-    inputs = graph.nodes("template") + graph.nodes("prompt")
-    inputs.sort(key=lambda n: graph.graph.nodes[n]["order"])
+    """``{node: (x, y)}``: input segments in a column at x=0 in text order with the folded "other context"
+    node last, reasoning steps on a diagonal from x=0.4 to 0.75 (so step→step edges stay apart and each
+    step's label has room on its right), the answer at x=1; y runs 0 (top) → 1."""
+    inputs = [n for n in graph.nodes() if graph.graph.nodes[n]["role"] in INPUT_ROLES]
+    if OTHER in graph.graph:
+        inputs.append(OTHER)
     steps = graph.nodes("reasoning")
     pos = {}
     for i, node in enumerate(inputs):
         pos[node] = (0.0, i / max(len(inputs) - 1, 1))
     for i, node in enumerate(steps):
         f = i / (len(steps) - 1) if len(steps) > 1 else 0.5
-        pos[node] = (1.0 + f, f)
+        pos[node] = (0.4 + 0.35 * f, f)
     for node in graph.nodes("answer"):
-        pos[node] = (3.0, 0.5)
+        pos[node] = (1.0, 0.5)
     return pos
 
 
@@ -49,91 +103,135 @@ def _curve(a: tuple[float, float], b: tuple[float, float], bend: float = 0.12) -
 
 
 def _edge_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
-    """Edges grouped by (source colour, width level): one line trace per group, None-separated."""
+    """Edges grouped by (source colour, width level): one line trace per group, None-separated; one
+    invisible marker at each edge's middle carries its hover text."""
     groups: dict[tuple[str, int], tuple[list, list]] = {}
     mid_x, mid_y, mid_text = [], [], []
     for src, dst, share in graph.graph.edges(data="share"):
         if src not in pos or dst not in pos:
             continue
         xs, ys = _curve(pos[src], pos[dst])
-        color = REASONING if graph.graph.nodes[src]["role"] == "reasoning" else PROMPT
+        role = graph.graph.nodes[src]["role"]
+        color = REASONING if role == "reasoning" else PROMPT if role == "prompt" else TEMPLATE
         level = min(WIDTH_LEVELS, max(1, math.ceil(share * WIDTH_LEVELS)))
         gx, gy = groups.setdefault((color, level), ([], []))
         gx.extend([*xs.tolist(), None])
         gy.extend([*ys.tolist(), None])
         mid_x.append(float(xs[CURVE_POINTS // 2]))
         mid_y.append(float(ys[CURVE_POINTS // 2]))
-        mid_text.append(f"{html.escape(src)} → {html.escape(dst)}: {share:.1%}")
+        mid_text.append(f"{plain(src)} “{plain(node_label(graph, src))}” → {plain(dst)} “{plain(node_label(graph, dst))}”"
+                        f"<br>{share:.1%} of {plain(dst)}'s attribution")
     traces = [go.Scatter(x=gx, y=gy, mode="lines", hoverinfo="skip", showlegend=False, name=f"edges {level}",
-                         line={"color": color, "width": 0.6 + 1.1 * level}, opacity=0.35 + 0.05 * level)
+                         line={"color": color, "width": 0.6 + 1.1 * level}, opacity=0.2 + 0.08 * level)
               for (color, level), (gx, gy) in sorted(groups.items(), key=lambda kv: kv[0][1])]
     traces.append(go.Scatter(x=mid_x, y=mid_y, mode="markers", marker={"size": 10, "opacity": 0}, name="edge info",
                              hovertemplate="%{text}<extra></extra>", text=mid_text, showlegend=False))
     return traces
 
 
-def _path_trace(graph: HopGraph, pos: dict) -> go.Scatter | None:
-    paths = graph.strongest_paths(1)
-    if not paths:
-        return None
+def evidence_paths(graph: HopGraph, k: int = EVIDENCE_PATHS) -> list[tuple[str, float, HopPath | None]]:
+    """``[(prompt id, influence, strongest path to it)]`` for the `k` most influential prompt segments."""
+    return [(node, value, graph.strongest_path_to(node)) for node, value in graph.evidence(k)]
+
+
+def _path_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
     xs, ys = [], []
-    for a, b in zip(paths[0].nodes, paths[0].nodes[1:]):
-        cx, cy = _curve(pos[b], pos[a])
-        xs.extend([*cx.tolist(), None])
-        ys.extend([*cy.tolist(), None])
-    return go.Scatter(x=xs, y=ys, mode="lines", line={"color": PATH_COLOR, "width": 3, "dash": "dot"},
-                      name=f"strongest path ({paths[0].strength:.1%})", hoverinfo="skip")
+    for _node, _value, path in evidence_paths(graph):
+        if path is None:
+            continue
+        for a, b in zip(path.nodes, path.nodes[1:]):
+            cx, cy = _curve(pos[b], pos[a])
+            xs.extend([*cx.tolist(), None])
+            ys.extend([*cy.tolist(), None])
+    if not xs:
+        return []
+    return [go.Scatter(x=xs, y=ys, mode="lines", line={"color": PATH_COLOR, "width": 4, "dash": "dot"},
+                       name="evidence path",
+                       hoverinfo="skip")]
 
 
 def segment_mass(trace: Trace) -> dict[str, float]:
-    """Share of the final prompt attribution on each prompt segment (what sizes the prompt nodes)."""
+    """Share of the final prompt attribution on each prompt segment."""
     return {s.id: sum(trace.scores.prompt[s.start:s.end]) for s in trace.segments or [] if s.role == "prompt"}
 
 
+def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict) -> str:
+    data = graph.graph.nodes[node]
+    role = data["role"]
+    head = f"<b>{plain(node)}</b> · {ROLE_NAMES.get(role, plain(role))}"
+    if role == "other":
+        folded = data.get("folded", [])
+        return (f"{head} · {len(folded)} input sentences folded together<br>together {influence.get(node, 0):.1%}"
+                " of the answer's attribution reaches them<br>(tick “Show every input sentence” to open them)")
+    parts = [head, f"tokens {data['start']}:{data['end']}"]
+    if role != "answer":
+        parts.append(f"influence on the answer {influence.get(node, 0):.1%}")
+    if depths.get(node) is not None:
+        parts.append(f"hop depth {depths[node]}")
+    if node in mass:
+        parts.append(f"{mass[node]:.1%} of the final prompt attribution")
+    return " · ".join(parts) + "<br>" + _hover_text(data["text"])
+
+
+def figure_height(n_inputs: int) -> int:
+    """Pixels: rows of at least 30 px for up to 15 inputs (fits a 720-px-high screen), at least 15 px
+    beyond that so every label stays legible when all inputs are shown."""
+    return max(400, min(560, 30 * n_inputs + 110)) if n_inputs <= 15 else 15 * n_inputs + 110
+
+
 def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None) -> go.Figure:
-    """The layered drawing of `graph`. With `trace`, prompt nodes are sized by their share of the final
-    prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = node id."""
+    """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
+    the final prompt attribution. `selected` is ringed. Node traces are named by role; ``customdata`` = id."""
     pos = layout_positions(graph)
-    mass = segment_mass(trace) if trace is not None else {}
-    top_mass = max(mass.values(), default=0.0) or 1.0
+    influence = graph.influence()
     depths = graph.hop_depths()
+    mass = segment_mass(trace) if trace is not None else {}
+    top = max((v for n, v in influence.items() if n != graph.answer), default=0.0) or 1.0
     n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
-    crowded = n_inputs > 40  # then only connected nodes are labelled (hover still names every node)
     fig = go.Figure(_edge_traces(graph, pos))
-    path = _path_trace(graph, pos)
-    if path is not None:
-        fig.add_trace(path)
-    for role in ("template", "prompt", "reasoning", "answer"):
+    fig.add_traces(_path_traces(graph, pos))
+    label_size = 12 if n_inputs <= 15 else 10
+    for role in ("template", "prompt", "other", "reasoning", "answer"):
         nodes = [n for n in graph.nodes(role) if n in pos]
         if not nodes:
             continue
-        attrs = [graph.graph.nodes[n] for n in nodes]
-        base = 4 if crowded else 10  # a long prompt's column of nodes stays a thin line, strong nodes stand out
-        sizes = [base + 26 * math.sqrt(mass.get(n, 0.0) / top_mass) if role == "prompt" and mass else
-                 {"template": 9, "prompt": 14, "reasoning": 16, "answer": 24}[role] for n in nodes]
-        hover = [f"<b>{html.escape(n)}</b> {role} · tokens {a['start']}:{a['end']}"
-                 + (f" · hop depth {depths.get(n)}" if role == "prompt" else "")
-                 + (f" · {mass[n]:.1%} of the prompt attribution" if n in mass else "")
-                 + f"<br>{html.escape(visible_label(a['text'].strip(), 160))}" for n, a in zip(nodes, attrs)]
-        left = role in ("template", "prompt")
+        if role == "answer":
+            sizes = [28] * len(nodes)
+            labels = ["<br>".join(plain(line) for line in textwrap.wrap(short_label(graph.graph.nodes[n]["text"], 60), 22))
+                      for n in nodes]
+        else:
+            sizes = [7 + 27 * math.sqrt(min(influence.get(n, 0.0) / top, 1.0)) for n in nodes]
+            labels = [plain(node_label(graph, n)) for n in nodes]
         fig.add_trace(go.Scatter(
-            x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text", name=role,
-            text=[html.escape(n) if not crowded or graph.graph.degree(n) else "" for n in nodes],
-            textposition="middle left" if left else "top center",
-            customdata=nodes, hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-            marker={"size": sizes, "color": ROLE_COLORS[role],
-                    "line": {"width": [4 if n == selected else 1 for n in nodes],
-                             "color": [PATH_COLOR if n == selected else "#ffffff" for n in nodes]}}))
+            x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text",
+            name=ROLE_NAMES[role], meta=role,
+            text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
+            textposition={"reasoning": "middle right", "answer": "bottom center"}.get(role, "middle left"),
+            textfont={"size": label_size}, cliponaxis=False,
+            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass) for n in nodes],
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role == "other" else "circle",
+                    "line": {"width": 1, "color": "rgba(255,255,255,0.7)"}}))
+    if selected in pos:
+        size = 28 if selected == graph.answer else 7 + 27 * math.sqrt(min(influence.get(selected, 0.0) / top, 1.0))
+        fig.add_trace(go.Scatter(x=[pos[selected][0]], y=[pos[selected][1]], mode="markers", name="selected",
+                                 hoverinfo="skip", marker={"size": size + 12, "symbol": "circle-open",
+                                                           "color": SELECTED_COLOR, "line": {"width": 4}}))
     fig.update_layout(
-        height=max(420, min(1000, 16 * n_inputs + 120)), margin={"l": 40, "r": 20, "t": 40, "b": 20},
-        title={"text": f"Hop graph (threshold {graph.threshold:.2f}) · click a node", "font": {"size": 14}},
-        xaxis={"visible": False, "range": [-0.45, 3.3], "fixedrange": True},
-        yaxis={"visible": False, "autorange": "reversed", "fixedrange": True},
-        legend={"orientation": "h", "y": -0.02, "yanchor": "top"}, clickmode="event+select", dragmode=False,
-        meta={"view": "hop_graph", "threshold": graph.threshold, "edges": graph.graph.number_of_edges()},
+        height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 36, "b": 36},
+        title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14}},
+        xaxis={"visible": False, "range": [-0.03, 1.06], "fixedrange": True},
+        yaxis={"visible": False, "range": [1.08, -0.1], "fixedrange": True},
+        legend={"orientation": "h", "xref": "container", "x": 0.01, "yref": "container", "y": 0.0,
+                "yanchor": "bottom", "font": {"size": 11}},
+        clickmode="event+select", dragmode=False, hoverlabel={"align": "left"},
+        meta={"view": "hop_graph", "threshold": graph.threshold, "edges": graph.graph.number_of_edges(),
+              "inputs": n_inputs, "folded": len(graph.graph.nodes[OTHER]["folded"]) if OTHER in graph.graph else 0,
+              "pruning": graph.pruning},
     )
-    for x, label in ((0.0, "input"), (1.5, "reasoning steps"), (3.0, "answer")):
-        fig.add_annotation(x=x, y=-0.04, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom")
+    for x, label in ((0.0, "input"), (0.4, "reasoning steps"), (1.0, "answer")):
+        fig.add_annotation(x=x, y=-0.1, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
+                           xanchor="right" if x == 0.0 else "left" if x == 0.4 else "center")
     return fig
 
 

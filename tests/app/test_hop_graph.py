@@ -1,8 +1,11 @@
+import html
+
 import pytest
 
 from flashtrace.gallery import load_gallery_trace
-from flashtrace.graph import HopGraph
+from flashtrace.graph import OTHER, HopGraph
 from flashtrace.viz import heatmap_values, step_values
+from flashtrace.viz.graph import short_label
 
 from .conftest import charts, figure, no_problems
 
@@ -18,34 +21,77 @@ def _edges(spec) -> int:
     return spec["layout"]["meta"]["edges"]
 
 
+def _nodes(spec) -> dict[str, tuple[str, str, str]]:
+    """``{node id: (role, label, hover)}`` of the node traces of a hop-graph figure."""
+    return {n: (d["meta"], label, hover) for d in spec["data"] if d.get("mode") == "markers+text"
+            for n, label, hover in zip(d["customdata"], d["text"], d["hovertext"])}
+
+
 def test_graph_renders_with_every_layer(open_page, vartrack):
     at = open_page(GRAPH, trace="gallery:vartrack")
     no_problems(at)
     spec = charts(at)["hop_graph"]
-    names = {d["name"] for d in spec["data"]}
-    assert {"prompt", "reasoning", "answer"} <= names
-    nodes = [n for d in spec["data"] if d["name"] in ("template", "prompt", "reasoning", "answer")
-             for n in d["customdata"]]
-    assert sorted(nodes) == sorted(s.id for s in vartrack.segments)
-    assert _edges(spec) == HopGraph.from_trace(vartrack, 0.05).graph.number_of_edges()
+    nodes = _nodes(spec)
+    assert {"prompt", "reasoning", "answer", "other"} <= {role for role, _, _ in nodes.values()}
+    folded = spec["layout"]["meta"]["folded"]
+    assert folded > 1 and len(nodes) - 1 + folded == len(vartrack.segments)
+    assert set(nodes) - {OTHER} <= {s.id for s in vartrack.segments}
+    expected = HopGraph.from_trace(vartrack).pruned(0.8)
+    assert _edges(spec) == expected.graph.number_of_edges() and set(nodes) == set(expected.graph.nodes)
+    # every node is labelled with its text (escaped for Plotly, quotes as they are); hover keeps all of it
+    for seg in vartrack.segments:
+        if seg.id in nodes:
+            role, label, hover = nodes[seg.id]
+            words = short_label(seg.text)
+            assert html.escape(words.rstrip("…")[:12], quote=False) in label
+            assert html.escape(" ".join(seg.text.split())[:40], quote=False) in hover.replace("<br>", " ")
+    assert f"other context ({folded} sentences)" == nodes[OTHER][1]
 
 
-def test_threshold_slider_changes_the_graph(open_page, vartrack):
+def test_influence_control_and_unfolding(open_page, vartrack):
     at = open_page(GRAPH, trace="gallery:vartrack")
-    low = _edges(charts(at)["hop_graph"])
-    at.select_slider(key="qp_tau").set_value("0.20").run()
+    wide = charts(at)["hop_graph"]
+    at.select_slider(key="qp_keep").set_value("50%").run()
     no_problems(at)
-    high = charts(at)["hop_graph"]
-    assert high["layout"]["meta"]["threshold"] == 0.2
-    assert _edges(high) == HopGraph.from_trace(vartrack, 0.2).graph.number_of_edges() < low
-    assert str(at.query_params["tau"]).strip("[]'") == "0.20"
+    narrow = charts(at)["hop_graph"]
+    assert narrow["layout"]["meta"]["pruning"]["node_threshold"] == 0.5
+    assert narrow["layout"]["meta"]["inputs"] <= wide["layout"]["meta"]["inputs"]
+    assert set(_nodes(narrow)) == set(HopGraph.from_trace(vartrack).pruned(0.5).graph.nodes)
+    assert str(at.query_params["keep"]).strip("[]'") == "50%"
+    at.toggle(key="all_inputs").set_value(True).run()
+    no_problems(at)
+    every = charts(at)["hop_graph"]
+    assert sorted(_nodes(every)) == sorted(s.id for s in vartrack.segments) and every["layout"]["meta"]["folded"] == 0
+    assert str(at.query_params["inputs"]).strip("[]'") == "all"
+
+
+def test_long_trace_folds_to_at_most_15_inputs(open_page):
+    trace = load_gallery_trace("long-vartrack")
+    n_inputs = sum(1 for s in trace.segments if s.role in ("template", "prompt"))
+    at = open_page(GRAPH, trace="gallery:long-vartrack")
+    no_problems(at)
+    spec = charts(at)["hop_graph"]
+    inputs = [n for n, (role, _, _) in _nodes(spec).items() if role in ("template", "prompt", "other")]
+    assert len(inputs) <= 15 < n_inputs
+    assert spec["layout"]["meta"]["folded"] == n_inputs - (len(inputs) - 1)
+    assert spec["layout"]["height"] <= 600  # the folded graph fits a 720-pixel-high screen
+    # the value sentence the answer is copied from is on show, with its text as label
+    value = next(s for s in trace.segments if s.text.strip() == "VAR BLYUX = 47977.")
+    assert _nodes(spec)[value.id][1] == "VAR BLYUX = 47977."
+    evidence = at.dataframe[0].value
+    assert any(row.startswith(f"{value.id}: VAR BLYUX") for row in evidence["sentence"])
+    # the folded node opens into a list of what it holds
+    at.selectbox(key="qp_node").set_value(OTHER).run()
+    no_problems(at)
+    assert len(at.dataframe[1].value) == spec["layout"]["meta"]["folded"]
 
 
 def test_selected_step_shows_its_own_heatmap(open_page, vartrack):
     step = next(s.id for s in vartrack.segments if s.role == "reasoning")
     at = open_page(GRAPH, trace="gallery:vartrack", node=step)
     no_problems(at)
-    assert at.subheader[0].value.startswith(f"{step}: reasoning")
+    text = next(s.text for s in vartrack.segments if s.id == step)
+    assert at.subheader[0].value.startswith(f"{step}: reasoning step · `{short_label(text, 60)}")
     values = heatmap_values(figure(charts(at)["token_heatmap"]), vartrack)
     assert values == pytest.approx(step_values(vartrack, step))
     # choosing another node in the list moves the drill-down and the URL
@@ -64,9 +110,13 @@ def test_prompt_node_shows_its_tokens(open_page, vartrack):
     assert body.count('class="ft-tok') - body.count('class="ft-tokens') == node.end - node.start
 
 
-def test_no_node_selected_draws_only_the_graph(open_page):
+def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
     at = open_page(GRAPH, trace="gallery:vartrack")
     no_problems(at)
     assert set(charts(at)) == {"hop_graph"}
     assert any("Click a node" in c.value for c in at.caption)
-    assert at.dataframe[0].value["path"][0].startswith("A ← ")  # the strongest paths start at the answer
+    # the evidence table names sentences and paths in words; the value sentence the answer copies is there
+    table = at.dataframe[0].value
+    answer = short_label(next(s.text for s in vartrack.segments if s.role == "answer"), 24)
+    assert all(path.startswith(f"A “{answer}” ← ") for path in table["strongest path"])
+    assert any(s.endswith(": VAR RPBER = 16819.") for s in table["sentence"][:3])
