@@ -120,3 +120,43 @@ def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
     answer = short_label(next(s.text for s in vartrack.segments if s.role == "answer"), 24)
     assert all(path.startswith(f"A “{answer}” ← ") for path in table["strongest path"])
     assert any(s.endswith(": VAR RPBER = 16819.") for s in table["sentence"][:3])
+
+
+@pytest.mark.browser
+def test_long_trace_in_chromium_at_1280x720():
+    """The folded long trace as drawn: ≤ 15 input nodes, labels with segment text, all inside the figure,
+    the figure inside a 1280×720 window."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    from .browser import app_server, launch, settle
+
+    trace = load_gallery_trace("long-vartrack")
+    with app_server() as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"{url}/Hop_graph?trace=gallery:long-vartrack", timeout=120_000)
+            page.get_by_role("heading", name="Hop graph").wait_for(timeout=120_000)
+            page.locator(".js-plotly-plot .scatterlayer .textpoint").first.wait_for(timeout=60_000)
+            settle(page)
+            drawn = page.evaluate("""() => {
+                const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => g._fullLayout.meta?.view === 'hop_graph');
+                const box = gd.getBoundingClientRect();
+                const inputs = gd._fullData.filter(t => ['template', 'prompt', 'other'].includes(t.meta))
+                    .reduce((n, t) => n + t.customdata.length, 0);
+                const labels = [...gd.querySelectorAll('.scatterlayer .textpoint text')].map(el => {
+                    const r = el.getBoundingClientRect();
+                    return {text: el.textContent, inside: r.left >= box.left - 1 && r.right <= box.right + 1
+                            && r.top >= box.top - 1 && r.bottom <= box.bottom + 1};
+                });
+                return {inputs, labels, width: box.width, height: box.height};
+            }""")
+        finally:
+            browser.close()
+    texts = [label["text"] for label in drawn["labels"]]
+    assert drawn["inputs"] <= 15
+    assert "VAR BLYUX = 47977." in texts and any(t.startswith("Question: What is the value of") for t in texts)
+    assert any(t.startswith("other context (") for t in texts)
+    steps = [short_label(s.text) for s in trace.segments if s.role == "reasoning"]
+    assert all(step in texts for step in steps)
+    assert all(label["inside"] for label in drawn["labels"]), [l["text"] for l in drawn["labels"] if not l["inside"]]
+    assert drawn["width"] <= 1280 and drawn["height"] <= 720
