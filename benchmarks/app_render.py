@@ -1,6 +1,9 @@
-"""How long the app takes to show the long gallery trace's heatmap and hop graph.
+"""How long the app takes to show its first page, and the long gallery trace's heatmap and hop graph.
 
-Three measurements, median of `--repeats` runs each:
+Four measurements, median of `--repeats` runs each:
+0. home (Playwright + chromium): from starting ``streamlit run app.py`` to the Home page's heading being
+   visible in the browser (server start, imports, first script run), with every request the page makes to
+   a host other than 127.0.0.1 counted (there should be none);
 1. figures: load the trace JSON, build the token heatmap and the hop graph (HopGraph + Plotly figure), and
    serialise both to JSON as Streamlit does;
 2. pages (AppTest, no browser): a fresh session running the Explore page and the Hop graph page;
@@ -9,7 +12,8 @@ Three measurements, median of `--repeats` runs each:
    also re-parses Streamlit's and Plotly's JavaScript); the server's one-time import of torch and
    transformers is reported apart.
 
-Usage: ``.venv/bin/python benchmarks/app_render.py [--trace long-vartrack] [--repeats 5] [--no-browser]``.
+Usage: ``.venv/bin/python benchmarks/app_render.py [--trace long-vartrack] [--repeats 5] [--no-browser]
+[--home-only]``.
 Writes ``benchmarks/results/app_render.json``.
 """
 
@@ -83,6 +87,32 @@ def _choose_trace(page, label: str) -> None:
     page.get_by_role("option", name=label, exact=True).click()
 
 
+def home(repeats: int) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """Seconds from server start to the Home heading in the browser, and the external requests seen."""
+    from urllib.parse import urlparse
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.app.browser import app_server, launch
+
+    times, external = [], []
+    with sync_playwright() as p:
+        chromium = launch(p)
+        for _ in range(repeats):
+            page = chromium.new_page(viewport={"width": 1280, "height": 720})
+            page.on("request", lambda r: external.append(r.url) if urlparse(r.url).hostname not in
+                    ("127.0.0.1", None) and not r.url.startswith(("data:", "blob:")) else None)
+            start = time.perf_counter()
+            with app_server() as url:
+                page.goto(url, timeout=180_000)
+                page.get_by_role("heading", name="FlashTrace Studio").wait_for(timeout=180_000)
+                times.append(time.perf_counter() - start)
+                page.wait_for_timeout(1500)  # late requests (favicon, fonts) still count
+            page.close()
+        chromium.close()
+    return {"home: server start to Home heading (browser)": summary(times)}, sorted(set(external))
+
+
 def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     """In-app timings: with the app open on a small gallery trace, pick `name` in the trace list and wait
     until its heatmap (Explore) or graph (Hop graph) is drawn. Full page loads are reported too."""
@@ -133,7 +163,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", default="long-vartrack", help="gallery trace to open")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-browser", action="store_true", help="skip the Playwright measurement")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Playwright measurements")
+    parser.add_argument("--home-only", action="store_true", help="only the time from server start to Home")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "app_render.json")
     args = parser.parse_args()
     import torch
@@ -142,20 +173,32 @@ def main() -> int:
     from flashtrace.gallery import load_gallery_trace
 
     n_tokens = load_gallery_trace(args.trace).n_tokens
-    results = {"figures: load + heatmap + graph + JSON": timed(lambda: figures(args.trace), args.repeats)}
+    results, external = {}, []
+    if not args.no_browser:
+        found, external = home(args.repeats)
+        results.update(found)
+    if args.home_only:
+        return report(args, n_tokens, results, external)
+    results |= {"figures: load + heatmap + graph + JSON": timed(lambda: figures(args.trace), args.repeats)}
     pages(args.trace)  # first AppTest run imports the app's modules; not timed
     results["AppTest: Explore + Hop graph pages"] = timed(lambda: pages(args.trace), args.repeats)
     if not args.no_browser:
         results.update(browser(args.trace, args.repeats))
+    return report(args, n_tokens, results, external)
+
+
+def report(args, n_tokens: int, results: dict[str, tuple[float, float]], external: list[str]) -> int:
+    """Print the table (with the load average: timings on a busy machine are not comparable) and write JSON."""
     load = os.getloadavg()[0]
     print(f"gallery trace '{args.trace}' ({n_tokens:,} tokens), {args.repeats} repeats, {os.cpu_count()} CPU cores, "
           f"load average {load:.1f} at the end\n")
-    print(f"| {'measurement':<45} | median s | best s |\n|{'-' * 47}|----------|--------|")
+    print(f"| {'measurement':<48} | median s | best s |\n|{'-' * 50}|----------|--------|")
     for label, (median, best) in results.items():
-        print(f"| {label:<45} | {median:8.2f} | {best:6.2f} |")
+        print(f"| {label:<48} | {median:8.2f} | {best:6.2f} |")
+    print(f"\nrequests to hosts other than 127.0.0.1: {len(external)}" + "".join(f"\n  {u}" for u in external))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"trace": args.trace, "n_tokens": n_tokens, "repeats": args.repeats,
-                                    "cpu_count": os.cpu_count(), "load_average": load,
+                                    "cpu_count": os.cpu_count(), "load_average": load, "external_requests": external,
                                     "seconds": {k: {"median": m, "best": b} for k, (m, b) in results.items()}},
                                    indent=1))
     return 0

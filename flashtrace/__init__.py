@@ -8,9 +8,30 @@ Quick start::
     tr.top_prompt_tokens(10)
 """
 
-from .models import LoadedModel, ModelLoadError, UnsupportedModelError, load_model, record_forward
+from importlib import import_module
+
 from .trace import Trace, TraceValidationError
-from .tracing import Prepared, attribute, prepare, trace
+
+# torch and transformers load on first use of a name that needs them (the app's first page stays fast)
+_LAZY = {"LoadedModel": "models", "ModelLoadError": "models", "UnsupportedModelError": "models",
+         "load_model": "models", "record_forward": "models", "Prepared": "tracing", "attribute": "tracing",
+         "prepare": "tracing"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'flashtrace' has no attribute '{name}'")
+
+
+def trace(*args, **kwargs) -> Trace:
+    """`flashtrace.tracing.trace`: prepare and attribute in one call (imports the engine on first use)."""
+    from .tracing import trace as run
+
+    return run(*args, **kwargs)
+
 
 __version__ = "0.1.0"
 __all__ = ["LoadedModel", "ModelLoadError", "UnsupportedModelError", "load_model", "record_forward", "Trace",

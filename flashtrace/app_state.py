@@ -16,12 +16,16 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from typing import TYPE_CHECKING
+
 from .gallery import gallery_path, list_gallery
 from .inputs import ResponseSpans, build_sequence
 from .library import Library
-from .models import LoadedModel, load_model, record_forward
 from .trace import Trace
-from .tracing import Prepared
+
+if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
+    from .models import LoadedModel
+    from .tracing import Prepared
 
 CharRange = tuple[int, int]
 
@@ -53,10 +57,20 @@ def cached_model(name: str) -> LoadedModel:
     return load_model(name)
 
 
+def load_model(name: str) -> LoadedModel:
+    """`flashtrace.models.load_model`, importing the engine (torch, transformers) on first use."""
+    from .models import load_model as load
+
+    return load(name)
+
+
 @st.cache_resource(show_spinner=False, max_entries=2)
 def cached_prepared(model_name: str, prompt: str, response: str, chat_template: bool,
                     reasoning: CharRange | None, answer: CharRange | None, rule: str) -> Prepared:
     """The recorded forward pass of prompt + response with the given spans (cached by all inputs)."""
+    from .models import record_forward
+    from .tracing import Prepared
+
     loaded = cached_model(model_name)
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template,
                               spans=ResponseSpans(reasoning, answer, rule))

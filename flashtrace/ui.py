@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import streamlit as st
 
 from .app_state import TraceRef, load_trace, trace_choices
 from .trace import Trace
-from .viz.heatmap import heatmap_windows, window_of
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py"}
+FAVICON = Path(__file__).parent / "assets" / "favicon.png"
 NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
        (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
        (PAGES["library"], "Library", ":material/folder_open:"), (PAGES["evaluation"], "Evaluation", ":material/fact_check:")]
@@ -22,8 +23,9 @@ NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":m
 
 def page_setup(title: str) -> None:
     """Page title and layout, and the sidebar's page list (it replaces Streamlit's own listing of pages/,
-    which would name the home page after its file)."""
-    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=":material/flashlight_on:", layout="wide")
+    which would name the home page after its file). The page icon is a file served by the app: a
+    ``:material/...:`` or emoji icon would make the browser fetch it from a font or emoji host."""
+    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=str(FAVICON), layout="wide")
     st.set_option("client.showSidebarNavigation", False)
     with st.sidebar:
         for path, label, icon in NAV:
@@ -150,6 +152,8 @@ def heatmap_window(trace: Trace, values: list[float], positions: list[int], para
     """For a long trace, a slider choosing which window of tokens the heatmap draws (kept in the URL as
     `param`, or per widget when None); it starts on the window holding the top value among `positions`.
     None when the whole trace fits in one heatmap."""
+    from .viz.heatmap import heatmap_windows, window_of  # plotly: only on pages that draw
+
     windows = heatmap_windows(trace.n_tokens)
     if len(windows) == 1:
         return None
