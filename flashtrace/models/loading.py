@@ -73,18 +73,26 @@ def default_tokenizer():
 
 
 def load_model(
-    name: str = DEFAULT_ALIAS,
+    name: str | torch.nn.Module = DEFAULT_ALIAS,
     device: str | None = None,
     dtype: str | torch.dtype | None = None,
     trust_remote_code: bool = False,
     device_map: str | None = None,
     seed: int = 0,
     allow_pickle: bool = False,
+    tokenizer: object | None = None,
 ) -> LoadedModel:
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
     folder, or a Hugging Face id. The family is checked before any weights are read. Remote code and
-    pickle-based weight files are refused unless `trust_remote_code` / `allow_pickle` is set."""
+    pickle-based weight files are refused unless `trust_remote_code` / `allow_pickle` is set.
+
+    `name` may also be a model you already loaded (a transformers causal LM), passed with its
+    `tokenizer`: see `wrap_model`; the other arguments are then ignored."""
+    if isinstance(name, LoadedModel):
+        return name
+    if isinstance(name, torch.nn.Module):
+        return wrap_model(name, tokenizer)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -123,6 +131,22 @@ def load_model(
     return loaded if device_map else _place(loaded, device)
 
 
+def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = None) -> LoadedModel:
+    """An already-loaded transformers causal LM and its tokenizer, ready to trace.
+
+    The weights are used where they are (never copied or moved); the family is checked (an unsupported
+    one raises `UnsupportedModelError`). Recording later switches the model's attention function to
+    FlashTrace's, which computes the same outputs through SDPA; the model is put in eval mode."""
+    if getattr(model, "config", None) is None:
+        raise ModelLoadError(f"a {type(model).__name__} is not a transformers model (it has no .config); "
+                             "pass an AutoModelForCausalLM, or a model name or folder")
+    if tokenizer is None or not callable(getattr(tokenizer, "encode", None)):
+        raise ModelLoadError("pass the model's tokenizer too: load_model(model, tokenizer=tokenizer)")
+    spec = spec_for(model)
+    label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+    return LoadedModel(model.eval(), tokenizer, spec, str(label))
+
+
 def _hub_reachable(model_id: str) -> bool:
     """True when `model_id` is in the local hub cache or the hub answers quickly (no 20 s of retries)."""
     import os
@@ -159,4 +183,4 @@ def _place(loaded: LoadedModel, device: str | None) -> LoadedModel:
     return loaded
 
 
-__all__ = ["LoadedModel", "ModelLoadError", "load_model", "MODEL_ALIASES", "converted_dir"]
+__all__ = ["LoadedModel", "ModelLoadError", "load_model", "wrap_model", "MODEL_ALIASES", "converted_dir"]

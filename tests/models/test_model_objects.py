@@ -1,0 +1,54 @@
+"""`load_model(model, tokenizer=...)`: a model the user already loaded is traced as it is."""
+
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+import flashtrace
+from flashtrace.models import ModelLoadError, UnsupportedModelError, load_model
+from flashtrace.models.loading import default_tokenizer
+from flashtrace.models.tiny import TINY_ALIASES, build_tiny_model
+
+PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. Answer: 7"
+
+
+def _user_model():
+    tokenizer = default_tokenizer()
+    return build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0), tokenizer
+
+
+def test_an_already_loaded_model_is_used_without_copying_its_weights():
+    model, tokenizer = _user_model()
+    pointers = [p.data_ptr() for p in model.parameters()]
+    loaded = load_model(model, tokenizer=tokenizer)
+    assert loaded.model is model and loaded.tokenizer is tokenizer
+    assert loaded.spec.name == "llama"
+    tr = flashtrace.trace(loaded, PROMPT, RESPONSE, hops=1)
+    assert [p.data_ptr() for p in model.parameters()] == pointers
+    reference = flashtrace.trace(load_model("tiny-llama"), PROMPT, RESPONSE, hops=1)
+    assert torch.allclose(torch.tensor(tr.scores.final), torch.tensor(reference.scores.final), atol=1e-6)
+    assert load_model(loaded) is loaded
+
+
+def test_a_model_object_needs_its_tokenizer():
+    model, _ = _user_model()
+    with pytest.raises(ModelLoadError, match="tokenizer"):
+        load_model(model)
+
+
+def test_a_plain_torch_module_is_refused_with_a_message():
+    with pytest.raises(ModelLoadError, match="not a transformers model"):
+        load_model(torch.nn.Linear(2, 2), tokenizer=default_tokenizer())
+
+
+def test_an_unsupported_family_is_refused_before_tracing():
+    from transformers import BloomConfig, BloomForCausalLM
+
+    model = BloomForCausalLM(BloomConfig(vocab_size=64, hidden_size=16, n_layer=1, n_head=2))
+    with pytest.raises(UnsupportedModelError, match="bloom"):
+        load_model(model, tokenizer=default_tokenizer())
+
+
+def test_a_supported_gpt2_object_is_accepted():
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=49152, n_embd=32, n_layer=1, n_head=2, n_positions=256))
+    assert load_model(model, tokenizer=default_tokenizer()).spec.name == "gpt2"
