@@ -1,47 +1,85 @@
-"""Compare: hop depths side by side (agreement, convergence) and methods side by side (time and live
-deletion-curve faithfulness)."""
+"""Compare: hop depths (what each hop adds, agreement, attribution reaching the prompt) and methods side
+by side (time and live deletion-curve faithfulness)."""
 
 import streamlit as st
 
 from flashtrace import app_state, ui
-from flashtrace.compare import compare_depths
+from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
 from flashtrace.evaluate.methods import DEFAULT_METHODS
 from flashtrace.viz import mass_per_hop, visible_label
-from flashtrace.viz.compare import deletion_curves, depth_agreement, depth_strips, method_strips, method_table
+from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
+                                    method_strips, method_table, reach_bars)
+
+CHART = {"displaylogo": False}
+
+
+def hop_depths(trace) -> None:
+    """The hop-depth tab: what each hop adds on tokens and sentences, in words and on one colour scale."""
+    if trace.settings.hops == 0:
+        st.info("This trace has no hops beyond 0; run it with more hops to compare depths.")
+        return
+    additions = hop_additions(trace)
+    with st.container(border=True):
+        st.text(reach_sentence(additions))
+        st.text(top_segment_sentence(additions))
+    c1, c2, c3, c4 = st.columns([5, 3, 3, 3])
+    view = c1.segmented_control("Show", ["added by each hop", "total after hop K"], default="added by each hop",
+                                key="depth_view",
+                                help="added by each hop: hop K's own contribution ρ(K-1)·a(K) on the prompt (they sum "
+                                     "to the final attribution); total after hop K: the attribution after hops 0..K"
+                                ) or "added by each hop"
+    unit = c2.segmented_control("On", ["sentences", "tokens"], default="sentences", key="depth_unit") or "sentences"
+    per_row = c3.toggle("Per-hop scale", value=False, key="depth_per_row",
+                        help="Off: one colour scale for every hop, so colours compare across hops. On: each hop's "
+                             "row (or column) is scaled to its own maximum.")
+    limit = c4.slider("How many", 5, 40, 12 if unit != "tokens" else 30, key=f"depth_limit_{unit}")
+    mode = "cumulative" if view == "total after hop K" else "added"
+    if unit == "tokens":
+        fig = hop_token_strips(additions, [t.text for t in trace.tokens], mode, shared=not per_row, limit=limit)
+    else:
+        fig = hop_segment_strips(additions, mode, shared=not per_row, limit=limit)
+    st.plotly_chart(fig, key="hop_strips", config=CHART)
+    k = st.slider("k for the top-k overlap", 3, 30, 10, key="depth_k")
+    comparison = compare_depths(trace, k=k)
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(depth_agreement(comparison), key="depth_agreement", config=CHART)
+        conv = comparison.convergence_depth
+        st.caption(f"Top-{k} prompt tokens: stable (overlap ≥ 90 % with every deeper depth) from K={conv}."
+                   if conv is not None else f"Top-{k} prompt tokens: still changing at the deepest hop computed.")
+    with right:
+        st.plotly_chart(reach_bars(additions), key="reach_bars", config=CHART)
+        st.caption("Each bar: the share of the target's attribution on the prompt after hops 0..K, split by the hop "
+                   "that moved it there. ρ (the hop mass, in the table) is the share still on generated text.")
+    st.dataframe([{"depth": f"K={d}", "ρ (left on generated text)": comparison.rho[d],
+                   f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20) for i in comparison.top[d])}
+                  for d in comparison.depths], hide_index=True)
+    st.plotly_chart(mass_per_hop(trace), key="mass", config=CHART)
+
+
+def methods(ref, trace) -> None:
+    """The methods tab: run methods live on this trace and compare time and faithfulness."""
+    st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and target, "
+               "then deletes prompt tokens in 20 steps (one shared deletion set) to measure faithfulness. "
+               "IG and perturbation run the model many times: slow on long traces.")
+    chosen = st.multiselect("Methods", list(DEFAULT_METHODS), ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
+                            key="methods")
+    if st.button("Run the comparison", type="primary", disabled=not chosen, key="run_methods"):
+        st.session_state["methods_for"] = (str(ref), tuple(chosen))
+    if st.session_state.get("methods_for") == (str(ref), tuple(chosen)):
+        with ui.shown_errors("Comparison failed: "), st.spinner("Running methods and deletion curves…"):
+            record = app_state.method_comparison(ref, chosen)
+            st.dataframe(method_table(record), hide_index=True)
+            st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
+            st.plotly_chart(method_strips(record), key="method_strips", config=CHART)
+
 
 picked = ui.trace_page("Compare")
 if picked:
     ref, trace = picked
     depths_tab, methods_tab = st.tabs(["Hop depths", "Methods"])
     with depths_tab, ui.shown_errors():
-        if trace.settings.hops == 0:
-            st.info("This trace has no hops beyond 0; run it with more hops to compare depths.")
-        else:
-            k = st.slider("k for the top-k overlap", 3, 30, 10, key="depth_k")
-            comparison = compare_depths(trace, k=k)
-            texts = [t.text for t in trace.tokens]
-            st.plotly_chart(depth_strips(comparison, texts), key="depth_strips", config={"displaylogo": False})
-            st.plotly_chart(depth_agreement(comparison), key="depth_agreement", config={"displaylogo": False})
-            conv = comparison.convergence_depth
-            st.markdown(f"The top-{k} prompt tokens stop changing from **K={conv}**." if conv is not None else
-                        f"The top-{k} prompt tokens are still changing at the deepest hop computed.")
-            st.dataframe([{"depth": f"K={d}", "ρ (left on generated text)": comparison.rho[d],
-                           f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20)
-                                                                for i in comparison.top[d])}
-                          for d in comparison.depths], hide_index=True)
-            st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
+        hop_depths(trace)
     with methods_tab:
-        st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and target, "
-                   "then deletes prompt tokens in 20 steps (one shared deletion set) to measure faithfulness. "
-                   "IG and perturbation run the model many times: slow on long traces.")
-        chosen = st.multiselect("Methods", list(DEFAULT_METHODS), ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
-                                key="methods")
-        if st.button("Run the comparison", type="primary", disabled=not chosen, key="run_methods"):
-            st.session_state["methods_for"] = (str(ref), tuple(chosen))
-        if st.session_state.get("methods_for") == (str(ref), tuple(chosen)):
-            with ui.shown_errors("Comparison failed: "), st.spinner("Running methods and deletion curves…"):
-                record = app_state.method_comparison(ref, chosen)
-                st.dataframe(method_table(record), hide_index=True)
-                st.plotly_chart(deletion_curves(record), key="deletion", config={"displaylogo": False})
-                st.plotly_chart(method_strips(record), key="method_strips", config={"displaylogo": False})
+        methods(ref, trace)
     ui.nav_links(ref, "compare")

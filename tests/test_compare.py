@@ -1,5 +1,6 @@
 """Hop depth comparison: per-depth prompt scores, mass split, rank agreement, convergence."""
 
+import json
 import math
 
 import numpy as np
@@ -8,8 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.compare import CONVERGED_OVERLAP, compare_depths, hop_depth_comparison, spearman, top_k_overlap
+from flashtrace.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
+                                hop_depth_comparison, reach_sentence, spearman, top_k_overlap, top_segment_sentence)
 from flashtrace.tracing import attribute, prepare
+from flashtrace.viz import visible_label
+from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"
@@ -89,7 +93,9 @@ def test_hops_that_stop_early(tiny_llama):
     prepared = prepare(tiny_llama, "What is the capital of France?", "Paris")  # no reasoning at all
     comp = hop_depth_comparison(prepared, max_hops=3, recursive="reasoning")
     assert comp.hops_run == 0 and comp.mass[1:] == [None, None, None]
-    assert comp.reached == [pytest.approx(1.0)] * 4
+    tr = attribute(prepared, hops=0, recursive="reasoning")
+    on_input = sum(v for v, t in zip(tr.hops[0].raw, tr.tokens) if t.role in ("template", "prompt")) / sum(tr.hops[0].raw)
+    assert comp.reached == [pytest.approx(on_input)] * 4 and on_input < 1  # what stays on the answer never arrives
     assert comp.prompt_scores[3] == comp.prompt_scores[0] and comp.overlap == [1.0, 1.0, 1.0]
     assert comp.convergence_depth == 0
 
@@ -100,3 +106,94 @@ def test_mass_split_reference(prepared):
     raw = np.asarray(tr.hops[1].raw)
     reasoning = [i for i, t in enumerate(tr.tokens) if t.role == "reasoning"]
     assert comp.mass[1]["reasoning"] == pytest.approx(raw[reasoning].sum() / raw.sum())
+
+
+# --- what each hop adds ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def three_hops(prepared):
+    return attribute(prepared, hops=3)
+
+
+def test_hop_additions_are_the_stored_contributions(prepared, three_hops):
+    tr = three_hops
+    add = hop_additions(tr)
+    assert add.hops == [0, 1, 2, 3]
+    for k, hop in enumerate(tr.hops):
+        assert add.added[k] == hop.contribution
+    assert np.sum(add.added, axis=0) == pytest.approx(tr.scores.final, rel=1e-6)  # the hops sum to the final (float32)
+    for depth in add.hops:  # depth K = the trace with K hops
+        assert add.cumulative(depth) == pytest.approx(attribute(prepared, hops=depth).scores.final, abs=1e-6)
+    prompt = tr.positions("prompt")
+    assert add.unit == pytest.approx(sum(tr.scores.final[i] for i in prompt))
+    segs = [s for s in tr.segments if s.role == "prompt"]
+    assert [s.id for s in add.segments] == [s.id for s in segs] and len(segs) >= 3
+    for k in add.hops:
+        assert add.segment_added[k] == pytest.approx([sum(tr.hops[k].contribution[s.start:s.end]) for s in segs])
+    assert np.sum(add.segment_added) == pytest.approx(add.unit)  # the segments tile the prompt
+    cum = np.cumsum(add.segment_added, axis=0)
+    assert add.top_segment == [int(np.argmax(row)) for row in cum]
+
+
+def test_reached_the_input(prepared, three_hops):
+    add = hop_additions(three_hops)
+    rho = [h.rho for h in three_hops.hops]
+    assert add.rho == rho
+    assert add.reached == pytest.approx([1 - r for r in rho])  # default recursive span: reached = 1 - ρ_K
+    assert add.reached == pytest.approx(np.cumsum(add.input_share).tolist())
+    assert compare_depths(three_hops).reached == pytest.approx(add.reached)
+    text = reach_sentence(add)
+    assert text.startswith(f"After 3 hops, {100 * add.reached[3]:.0f} % of the answer's attribution has reached "
+                           f"the prompt (hop 0: {100 * add.reached[0]:.0f} %)")
+    only_reasoning = hop_additions(attribute(prepared, hops=2, recursive="reasoning"))
+    assert only_reasoning.reached[-1] < 1 - only_reasoning.rho[-1]  # answer mass is not re-attributed: lost
+    assert "the rest is still" not in reach_sentence(only_reasoning)
+
+
+def test_top_segment_sentence():
+    segs = [SegmentInfo("P0", "Question: what is VAR A?", 0, 5), SegmentInfo("P1", "VAR RPBER = 16819.", 5, 9)]
+    add = HopAdditions(hops=[0, 1, 2], prompt_positions=list(range(9)), added=[[0.0] * 9] * 3, unit=1.0,
+                       segments=segs, segment_added=[[0.3, 0.1], [0.0, 0.3], [0.1, 0.1]], input_share=[0.3, 0.3, 0.2],
+                       reached=[0.3, 0.6, 0.8], rho=[0.7, 0.4, 0.2], top_segment=[0, 1, 1])
+    assert top_segment_sentence(add) == ("Hop 1 changed the top sentence from 'Question: what is VAR A?' to "
+                                         "'VAR RPBER = 16819.'.")
+    add.top_segment = [0, 0, 0]
+    assert top_segment_sentence(add) == "The top sentence is 'Question: what is VAR A?' at every depth (hops 0..2)."
+
+
+def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
+    add = hop_additions(three_hops)
+    texts = [t.text for t in three_hops.tokens]
+    fig = hop_token_strips(add, texts, "added", shared=True, limit=8).to_plotly_json()
+    cols = fig["layout"]["meta"]["positions"]
+    assert len(cols) == 8 and cols == sorted(cols) and set(cols) <= set(add.prompt_positions)
+    z = np.asarray(fig["data"][0]["z"])
+    assert z.shape == (4, 8)
+    assert z == pytest.approx(np.asarray(add.added)[:, cols] / add.unit)  # shares of the final prompt attribution
+    assert fig["data"][0]["zmax"] == pytest.approx(z.max())  # one scale: the largest cell of every hop
+    assert fig["layout"]["xaxis"]["ticktext"] == [visible_label(texts[i], 14) for i in cols]
+    assert list(fig["data"][0]["y"]) == ["hop 0 (direct)", "hop 1 adds", "hop 2 adds", "hop 3 adds"]
+    own = np.asarray(hop_token_strips(add, texts, "added", shared=False, limit=8).to_plotly_json()["data"][0]["z"])
+    assert own.max(axis=1) == pytest.approx([1.0] * 4)  # per-hop normalisation: every row reaches its maximum
+    cum = hop_token_strips(add, texts, "cumulative", limit=200).to_plotly_json()
+    last = np.asarray(cum["data"][0]["z"])[-1]
+    positions = cum["layout"]["meta"]["positions"]
+    assert last == pytest.approx([three_hops.scores.prompt[i] for i in positions])  # after all hops: Explore's scores
+
+    seg = hop_segment_strips(add, "added", shared=True, limit=50).to_plotly_json()
+    names = list(seg["data"][0]["y"])
+    assert [n.split(" · ")[0] for n in names] == [s.id for s in add.segments]
+    assert all(s.text.split()[0] in n for n, s in zip(names, add.segments))  # rows labelled with their text
+    zs = np.asarray(seg["data"][0]["z"])
+    assert zs == pytest.approx(np.asarray(add.segment_added).T / add.unit)
+    assert seg["data"][0]["zmax"] == pytest.approx(zs.max())
+    own = np.asarray(hop_segment_strips(add, "added", shared=False).to_plotly_json()["data"][0]["z"])
+    assert own.max(axis=0) == pytest.approx([1.0] * 4)
+
+
+def test_depth_agreement_names_rank_correlation_not_rho(three_hops):
+    fig = depth_agreement(compare_depths(three_hops)).to_plotly_json()
+    names = [t["name"] for t in fig["data"]]
+    assert names[0] == "rank correlation (Spearman)" and "ρ" not in json.dumps(fig, ensure_ascii=False)
+    bars = reach_bars(hop_additions(three_hops)).to_plotly_json()
+    assert [sum(t["y"][d] for t in bars["data"]) for d in range(4)] == pytest.approx(hop_additions(three_hops).reached)

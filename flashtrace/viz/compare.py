@@ -1,14 +1,15 @@
-"""Comparison figures: prompt attribution side by side (hop depths or methods) as aligned strips, the
-agreement between consecutive hop depths, and deletion curves with their faithfulness numbers."""
+"""Comparison figures: what each hop adds (tokens and prompt sentences, one shared colour scale or one
+per row), the agreement between consecutive hop depths, how much attribution has reached the prompt,
+methods side by side as aligned strips, and deletion curves with their faithfulness numbers."""
 
 from __future__ import annotations
 
 import html
 
+import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from ..compare import HopDepthComparison
+from ..compare import HopAdditions, HopDepthComparison
 from .colors import PROMPT, PROMPT_SCALE, REASONING
 from .tokens import visible_label
 
@@ -38,33 +39,138 @@ def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) ->
     return fig
 
 
-def depth_strips(comparison: HopDepthComparison, token_texts: list[str]) -> go.Figure:
-    """`score_strips` of the normalised prompt attribution after hops 0..K."""
-    positions = comparison.prompt_positions
-    rows = {f"K={d}": [comparison.prompt_scores[d][i] for i in positions] for d in comparison.depths}
-    return score_strips(rows, [token_texts[i] for i in positions], "Prompt attribution by hop depth")
+HOP_BLUES = ["#1e3a8a", "#2563eb", "#60a5fa", "#93c5fd", "#0ea5e9", "#0369a1", "#7dd3fc", "#1d4ed8", "#38bdf8"]
+
+
+def _hop_rows(additions: HopAdditions, view: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Row labels and values ``[rows, N]`` (raw units) and ``[rows, S]`` (per prompt segment) of a view:
+    ``added`` (hop K's contribution) or ``cumulative`` (after hops 0..K)."""
+    added = np.asarray(additions.added)  # [hops, N]
+    seg = np.asarray(additions.segment_added).reshape(len(added), len(additions.segments))  # [hops, S]
+    if view == "added":
+        labels = ["hop 0 (direct)"] + [f"hop {k} adds" for k in additions.hops[1:]]
+        return labels, added, seg
+    if view == "cumulative":
+        return [f"after hops 0..{k}" if k else "after hop 0" for k in additions.hops], np.cumsum(added, axis=0), \
+            np.cumsum(seg, axis=0)
+    raise ValueError(f"view must be 'added' or 'cumulative', got {view!r}")
+
+
+def _scaled(values: np.ndarray, unit: float, shared: bool, axis: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(shares, z, zmax)``: values as shares of `unit`; with `shared` one scale for all (z = shares, zmax
+    their maximum), else each row (axis=1) or column (axis=0) scaled to its own maximum (zmax 1)."""
+    shares = values / unit if unit > 0 else np.zeros_like(values)
+    if shared:
+        return shares, shares, float(shares.max(initial=0.0)) or 1.0
+    top = shares.max(axis=axis, keepdims=True, initial=0.0)
+    return shares, np.divide(shares, top, out=np.zeros_like(shares), where=top > 0), 1.0
+
+
+def strongest_positions(additions: HopAdditions, view: str = "added", limit: int = 30) -> list[int]:
+    """The `limit` prompt positions with the largest value in any row of `view`, in text order."""
+    _labels, values, _seg = _hop_rows(additions, view)
+    positions = additions.prompt_positions
+    best = values[:, positions].max(axis=0) if positions else np.zeros(0)  # [P]
+    ranked = sorted(range(len(positions)), key=lambda j: (-best[j], j))[:limit]
+    return sorted(positions[j] for j in ranked)
+
+
+def hop_token_strips(additions: HopAdditions, token_texts: list[str], view: str = "added", shared: bool = True,
+                     limit: int = 30) -> go.Figure:
+    """One row per hop (what it adds) or per depth (the attribution after hops 0..K) over the prompt
+    tokens that matter most at any depth, in text order, each column labelled with its token. Values
+    are shares of the final prompt attribution; `shared` puts every row on one colour scale (else each
+    row is scaled to its own maximum)."""
+    labels, values, _seg = _hop_rows(additions, view)
+    cols = strongest_positions(additions, view, limit)
+    shares, z, zmax = _scaled(values[:, cols], additions.unit, shared, axis=1)
+    ticks = [html.escape(visible_label(token_texts[i], 14)) for i in cols]
+    fig = go.Figure(go.Heatmap(
+        z=z.tolist(), y=labels, x=list(range(len(cols))), customdata=shares.tolist(), zmin=0, zmax=zmax,
+        colorscale=PROMPT_SCALE, xgap=1, ygap=2,
+        text=[[f"{t} (token {i})" for t, i in zip(ticks, cols)] for _ in labels],
+        hovertemplate="%{y} · %{text}<br>%{customdata:.1%} of the final prompt attribution<extra></extra>",
+        colorbar={"title": {"text": "share of final" if shared else "of the row's max", "side": "right"},
+                  "thickness": 12, "tickformat": ".0%" if shared else None}))
+    what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
+    fig.update_layout(
+        title={"text": f"{what}: the {len(cols)} strongest prompt tokens "
+                       f"({'one shared scale' if shared else 'each row scaled to its maximum'})", "font": {"size": 14}},
+        height=150 + 30 * len(labels), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis={"tickvals": list(range(len(cols))), "ticktext": ticks, "tickangle": -50, "tickfont": {"size": 11}},
+        yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
+        meta={"view": "hop_token_strips", "mode": view, "shared": shared, "zmax": zmax, "positions": cols})
+    return fig
+
+
+def hop_segment_strips(additions: HopAdditions, view: str = "added", shared: bool = True, limit: int = 12,
+                       label_chars: int = 48) -> go.Figure:
+    """The same per prompt segment: one row per sentence/line (labelled with its text), one column per
+    hop or depth; the `limit` segments with the largest value anywhere, in text order. `shared`: one
+    scale for all cells, else each column scaled to its own maximum."""
+    if not additions.segments:
+        raise ValueError("this trace has no segments (it was made by an older version); re-run it to get them")
+    labels, _values, seg = _hop_rows(additions, view)
+    best = seg.max(axis=0)  # [S]
+    rows = sorted(sorted(range(len(additions.segments)), key=lambda j: (-best[j], j))[:limit])
+    shares, z, zmax = _scaled(seg[:, rows].T, additions.unit, shared, axis=0)  # [rows, hops]
+    segs = [additions.segments[j] for j in rows]
+    names = [f"{s.id} · {html.escape(visible_label(' '.join(s.text.split()), label_chars))}" for s in segs]
+    fig = go.Figure(go.Heatmap(
+        z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
+        xgap=2, ygap=2, text=[[f"{v:.0%}" for v in row] for row in shares], texttemplate="%{text}",
+        hovertemplate="%{y}<br>%{x}: %{customdata:.1%} of the final prompt attribution<extra></extra>",
+        colorbar={"title": {"text": "share of final" if shared else "of the column's max", "side": "right"},
+                  "thickness": 12, "tickformat": ".0%" if shared else None}))
+    what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
+    fig.update_layout(
+        title={"text": f"{what}, per prompt sentence (top {len(rows)} of {len(additions.segments)})",
+               "font": {"size": 14}},
+        height=130 + 26 * len(rows), margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        xaxis={"side": "top", "type": "category"}, yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
+        meta={"view": "hop_segment_strips", "mode": view, "shared": shared, "zmax": zmax,
+              "segments": [s.id for s in segs]})
+    return fig
 
 
 def depth_agreement(comparison: HopDepthComparison) -> go.Figure:
-    """Left: rank correlation and top-k overlap between consecutive depths. Right: the share of the
-    target's attribution that has reached the input after hops 0..K. The convergence depth is marked."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Agreement of consecutive depths",
-                                                        "Attribution reaching the input"))
-    pairs = [f"{d}→{d + 1}" for d in comparison.depths[:-1]]
-    fig.add_trace(go.Scatter(x=pairs, y=comparison.spearman, mode="lines+markers", name="Spearman ρ",
-                             line={"color": PROMPT}), row=1, col=1)
+    """Rank correlation (Spearman) and top-k overlap between consecutive depths; the convergence depth
+    (from which on the top-k overlap stays at or above 0.9) is marked on this chart."""
+    pairs = [f"K={d}→{d + 1}" for d in comparison.depths[:-1]]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=pairs, y=comparison.spearman, mode="lines+markers", name="rank correlation (Spearman)",
+                             line={"color": PROMPT}))
     fig.add_trace(go.Scatter(x=pairs, y=comparison.overlap, mode="lines+markers", name=f"top-{comparison.k} overlap",
-                             line={"color": REASONING}), row=1, col=1)
-    fig.add_trace(go.Bar(x=[f"K={d}" for d in comparison.depths], y=comparison.reached, name="reached the input",
-                         marker_color=PROMPT, hovertemplate="%{x}: %{y:.1%}<extra></extra>"), row=1, col=2)
-    if comparison.convergence_depth is not None:
-        fig.add_annotation(x=f"K={comparison.convergence_depth}", y=1.0, xref="x2", yref="y2", showarrow=True,
-                           text=f"converged at K={comparison.convergence_depth}", ay=-30)
-    fig.update_yaxes(range=[-1.05 if any(v is not None and v < 0 for v in comparison.spearman) else 0, 1.05], row=1,
-                     col=1)
-    fig.update_yaxes(range=[0, 1.1], tickformat=".0%", row=1, col=2)
-    fig.update_layout(height=330, margin={"l": 40, "r": 10, "t": 50, "b": 30}, legend={"orientation": "h", "y": -0.2},
-                      meta={"view": "depth_agreement", "convergence_depth": comparison.convergence_depth})
+                             line={"color": REASONING}))
+    conv = comparison.convergence_depth
+    if conv is not None and pairs:
+        fig.add_vline(x=conv, line_dash="dot", line_color="#6b7280")
+        fig.add_annotation(x=pairs[conv], y=1.02, yref="y", showarrow=False, yanchor="bottom",
+                           text=f"top-{comparison.k} stable from K={conv}", font={"size": 11})
+    low = -1.05 if any(v is not None and v < 0 for v in comparison.spearman) else 0
+    fig.update_layout(title={"text": "Agreement of consecutive depths", "font": {"size": 14}}, height=330,
+                      yaxis={"range": [low, 1.15]}, margin={"l": 40, "r": 10, "t": 40, "b": 30},
+                      legend={"orientation": "h", "y": -0.2},
+                      meta={"view": "depth_agreement", "convergence_depth": conv})
+    return fig
+
+
+def reach_bars(additions: HopAdditions) -> go.Figure:
+    """Per depth K, the share of the target's attribution that has reached the prompt, stacked by the hop
+    that moved it there."""
+    depths = [f"K={d}" for d in additions.hops]
+    fig = go.Figure()
+    for k in additions.hops:
+        fig.add_trace(go.Bar(
+            x=depths, y=[additions.input_share[k] if d >= k else 0.0 for d in additions.hops], name=f"hop {k}",
+            marker_color=HOP_BLUES[min(k, len(HOP_BLUES) - 1)], hovertemplate=f"hop {k}: %{{y:.1%}}<extra></extra>"))
+    for d, total in zip(depths, additions.reached):
+        fig.add_annotation(x=d, y=total, text=f"{total:.0%}", showarrow=False, yanchor="bottom")
+    fig.update_layout(barmode="stack", title={"text": f"The {additions.target_label}'s attribution reaching the prompt",
+                                              "font": {"size": 14}}, height=330,
+                      yaxis={"range": [0, 1.12], "tickformat": ".0%"}, margin={"l": 40, "r": 10, "t": 40, "b": 30},
+                      legend={"orientation": "h", "y": -0.2, "title": {"text": "moved by"}, "traceorder": "normal"},
+                      meta={"view": "reach_bars"})
     return fig
 
 

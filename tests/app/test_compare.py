@@ -1,7 +1,12 @@
+import html
+import json
+
+import numpy as np
 import pytest
 
 import flashtrace
-from flashtrace.compare import compare_depths
+from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
+from flashtrace.viz import visible_label
 from flashtrace.gallery import load_gallery_trace
 from flashtrace.library import Library
 
@@ -10,19 +15,39 @@ from .conftest import charts, no_problems
 COMPARE = "pages/4_Compare.py"
 
 
-def test_hop_depths_side_by_side(open_page):
+def test_hop_depths_show_what_each_hop_adds(open_page):
     trace = load_gallery_trace("arithmetic")
+    add = hop_additions(trace)
     at = open_page(COMPARE, trace="gallery:arithmetic")
     no_problems(at)
+    assert [t.value for t in at.text][:2] == [reach_sentence(add), top_segment_sentence(add)]
     found = charts(at)
-    comparison = compare_depths(trace, k=10)
-    strips = found["score_strips"]["data"][0]
-    assert strips["y"] == [f"K={d}" for d in comparison.depths]
-    assert strips["customdata"][1] == pytest.approx([comparison.prompt_scores[1][i]
-                                                     for i in comparison.prompt_positions])
+    seg = found["hop_segment_strips"]
+    assert seg["layout"]["meta"]["shared"] is True
+    z = np.asarray(seg["data"][0]["z"])
+    rows = [next(j for j, s in enumerate(add.segments) if s.id == sid) for sid in seg["layout"]["meta"]["segments"]]
+    assert z == pytest.approx(np.asarray(add.segment_added)[:, rows].T / add.unit)  # hop K's own contribution
+    assert seg["data"][0]["zmax"] == pytest.approx(z.max())  # one colour scale across hops
+    for name, j in zip(seg["data"][0]["y"], rows):  # every row is labelled with its sentence
+        assert name.startswith(add.segments[j].id + " · ") and add.segments[j].text.split()[0] in name
     agreement = found["depth_agreement"]
-    assert agreement["data"][0]["y"] == pytest.approx([v for v in comparison.spearman])
+    comparison = compare_depths(trace, k=10)
+    assert agreement["data"][0]["name"] == "rank correlation (Spearman)"
+    assert agreement["data"][0]["y"] == pytest.approx(comparison.spearman)
     assert agreement["data"][1]["y"] == pytest.approx(comparison.overlap)
+    assert [a["text"] for a in agreement["layout"]["annotations"]] == [f"top-10 stable from K={comparison.convergence_depth}"]
+    assert "ρ" not in json.dumps(agreement, ensure_ascii=False)  # ρ is the hop mass only
+    bars = found["reach_bars"]["data"]
+    assert [sum(b["y"][d] for b in bars) for d in add.hops] == pytest.approx(add.reached)
+
+    at.get("button_group")[1].set_value("tokens").run()  # tokens, one row per hop, labelled
+    at.toggle(key="depth_per_row").set_value(True).run()
+    no_problems(at)
+    tok = charts(at)["hop_token_strips"]
+    cols = tok["layout"]["meta"]["positions"]
+    assert tok["layout"]["meta"]["shared"] is False and len(cols) == 30
+    assert tok["layout"]["xaxis"]["ticktext"] == [html.escape(visible_label(trace.tokens[i].text, 14)) for i in cols]
+    assert np.asarray(tok["data"][0]["z"]).max(axis=1) == pytest.approx([1.0] * 4)  # each hop on its own scale
     at.slider(key="depth_k").set_value(3).run()
     assert charts(at)["depth_agreement"]["data"][1]["y"] == pytest.approx(compare_depths(trace, k=3).overlap)
 
