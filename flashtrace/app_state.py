@@ -206,11 +206,40 @@ def method_comparison(ref: TraceRef | str, methods: list[str], k: int = 20) -> d
 
 
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
-                 chat_template: bool = True):
-    """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`; raises the
-    estimator's error when the run would not fit in memory."""
+                 chat_template: bool = True, target_chars: CharRange | None = None):
+    """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be
+    checked before the forward pass is, with a one-line ValueError/ResourceError: the sequence fits the
+    model's context, the target is a non-empty span of the response, the run fits in memory."""
+    from .models.generation import context_length
+    from .tracing import resolve_target
+
+    if target_chars is not None and target_chars[0] >= target_chars[1]:
+        raise ValueError("the character range is empty: select at least one character of the response")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
-    roles = {"answer": ("answer",), "reasoning": ("reasoning",)}.get(target, ("reasoning", "answer"))
-    estimate = cost_estimate(loaded, len(sequence), hops, n_target=len(sequence.positions(*roles)),
+    context = context_length(loaded)
+    if context and len(sequence) > context:
+        raise ValueError(f"the prompt and response are {len(sequence):,} tokens but {loaded.name} reads at most "
+                         f"{context:,}; shorten them")
+    lo, hi = resolve_target(sequence, "answer" if target == "character range" else target, target_chars)
+    estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
                              n_recursive=len(sequence.positions("reasoning", "answer")))
     return len(sequence), estimate
+
+
+def time_range(seconds: float) -> str:
+    """An estimate shown as the range it is good for (half to twice the prediction)."""
+    lo, hi = seconds / 2, seconds * 2
+    if hi < 1:
+        return "under 1 s"
+    if hi < 120:
+        fmt = "{:.1f}" if hi < 10 else "{:.0f}"
+        return f"{fmt.format(lo)}–{fmt.format(hi)} s"
+    return f"{lo / 60:.1f}–{hi / 60:.1f} min"
+
+
+def describe_estimate(n_tokens: int, estimate) -> str:
+    """One line for the page: the time as a range, the peak memory and the size."""
+    if estimate is None:
+        return f"{n_tokens:,} tokens (no cost estimate in this version)"
+    return (f"{time_range(estimate.seconds)} for {n_tokens:,} tokens, peak memory about "
+            f"{estimate.peak_bytes / 2**30:.1f} GiB")

@@ -17,7 +17,7 @@ from .estimate import check_fits, estimate
 from .attribution.steps import step_attributions
 from .inputs import Sequence, build_sequence, detect_spans, is_stop_token
 from .models import LoadedModel, Recording, load_model, record_forward
-from .models.generation import generate_response, prompt_for_generation
+from .models.generation import generate as generate_text
 from .segments import segment_sequence
 from .trace import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
                     normalised)
@@ -49,11 +49,9 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     loaded = _loaded(model)
     timings: dict[str, float] = {}
     if generate:
-        prompt = prompt_for_generation(loaded.tokenizer, prompt, reasoning_instruction)
-        start = time.perf_counter()
-        prompt_ids = build_sequence(loaded.tokenizer, prompt, "", chat_template).ids
-        response = generate_response(loaded, prompt_ids, max_new_tokens=max_new_tokens)
-        timings["generate_s"] = time.perf_counter() - start
+        generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
+                                  reasoning_instruction=reasoning_instruction)
+        prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)

@@ -59,3 +59,12 @@ def figure(spec: dict) -> go.Figure:
 def no_problems(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def literal(markdown: str) -> str:
+    """What `ui.plain`-escaped Markdown shows: backslash escapes and word joiners removed."""
+    import re
+
+    from flashtrace.ui import WORD_JOINER
+
+    return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "").replace("  \n", "\n")
