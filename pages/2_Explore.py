@@ -1,10 +1,15 @@
-"""Explore a trace: token heatmap per hop, text view, segments, top-k table and mass per hop."""
+"""Explore a trace: token heatmap per hop, text view, segments, top-k table and mass per hop. Rows (heatmap)
+and sentences (text) without salient tokens start folded, so the reasoning and the answer show without an
+inner scroll box; hop views share one colour scale by default so hops compare by colour."""
 
 import streamlit as st
 
 from flashtrace import ui
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
+from flashtrace.viz.tokens import salient_positions, scale_maxima
+
+SCALES = {"shared": "shared across hops", "own": "this hop only"}
 
 picked = ui.trace_page("Explore", "Explore a trace")
 if picked:
@@ -16,15 +21,36 @@ if picked:
     with c2:
         view = ui.synced(st.segmented_control, "View", "view", ["heatmap", "text", "segments"], "heatmap")
     hop = None if hop_label == "combined" else int(hop_label)
-    with ui.shown_errors():
+    chart, options = st.container(), st.columns([3, 2], vertical_alignment="bottom")
+    with options[0]:
+        scale = ui.synced(st.radio, "Colour scale of hop views", "scale", list(SCALES), "shared",
+                          format_func=SCALES.get, horizontal=True, disabled=hop is None,
+                          help="shared: one scale for hops 0..K, so the same colour is the same share of a hop's "
+                               "mass in every hop; this hop only: the scale tops at this hop's largest value. "
+                               "The combined view always has its own scale. Target tokens are never on it.")
+    with options[1]:
+        every = ui.synced(st.segmented_control, "Tokens", "tokens", ["salient", "all"], "salient",
+                          help="salient: rows and sentences without a salient token are folded "
+                               "(the text view opens them on click); all: every token")
+    values = view_values(trace, hop)
+    positions = trace.positions("prompt") if hop is None else trace.positions("prompt", "reasoning", "answer")
+    top = scale_maxima(trace, hop, shared=scale == "shared")
+    keep = salient_positions(trace, values, positions) if every == "salient" else None
+    note = ("combined view: own scale" if hop is None else
+            f"hop {hop}, scale {'shared by hops 0–' + str(len(trace.hops) - 1) if scale == 'shared' else 'of this hop only'}")
+    with chart, ui.shown_errors():
         if view == "heatmap":
-            shown = trace.positions("prompt") if hop is None else trace.positions("prompt", "reasoning", "answer")
-            window = ui.heatmap_window(trace, view_values(trace, hop), shown)
-            fig = token_heatmap(trace, hop=hop, token_range=window)
-            box = st.container(height=640) if fig.layout.height > 640 else st.container()
-            box.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
+            window = ui.heatmap_window(trace, values, positions)
+            fig = token_heatmap(trace, hop=hop, token_range=window, top=top, keep=keep)
+            if scale == "shared" and hop is not None:
+                fig.update_layout(title_text=fig.layout.title.text + " · scale shared across hops")
+            st.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
+            if fig.layout.meta["folded"]:
+                hidden = sum(b - a for a, b in fig.layout.meta["folded"])
+                st.caption(f"{hidden:,} tokens on rows without a salient token are folded (dotted lines, ⋯); "
+                           "choose Tokens: all to show them. Target tokens are outlined and left out of the scale.")
         elif view == "text":
-            st.html(tokens_html(trace, hop=hop, max_height_px=640))
+            st.html(tokens_html(trace, hop=hop, max_height_px=None, top=top, keep=keep, legend=note))
         else:
             fig = segment_bars(trace, hop=hop)
             box = st.container(height=640) if fig.layout.height > 640 else st.container()

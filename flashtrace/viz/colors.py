@@ -18,6 +18,15 @@ PROMPT_SCALE = [[0.0, "#eef2fb"], [0.04, "#c7d7f8"], [0.2, "#7fa3ef"], [0.5, "#3
 REASONING_SCALE = [[0.0, "#fdf1e8"], [0.04, "#fbd2b4"], [0.2, "#f59e63"], [0.5, "#e8691f"], [1.0, "#7c2d12"]]
 TEMPLATE_SCALE = [[0.0, "#f1f2f4"], [0.2, "#d1d5db"], [1.0, "#6b7280"]]
 ROLE_SCALES = {"prompt": PROMPT_SCALE, "generated": REASONING_SCALE, "template": TEMPLATE_SCALE}
+TARGET_OUTLINE = "#16a34a"  # target tokens (what is explained): outlined, never coloured by the scale
+TARGET_FILL = "#e5e7eb"
+
+# The text view colours token backgrounds with one translucent hue per class, from nearly clear to 85 %
+# opaque: over the light theme's white and the dark theme's near-black alike the text keeps the theme's
+# own colour and stays readable (no light chips on a dark page). Opacity rises fastest near zero, like
+# the heatmap scales.
+CHIP_BASE = {"prompt": "#3f74e4", "generated": "#e8691f", "template": "#9ca3af"}
+CHIP_ALPHA = [[0.0, 0.05], [0.04, 0.22], [0.2, 0.45], [0.5, 0.66], [1.0, 0.85]]
 
 
 def hex_to_rgb(color: str) -> tuple[int, int, int]:
@@ -34,6 +43,26 @@ def scale_color(scale: list[list], t: float) -> str:
             rgb = [round(a + f * (b - a)) for a, b in zip(hex_to_rgb(c0), hex_to_rgb(c1))]
             return "#{:02x}{:02x}{:02x}".format(*rgb)
     return scale[-1][1]
+
+
+def _ramp(stops: list[list[float]], t: float) -> float:
+    t = min(max(float(t), 0.0), 1.0)
+    for (t0, a0), (t1, a1) in zip(stops, stops[1:]):
+        if t <= t1:
+            return a0 if t1 == t0 else a0 + (t - t0) / (t1 - t0) * (a1 - a0)
+    return stops[-1][1]
+
+
+def chip_color(cls: str, t: float) -> str:
+    """Background of a token at position `t` in [0, 1] of its class's scale in the text view, as
+    ``rgba(...)`` (translucent, so it works on light and dark pages)."""
+    r, g, b = hex_to_rgb(CHIP_BASE[cls])
+    return f"rgba({r},{g},{b},{_ramp(CHIP_ALPHA, t):.3f})"
+
+
+def chip_gradient(cls: str) -> str:
+    """A CSS linear gradient through the text view's colours of `cls`, from 0 to the top of the scale."""
+    return "linear-gradient(to right, " + ", ".join(f"{chip_color(cls, t)} {t * 100:.0f}%" for t, _a in CHIP_ALPHA) + ")"
 
 
 def text_color_for(background: str) -> str:

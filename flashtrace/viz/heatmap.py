@@ -1,5 +1,6 @@
 """The token heatmap (Plotly): every token a cell in reading order, coloured by the view's value, with
-hover details; and the top-k table rows for the same view."""
+hover details; target tokens outlined and off the colour scale; rows without salient tokens optionally
+folded away; and the top-k table rows for the same view."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import html
 import plotly.graph_objects as go
 
 from ..trace import Trace
-from .colors import PROMPT_SCALE, REASONING_SCALE, TEMPLATE_SCALE
-from .tokens import class_maxima, token_class, token_grid, view_values, visible_label
+from .colors import PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
+from .tokens import scale_maxima, target_positions, token_class, token_grid, view_values, visible_label
 
 ROW_PX = 24
 LABEL_CHARS = 8  # what fits a cell at 16 cells per row on a laptop-wide page
@@ -18,9 +19,37 @@ _CLASSES = (("prompt", "prompt", PROMPT_SCALE), ("generated", "reasoning + answe
             ("template", "chat template", TEMPLATE_SCALE))
 
 
-def _hover(i: int, tok, target: tuple[int, int]) -> list:
-    mark = " · target" if target[0] <= i < target[1] else ""
+def _hover(i: int, tok, target: range) -> list:
+    mark = " · target (not on the colour scale)" if i in target else ""
     return [i, html.escape(repr(tok.text)), tok.role + mark]
+
+
+def heatmap_cells(trace: Trace, width: int, token_range: tuple[int, int], keep: set[int] | None = None
+                  ) -> tuple[list[tuple[int, int] | None], list[tuple[int, int, int]]]:
+    """Where each token of `token_range` is drawn: ``(row, column)``, or None when its grid row is folded
+    away (with `keep`, rows holding neither a kept position nor a target token fold). Also the folded runs
+    as ``(first position, end position, display row they sit above)``."""
+    lo = token_range[0]
+    cells = token_grid(trace, width, token_range)
+    if keep is None:
+        return list(cells), []
+    target = target_positions(trace)
+    shown_rows = sorted({r for i, (r, _c) in enumerate(cells, start=lo) if i in keep or i in target})
+    if not shown_rows:
+        return list(cells), []
+    order = {r: n for n, r in enumerate(shown_rows)}
+    out: list[tuple[int, int] | None] = []
+    folds: list[tuple[int, int, int]] = []
+    for i, (r, c) in enumerate(cells, start=lo):
+        if r in order:
+            out.append((order[r], c))
+        elif folds and folds[-1][1] == i:
+            folds[-1] = (folds[-1][0], i + 1, folds[-1][2])
+        else:
+            folds.append((i, i + 1, sum(1 for x in shown_rows if x < r)))
+        if r not in order:
+            out.append(None)
+    return out, folds
 
 
 def heatmap_windows(n_tokens: int, size: int = WINDOW) -> list[tuple[int, int]]:
@@ -39,14 +68,19 @@ def window_of(windows: list[tuple[int, int]], values: list[float], positions: li
 
 
 def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: str | None = None,
-                  values: list[float] | None = None, token_range: tuple[int, int] | None = None) -> go.Figure:
+                  values: list[float] | None = None, token_range: tuple[int, int] | None = None,
+                  top: dict[str, float] | None = None, keep: set[int] | None = None) -> go.Figure:
     """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share), or of
     explicit per-position `values` (e.g. one reasoning step's attribution, `step_values`), over all
     tokens or those in `token_range` (colour scales still span the whole trace).
 
-    One heatmap trace per colour class (named ``prompt``, ``generated``, ``template``); each trace's
+    One heatmap trace per colour class (named ``prompt``, ``generated``, ``template``) and one for the
+    target tokens (``target``: a flat fill, outlined, left out of the colour scales); each trace's
     ``z[row][col]`` is the value of the token at that cell (None where another class sits), so the
-    figure data is exactly `view_values(trace, hop)` laid out by `token_grid`.
+    figure data is exactly `view_values(trace, hop)` laid out by `token_grid`. Scale tops are `top`
+    (e.g. `shared_maxima` to compare hops) or the view's own maxima over non-target tokens. With `keep`,
+    grid rows holding none of those positions (and no target token) are folded away, marked by a dashed
+    line; `heatmap_values` reads None for them.
     """
     values = view_values(trace, hop) if values is None else list(values)
     if len(values) != trace.n_tokens:
@@ -54,19 +88,21 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     lo, hi = token_range or (0, trace.n_tokens)
     if not 0 <= lo < hi <= trace.n_tokens:
         raise ValueError(f"token range {lo}:{hi} is outside the {trace.n_tokens} tokens")
-    cells = token_grid(trace, width, (lo, hi))
-    n_rows = (cells[-1][0] + 1) if cells else 0
-    top = class_maxima(trace, values)
-    target = trace.settings.target
+    cells, folds = heatmap_cells(trace, width, (lo, hi), keep)
+    drawn = [(i, rc) for i, rc in enumerate(cells, start=lo) if rc is not None]
+    n_rows = max((rc[0] for _i, rc in drawn), default=-1) + 1
+    top = scale_maxima(trace, values=values) if top is None else top
+    target = target_positions(trace)
     fig = go.Figure()
-    for bar_index, (cls, label, scale) in enumerate(_CLASSES):
+    classes = _CLASSES + (("target", "target", [[0.0, TARGET_FILL], [1.0, TARGET_FILL]]),)
+    for bar_index, (cls, label, scale) in enumerate(classes):
         z = [[None] * width for _ in range(n_rows)]
         text = [[""] * width for _ in range(n_rows)]
         custom = [[None] * width for _ in range(n_rows)]
         present = False
-        for i, (r, c) in enumerate(cells, start=lo):
+        for i, (r, c) in drawn:
             tok = trace.tokens[i]
-            if token_class(tok.role) != cls:
+            if ("target" if i in target else token_class(tok.role)) != cls:
                 continue
             present = True
             z[r][c] = values[i]
@@ -76,44 +112,71 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
             continue
         fig.add_trace(go.Heatmap(
             z=z, text=text, customdata=custom, name=cls, texttemplate="%{text}", textfont={"size": 11},
-            colorscale=scale, zmin=0.0, zmax=top[cls] or 1.0, xgap=1, ygap=1, hoverongaps=False,
-            showscale=cls != "template",
+            colorscale=scale, zmin=0.0, zmax=top.get(cls) or 1.0, xgap=1, ygap=1, hoverongaps=False,
+            showscale=cls in ("prompt", "generated") and top.get(cls, 0) > 0,
             colorbar={"title": {"text": label, "side": "right"}, "x": 1.0 + 0.09 * bar_index, "len": 0.9,
                       "thickness": 12},
             hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
                           "score %{z:.4g}<extra></extra>"))
-    first_in_row = {}
-    for i, (r, _c) in enumerate(cells, start=lo):
+    shapes = _target_outlines(drawn, target) + [
+        {"type": "line", "xref": "paper", "x0": -0.04, "x1": 1.0, "y0": row - 0.5, "y1": row - 0.5,
+         "line": {"color": "#9ca3af", "width": 1, "dash": "dot"}} for _a, _b, row in folds]
+    first_in_row: dict[int, int] = {}
+    for i, (r, _c) in drawn:
         first_in_row.setdefault(r, i)
+    after_fold = {row for _a, _b, row in folds}
     view = "combined (final prompt attribution)" if hop is None else f"hop {hop} (share of the hop's mass)"
     view = view if title is None else title
     if (lo, hi) != (0, trace.n_tokens):
         view += f" · tokens {lo}-{hi - 1} of {trace.n_tokens}"
     fig.update_layout(
-        title={"text": view, "font": {"size": 14}},
+        title={"text": view, "font": {"size": 14}}, shapes=shapes,
         height=max(160, n_rows * ROW_PX + 70), margin={"l": 50, "r": 10, "t": 40, "b": 10},
         xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
         yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),
-               "ticktext": [f"#{p}" for p in first_in_row.values()], "tickfont": {"size": 9}, "fixedrange": True},
-        meta={"view": "token_heatmap", "hop": hop, "width": width, "range": [lo, hi]},
+               "ticktext": [("⋯ " if r in after_fold else "") + f"#{p}" for r, p in first_in_row.items()],
+               "tickfont": {"size": 9}, "fixedrange": True},
+        meta={"view": "token_heatmap", "hop": hop, "width": width, "range": [lo, hi],
+              "folded": [[a, b] for a, b, _row in folds], "keep": None if keep is None else sorted(keep),
+              "top": {k: v for k, v in top.items()}},
     )
     return fig
 
 
+def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range) -> list[dict]:
+    """One outline rectangle per run of target cells on a row."""
+    runs: list[list[int]] = []  # [row, first col, last col]
+    for i, (r, c) in drawn:
+        if i not in target:
+            continue
+        if runs and runs[-1][0] == r and runs[-1][2] == c - 1:
+            runs[-1][2] = c
+        else:
+            runs.append([r, c, c])
+    return [{"type": "rect", "x0": c0 - 0.5, "x1": c1 + 0.5, "y0": r - 0.5, "y1": r + 0.5,
+             "line": {"color": TARGET_OUTLINE, "width": 2}, "fillcolor": "rgba(0,0,0,0)"} for r, c0, c1 in runs]
+
+
 def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:
-    """Read back each drawn token's value from a `token_heatmap` figure, in position order over its token
-    range (for tests and the HTML export)."""
-    width, (lo, hi) = fig.layout.meta["width"], fig.layout.meta["range"]
+    """Read back each token's value from a `token_heatmap` figure, in position order over its token
+    range, None for tokens on folded rows (for tests and the HTML export)."""
+    meta = fig.layout.meta
+    width, (lo, hi) = meta["width"], meta["range"]
+    keep = None if meta.get("keep") is None else set(meta["keep"])
     by_class = {t.name: t.z for t in fig.data}
-    return [by_class[token_class(trace.tokens[i].role)][r][c]
-            for i, (r, c) in enumerate(token_grid(trace, width, (lo, hi)), start=lo)]
+    target = target_positions(trace)
+    cells, _folds = heatmap_cells(trace, width, (lo, hi), keep)
+    return [None if rc is None else by_class["target" if i in target else token_class(trace.tokens[i].role)][rc[0]][rc[1]]
+            for i, rc in enumerate(cells, start=lo)]
 
 
 def top_tokens(trace: Trace, hop: int | None = None, k: int = 10) -> list[dict]:
     """The `k` highest positions of the view: prompt tokens for the combined view, prompt and generated
-    tokens for a hop. Rows: rank, position, token (visible whitespace, unescaped), role, score."""
+    tokens for a hop, target tokens left out (they are what is explained). Rows: rank, position, token
+    (visible whitespace, unescaped), role, score."""
     values = view_values(trace, hop)
     roles = ("prompt",) if hop is None else ("prompt", "reasoning", "answer")
-    ranked = sorted(trace.positions(*roles), key=lambda i: -values[i])[:k]
+    target = target_positions(trace)
+    ranked = sorted((i for i in trace.positions(*roles) if i not in target), key=lambda i: -values[i])[:k]
     return [{"rank": r, "position": i, "token": visible_label(trace.tokens[i].text, 40), "role": trace.tokens[i].role,
              "score": values[i]} for r, i in enumerate(ranked, 1)]

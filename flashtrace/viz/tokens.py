@@ -1,12 +1,14 @@
-"""Token-level data shared by the views: the values a view shows, visible-whitespace labels, the grid
-layout of the heatmap, and the flowing, escaped HTML rendering of a trace's text."""
+"""Token-level data shared by the views: the values a view shows, the tops of its colour scales (target
+tokens left out; one scale shared across hops if asked), which tokens are salient (what stays unfolded),
+visible-whitespace labels, the grid layout of the heatmap, and the flowing, escaped HTML rendering of a
+trace's text with its colour legend."""
 
 from __future__ import annotations
 
 import html
 
 from ..trace import Trace
-from .colors import ROLE_COLORS, ROLE_SCALES, scale_color, text_color_for
+from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
 
@@ -40,13 +42,72 @@ def step_values(trace: Trace, segment_id: str) -> list[float]:
     return [v / total for v in vec] if total > 0 else [0.0] * len(vec)
 
 
-def class_maxima(trace: Trace, values: list[float]) -> dict[str, float]:
-    """Largest value per colour class (the top of that class's colour scale)."""
+def target_positions(trace: Trace) -> range:
+    """Positions of the target span: what the attribution explains (never a cause of itself)."""
+    lo, hi = trace.settings.target
+    return range(lo, hi)
+
+
+def class_maxima(trace: Trace, values: list[float], skip: range | set[int] = range(0)) -> dict[str, float]:
+    """Largest value per colour class (the top of that class's colour scale), positions in `skip` left out."""
     top = {"prompt": 0.0, "generated": 0.0, "template": 0.0}
-    for tok, v in zip(trace.tokens, values):
+    for i, (tok, v) in enumerate(zip(trace.tokens, values)):
+        if i in skip:
+            continue
         cls = token_class(tok.role)
         top[cls] = max(top[cls], v)
     return top
+
+
+def shared_maxima(trace: Trace) -> dict[str, float]:
+    """Tops of one colour scale shared by every hop view: per class, the largest hop-mass share any hop
+    puts on a non-target token, so the same colour means the same share in hop 0 and hop K."""
+    tops = [class_maxima(trace, view_values(trace, h.k), target_positions(trace)) for h in trace.hops]
+    return {cls: max((t[cls] for t in tops), default=0.0) for cls in ("prompt", "generated", "template")}
+
+
+def scale_maxima(trace: Trace, hop: int | None = None, shared: bool = False,
+                 values: list[float] | None = None) -> dict[str, float]:
+    """The colour-scale tops a view uses: the view's own maxima over non-target tokens, or for a hop view
+    with `shared`, `shared_maxima` (the combined view is normalised differently and keeps its own)."""
+    if shared and hop is not None and values is None:
+        return shared_maxima(trace)
+    return class_maxima(trace, view_values(trace, hop) if values is None else values, target_positions(trace))
+
+
+def salient_positions(trace: Trace, values: list[float], positions: list[int], k: int = 10,
+                      share: float = 0.3) -> set[int]:
+    """Tokens worth showing in a folded view: per colour class among `positions` (target tokens left out),
+    the `k` highest non-zero values and every value at least `share` of that class's highest."""
+    target = target_positions(trace)
+    by_class: dict[str, list[int]] = {}
+    for i in positions:
+        if i not in target:
+            by_class.setdefault(token_class(trace.tokens[i].role), []).append(i)
+    keep: set[int] = set()
+    for members in by_class.values():
+        ranked = sorted(members, key=lambda i: -values[i])
+        top = values[ranked[0]]
+        if top <= 0:
+            continue
+        keep.update(i for i in ranked[:k] if values[i] > 0)
+        keep.update(i for i in members if values[i] >= share * top)
+    return keep
+
+
+def fold_runs(units: list[tuple[int, int]], keep: set[int] | range, min_tokens: int = 8
+              ) -> list[tuple[int, int, bool]]:
+    """Token ranges `units` (in order) as ``(start, end, shown)`` runs: a unit holding a position in `keep`
+    is shown; neighbouring units without one merge into one folded run, unless it is shorter than
+    `min_tokens` (then it is shown: folding it would save nothing)."""
+    runs: list[tuple[int, int, bool]] = []
+    for lo, hi in units:
+        shown = any(i in keep for i in range(lo, hi))
+        if runs and not shown and not runs[-1][2]:
+            runs[-1] = (runs[-1][0], hi, False)
+        else:
+            runs.append((lo, hi, shown))
+    return [(lo, hi, shown or hi - lo < min_tokens) for lo, hi, shown in runs]
 
 
 def visible_label(text: str, max_chars: int | None = 10) -> str:
@@ -76,40 +137,88 @@ def token_grid(trace: Trace, width: int = 20, token_range: tuple[int, int] | Non
     return cells
 
 
-def _style(cls: str, value: float, top: float) -> tuple[str, str]:
-    bg = scale_color(ROLE_SCALES[cls], value / top if top > 0 else 0.0)
-    return bg, text_color_for(bg)
+def text_units(trace: Trace, lo: int, hi: int) -> list[tuple[int, int]]:
+    """What the text view folds whole: the trace's segments (sentences, steps, answer) clipped to
+    ``[lo, hi)``, or rows of 16 tokens for a trace without segments."""
+    if trace.segments:
+        return [(max(s.start, lo), min(s.end, hi)) for s in trace.segments if s.end > lo and s.start < hi]
+    rows: dict[int, list[int]] = {}
+    for i, (r, _c) in enumerate(token_grid(trace, 16, (lo, hi)), start=lo):
+        rows.setdefault(r, []).append(i)
+    return [(ps[0], ps[-1] + 1) for ps in rows.values()]
+
+
+def _token_span(trace: Trace, i: int, value: float, top: dict[str, float], target: range) -> str:
+    tok = trace.tokens[i]
+    cls = token_class(tok.role)
+    shown = visible_label(tok.text, None) if not tok.text.strip() else tok.text.replace("\n", "↵")
+    title = f"#{i} {tok.role}{' (target, not on the colour scale)' if i in target else ''}: {tok.text!r} score {value:.4g}"
+    if i in target:
+        cls_attr, style = "ft-tok ft-target", ""
+    else:
+        cls_attr = "ft-tok"
+        style = f' style="background:{chip_color(cls, value / top[cls] if top[cls] > 0 else 0.0)}"'
+    return (f'<span class="{cls_attr}"{style} title="{html.escape(title, quote=True)}">{html.escape(shown)}</span>'
+            + ("<br>" if "\n" in tok.text else ""))
+
+
+def legend_html(top: dict[str, float], classes: list[str], note: str = "") -> str:
+    """The text view's colour legend: one gradient per class from 0 to its scale top, the target's
+    outline, and a `note` on the scale (escaped)."""
+    names = {"prompt": "prompt", "generated": "reasoning + answer", "template": "chat template"}
+    items = [f'<span class="ft-key">{names[c]} 0 <span class="ft-bar" style="background:{chip_gradient(c)}"></span> '
+             f'{top[c]:.3g}</span>' for c in classes if top.get(c, 0) > 0]
+    items.append('<span class="ft-key"><span class="ft-tok ft-target">target</span> outlined, not on the scale</span>')
+    if note:
+        items.append(f'<span class="ft-key ft-note">{html.escape(note)}</span>')
+    return f'<div class="ft-legend">{"".join(items)}</div>'
 
 
 def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None = 480,
-                token_range: tuple[int, int] | None = None, values: list[float] | None = None) -> str:
+                token_range: tuple[int, int] | None = None, values: list[float] | None = None,
+                top: dict[str, float] | None = None, keep: set[int] | None = None, legend: str | None = None) -> str:
     """The trace's text (or the tokens in `token_range`) as flowing HTML, each token's background
-    coloured by the view's value (or by `values`): blue prompt, orange reasoning/answer, grey template.
+    coloured by the view's value (or by `values`) on its class's scale (tops `top`, by default
+    `scale_maxima`): blue prompt, orange reasoning/answer, grey template. Target tokens are outlined and
+    left out of the scale. With `keep`, segments holding none of those positions fold into a closed
+    ``<details>`` (click to open); with `legend` (a note on the scale), a colour legend comes first.
     Every piece of text is escaped."""
     values = view_values(trace, hop) if values is None else values
-    top = class_maxima(trace, values)
-    lo, hi = trace.settings.target
+    top = scale_maxima(trace, values=values) if top is None else top
+    target = target_positions(trace)
     first, last = token_range or (0, trace.n_tokens)
+    units = [(first, last)] if keep is None else text_units(trace, first, last)
+    runs = [(first, last, True)] if keep is None else fold_runs(units, set(keep) | set(target))
     parts, prev_role = [], None
-    for i, (tok, v) in enumerate(zip(trace.tokens, values)):
-        if not first <= i < last:
-            continue
-        if tok.role != prev_role:
-            parts.append(f'<span class="ft-role" style="color:{ROLE_COLORS[tok.role]}">{tok.role}</span>')
-            prev_role = tok.role
-        bg, fg = _style(token_class(tok.role), v, top[token_class(tok.role)])
-        shown = visible_label(tok.text, None) if not tok.text.strip() else tok.text.replace("\n", "↵")
-        title = f"#{i} {tok.role}{' (target)' if lo <= i < hi else ''}: {tok.text!r} score {v:.4g}"
-        target = " ft-target" if lo <= i < hi else ""
-        parts.append(f'<span class="ft-tok{target}" style="background:{bg};color:{fg}" '
-                     f'title="{html.escape(title, quote=True)}">{html.escape(shown)}</span>')
-        if "\n" in tok.text:
-            parts.append("<br>")
+    for lo, hi, shown in runs:
+        body = []
+        for i in range(lo, hi):
+            tok = trace.tokens[i]
+            if tok.role != prev_role:
+                body.append(f'<span class="ft-role" style="color:{ROLE_COLORS[tok.role]}">{tok.role}</span>')
+                prev_role = tok.role
+            body.append(_token_span(trace, i, values[i], top, target))
+        if shown:
+            parts.extend(body)
+        else:
+            parts.append(f'<details class="ft-fold"><summary title="tokens #{lo}–#{hi - 1}: no salient token; click '
+                         f'to show them">⋯ {hi - lo} tokens folded</summary>{"".join(body)}</details>')
+            prev_role = None  # the next shown token names its role again
+    classes = sorted({token_class(trace.tokens[i].role) for i in range(first, last)},
+                     key=["prompt", "generated", "template"].index)
+    head = legend_html(top, classes, legend) if legend is not None else ""
     scroll = f"max-height:{max_height_px}px;overflow-y:auto;" if max_height_px else ""
-    return (f'<div class="ft-tokens" style="{scroll}line-height:1.9;font-family:ui-monospace,monospace;'
-            f'font-size:0.85rem;white-space:pre-wrap;word-break:break-word">{TOKEN_CSS}{"".join(parts)}</div>')
+    return (f'{TOKEN_CSS}{head}<div class="ft-tokens" style="{scroll}line-height:1.9;font-family:ui-monospace,monospace;'
+            f'font-size:0.85rem;white-space:pre-wrap;word-break:break-word">{"".join(parts)}</div>')
 
 
 TOKEN_CSS = ("<style>.ft-tok{border-radius:3px;padding:1px 0;margin:0 1px}"
-             ".ft-target{outline:2px solid #16a34a;outline-offset:-1px}"
-             ".ft-role{font-size:0.7rem;font-weight:600;text-transform:uppercase;margin:0 6px 0 2px}</style>")
+             f".ft-target{{outline:2px solid {TARGET_OUTLINE};outline-offset:-1px}}"
+             ".ft-role{font-size:0.7rem;font-weight:600;text-transform:uppercase;margin:0 6px 0 2px}"
+             ".ft-fold{display:inline;opacity:0.85}.ft-fold[open]{display:block}"
+             ".ft-fold summary{display:inline;cursor:pointer;font-size:0.75rem;padding:0 4px;border-radius:3px;"
+             "border:1px dashed rgba(128,128,128,0.6);list-style:none}"
+             ".ft-legend{display:flex;flex-wrap:wrap;gap:4px 18px;font-size:0.8rem;margin:0 0 6px 0;align-items:center}"
+             ".ft-key{display:inline-flex;align-items:center;gap:6px}.ft-note{opacity:0.75}"
+             ".ft-bar{display:inline-block;width:90px;height:12px;border-radius:2px;"
+             "border:1px solid rgba(128,128,128,0.35)}</style>")

@@ -19,6 +19,12 @@ def test_gallery_trace_heatmap_equals_its_scores(open_page, free_form):
     fig = figure(charts(at)["token_heatmap"])
     values = heatmap_values(fig, free_form)
     prompt = free_form.positions("prompt")
+    drawn = [i for i in prompt if values[i] is not None]
+    assert len(drawn) >= 10 and [values[i] for i in drawn] == [free_form.scores.prompt[i] for i in drawn]
+    top10 = [p for p, _t, _s in free_form.top_prompt_tokens(10)]
+    assert all(values[i] is not None for i in top10)  # the salient tokens are never folded away
+    at.get("button_group")[2].set_value("all").run()  # Tokens: all
+    values = heatmap_values(figure(charts(at)["token_heatmap"]), free_form)
     assert [values[i] for i in prompt] == [free_form.scores.prompt[i] for i in prompt]
     assert sum(values[i] for i in prompt) == pytest.approx(1.0, abs=1e-4)
     assert "hop" not in at.query_params  # defaults stay out of the URL
@@ -31,7 +37,8 @@ def test_hop_selector_changes_the_figure_and_the_url(open_page, free_form):
     no_problems(at)
     after = heatmap_values(figure(charts(at)["token_heatmap"]), free_form)
     assert after != before
-    assert after == view_values(free_form, 1)
+    hop1 = view_values(free_form, 1)
+    assert [v for v in after if v is not None] == [hop1[i] for i, v in enumerate(after) if v is not None]
     assert str(at.query_params["hop"]).strip("[]'") == "1"
 
 
@@ -80,8 +87,92 @@ def test_long_trace_heatmap_pages_to_where_the_attribution_is(open_page):
     lo, hi = fig.layout.meta["range"]
     top = long.top_prompt_tokens(1)[0][0]
     assert lo <= top < hi and (lo, hi) in heatmap_windows(long.n_tokens)
-    assert heatmap_values(fig, long) == long.scores.prompt[lo:hi]
+    drawn = heatmap_values(fig, long)
+    assert [v for v in drawn if v is not None] == [long.scores.prompt[i] for i, v in enumerate(drawn, lo) if v is not None]
     other = next(w for w in heatmap_windows(long.n_tokens) if w != (lo, hi))
     at.select_slider(key="qp_at").set_value(f"{other[0]}–{other[1] - 1}").run()
     assert figure(charts(at)["token_heatmap"]).layout.meta["range"] == list(other)
     assert str(at.query_params["at"]).strip("[]'") == f"{other[0]}–{other[1] - 1}"
+
+
+def scroll_boxes(block) -> list:
+    """Containers with a fixed pixel height (an inner scroll box) anywhere under `block`."""
+    found = []
+    for child in getattr(block, "children", {}).values():
+        config = getattr(child.proto, "height_config", None)
+        if config is not None and config.pixel_height:
+            found.append(child)
+        found.extend(scroll_boxes(child))
+    return found
+
+
+@pytest.fixture(scope="module")
+def vartrack():
+    return load_gallery_trace("vartrack")
+
+
+def test_answer_shows_without_an_inner_scroll_box(open_page, vartrack):
+    """The long prompt folds to its salient rows, so the figure is short and the answer row is in it."""
+    at = open_page(EXPLORE, trace="gallery:vartrack")
+    no_problems(at)
+    fig = figure(charts(at)["token_heatmap"])
+    values = heatmap_values(fig, vartrack)
+    lo, hi = vartrack.settings.target
+    assert all(values[i] is not None for i in range(lo, hi))
+    assert fig.layout.height <= 460  # about 16 rows: fits under the page header at 1280×720
+    assert fig.layout.meta["folded"] and sum(b - a for a, b in fig.layout.meta["folded"]) > vartrack.n_tokens // 2
+    assert not scroll_boxes(at.main)
+    assert any("folded" in c.value for c in at.caption)
+
+
+def test_hop_view_outlines_the_target_and_keeps_it_off_the_scale(open_page, vartrack):
+    at = open_page(EXPLORE, trace="gallery:vartrack", hop="0")
+    no_problems(at)
+    spec = charts(at)["token_heatmap"]
+    traces = {t["name"]: t for t in spec["data"]}
+    lo, hi = vartrack.settings.target
+    hop0 = view_values(vartrack, 0)
+    assert sorted(v for row in traces["target"]["z"] for v in row if v is not None) == sorted(hop0[lo:hi])
+    assert traces["target"]["showscale"] is False
+    # the answer would be the top of hop 0's scale; left out, the scale tops at the largest other token
+    assert max(hop0[lo:hi]) > traces["generated"]["zmax"]
+    outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
+    assert sum(round(s["x1"] - s["x0"]) for s in outlines) == hi - lo
+    table = at.dataframe[0].value
+    assert not any(lo <= p < hi for p in table["position"])
+
+
+def test_hop_views_share_one_colour_scale_by_default(open_page, vartrack):
+    from flashtrace.viz.tokens import scale_maxima, shared_maxima
+
+    shared = shared_maxima(vartrack)
+    at = open_page(EXPLORE, trace="gallery:vartrack", hop="0")
+    tops = []
+    for hop in ("0", "2"):
+        at.get("button_group")[0].set_value(hop).run()
+        traces = {t["name"]: t for t in charts(at)["token_heatmap"]["data"]}
+        tops.append((traces["prompt"]["zmax"], traces["generated"]["zmax"]))
+    assert tops[0] == tops[1] == pytest.approx((shared["prompt"], shared["generated"]))
+    at.radio(key="qp_scale").set_value("own").run()
+    no_problems(at)
+    traces = {t["name"]: t for t in charts(at)["token_heatmap"]["data"]}
+    own = scale_maxima(vartrack, 2)
+    assert (traces["prompt"]["zmax"], traces["generated"]["zmax"]) == pytest.approx((own["prompt"], own["generated"]))
+    assert own["prompt"] < shared["prompt"]
+    assert str(at.query_params["scale"]).strip("[]'") == "own"
+
+
+def test_text_view_has_a_colour_legend_and_folds(open_page, vartrack):
+    from flashtrace.viz.tokens import shared_maxima
+
+    at = open_page(EXPLORE, trace="gallery:vartrack", view="text", hop="1")
+    no_problems(at)
+    page = at.get("html")[0].proto.body
+    legend = page[page.index('class="ft-legend"'):page.index('class="ft-tokens"')]
+    assert "prompt 0" in legend and "reasoning + answer 0" in legend and "linear-gradient" in legend
+    assert f"{shared_maxima(vartrack)['prompt']:.3g}" in legend and "shared by hops 0–3" in legend
+    assert "target</span> outlined" in legend
+    assert "<details" in page and "tokens folded" in page  # folded, opens on click
+    lo, hi = vartrack.settings.target
+    assert page.count('class="ft-tok ft-target"') == hi - lo + 1  # + the legend's sample
+    assert "max-height" not in page  # no inner scroll box

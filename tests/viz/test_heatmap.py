@@ -27,7 +27,7 @@ def test_heatmap_cells_hold_exactly_the_view_values(small_trace, hop):
     fig = token_heatmap(small_trace, hop=hop, width=7)
     assert heatmap_values(fig, small_trace) == view_values(small_trace, hop)
     names = {t.name for t in fig.data}
-    assert names == {"prompt", "generated", "template"}
+    assert names == {"prompt", "generated", "template", "target"}
     # the figure survives JSON and the numbers are still there, unencoded
     spec = json.loads(fig.to_json())
     prompt_z = [v for row in next(t for t in spec["data"] if t["name"] == "prompt")["z"] for v in row if v is not None]
@@ -99,3 +99,72 @@ def test_windowed_heatmap_holds_exactly_that_slice(small_trace):
     assert fig.layout.yaxis.ticktext[0] == f"#{lo}"
     with pytest.raises(ValueError, match="outside"):
         token_heatmap(small_trace, token_range=(0, small_trace.n_tokens + 1))
+
+
+@pytest.mark.parametrize("hop", [None, 0, 1])
+def test_target_tokens_are_outlined_and_off_the_colour_scale(small_trace, hop):
+    fig = token_heatmap(small_trace, hop=hop)
+    values = view_values(small_trace, hop)
+    lo, hi = small_trace.settings.target
+    by_name = {t.name: t for t in fig.data}
+    target_z = [v for row in by_name["target"].z for v in row if v is not None]
+    assert target_z == values[lo:hi]  # the target cells sit in their own, flat-coloured trace
+    assert by_name["target"].colorscale[0][1] == by_name["target"].colorscale[-1][1]
+    assert not by_name["target"].showscale
+    for name in ("prompt", "generated"):
+        cells = [v for row in by_name[name].z for v in row if v is not None] if name in by_name else []
+        others = [values[i] for i in range(small_trace.n_tokens) if not lo <= i < hi and
+                  (small_trace.tokens[i].role == "prompt") == (name == "prompt") and small_trace.tokens[i].role != "template"]
+        assert len(cells) == len(others)
+        if name in by_name and max(others) > 0:
+            assert by_name[name].zmax == pytest.approx(max(others))  # the top of the scale ignores the target
+    outlines = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert outlines and all(s.line.color == "#16a34a" for s in outlines)
+    assert sum(round(s.x1 - s.x0) for s in outlines) == hi - lo  # every target cell inside an outline
+
+
+def test_top_tokens_leave_the_target_out(small_trace):
+    lo, hi = small_trace.settings.target
+    for hop in (0, 1, 2):
+        rows = top_tokens(small_trace, hop, k=small_trace.n_tokens)
+        assert not any(lo <= r["position"] < hi for r in rows)
+        assert len(rows) == len(small_trace.positions("prompt", "reasoning", "answer")) - (hi - lo)
+
+
+def test_shared_scale_tops_are_the_largest_over_hops(small_trace):
+    from flashtrace.viz.tokens import class_maxima, scale_maxima, shared_maxima, target_positions
+
+    lo, hi = small_trace.settings.target
+    shared = shared_maxima(small_trace)
+    for cls, roles in (("prompt", ("prompt",)), ("generated", ("reasoning", "answer"))):
+        per_hop = [max(view_values(small_trace, h.k)[i] for i in small_trace.positions(*roles) if not lo <= i < hi)
+                   for h in small_trace.hops]
+        assert shared[cls] == pytest.approx(max(per_hop))
+        assert len(set(per_hop)) > 1  # the hops differ, so a per-hop scale would mislead
+    own = [scale_maxima(small_trace, h.k) for h in small_trace.hops]
+    assert own[0] == class_maxima(small_trace, view_values(small_trace, 0), target_positions(small_trace))
+    for h in small_trace.hops:  # every hop view drawn with the shared tops has the same scale
+        zmax = {t.name: t.zmax for t in token_heatmap(small_trace, hop=h.k, top=shared).data}
+        assert zmax["prompt"] == pytest.approx(shared["prompt"]) and zmax["generated"] == pytest.approx(shared["generated"])
+    assert scale_maxima(small_trace, None, shared=True) == scale_maxima(small_trace, None)  # combined keeps its own
+
+
+def test_folded_heatmap_keeps_salient_rows_and_the_target(small_trace):
+    from flashtrace.viz.heatmap import heatmap_cells
+    from flashtrace.viz.tokens import salient_positions
+
+    values = view_values(small_trace, None)
+    keep = salient_positions(small_trace, values, small_trace.positions("prompt"), k=2, share=0.9)
+    fig = token_heatmap(small_trace, keep=keep, width=5)
+    drawn = heatmap_values(fig, small_trace)
+    lo, hi = small_trace.settings.target
+    assert all(drawn[i] == values[i] for i in keep) and all(drawn[i] == values[i] for i in range(lo, hi))
+    hidden = [i for i, v in enumerate(drawn) if v is None]
+    assert hidden and not set(hidden) & (keep | set(range(lo, hi)))
+    folded = fig.layout.meta["folded"]
+    assert sum(b - a for a, b in folded) == len(hidden)
+    full_rows = len(token_heatmap(small_trace, width=5).data[0].z)
+    assert len(fig.data[0].z) < full_rows
+    cells, _ = heatmap_cells(small_trace, 5, (0, small_trace.n_tokens), keep)
+    rows = {rc[0] for rc in cells if rc is not None}
+    assert rows == set(range(len(rows)))  # shown rows are packed, no empty rows left behind

@@ -21,4 +21,4 @@ def test_hop_selector_buttons_switch_whole_views(small_trace):
     assert [b.label for b in buttons] == ["combined", "hop 0", "hop 1", "hop 2"]
     for b in buttons:
         visible = b.args[0]["visible"]
-        assert len(visible) == len(fig.data) and sum(visible) == 3  # prompt, generated, template of one view
+        assert len(visible) == len(fig.data) and sum(visible) == 4  # prompt, generated, template, target of one view
