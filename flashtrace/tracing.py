@@ -13,8 +13,9 @@ from typing import Callable
 import torch
 
 from .attribution import get_method, recursive_hops
+from .attribution.registry import Method, Source
+from .attribution.steps import range_weights, step_attributions
 from .estimate import check_fits, estimate
-from .attribution.steps import step_attributions
 from .inputs import Sequence, build_sequence, detect_spans, is_stop_token
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate as generate_text
@@ -107,17 +108,70 @@ def stop_mask(sequence: Sequence, stop_tokens: str | list[str] = "default") -> t
     return torch.tensor([t.text.strip() in words for t in sequence.tokens])
 
 
+def replacement_id(tokenizer) -> int | None:
+    """The pad (or EOS) id used to delete tokens (ablation, IG baseline, deletion curves); None if neither."""
+    for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return int(tid)
+    return None
+
+
+def method_source(prepared: Prepared, segments: list | None = None) -> Source:
+    """What a registered method reads from a prepared sequence: recording, model, the user's prompt
+    positions, prompt segments (token positions; automatic split unless `segments` are given)."""
+    seq = prepared.sequence
+    segments = segments if segments is not None else segment_sequence(seq)
+    return Source(recording=prepared.recording, model=prepared.loaded.model, explained=seq.positions("prompt"),
+                  segments=[list(range(s.start, s.end)) for s in segments if s.role == "prompt"],
+                  replace_id=replacement_id(prepared.loaded.tokenizer))
+
+
+class _Progress:
+    """``progress(done, total)`` over the aggregator calls of one attribution. Calls not yet made count
+    with an upper bound; each call's exact work replaces its bound when it starts, and bounds of calls
+    that never happen (hops that stop early) are dropped at the end, so the last report has done == total."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, planned: list[int]):
+        self.callback, self.planned, self.calls, self.done = callback, planned, 0, 0
+
+    def wrap(self, spec: Method, aggregate: Callable, n_layers: int, call: int | None = None) -> Callable:
+        def run(weights: torch.Tensor) -> torch.Tensor:  # [B, N] -> [B, N]
+            index = self.calls if call is None else call
+            self.planned[index] = spec.units(weights, n_layers)
+            self.calls = max(self.calls, index + 1)
+            self._report()
+            return aggregate(weights)
+
+        return run
+
+    def tick(self, k: int) -> None:
+        self.done += k
+        self._report()
+
+    def finish(self, used: set[int]) -> None:
+        self.planned = [p if i in used else 0 for i, p in enumerate(self.planned)]
+        self._report()
+
+    def _report(self) -> None:
+        if self.callback:
+            self.callback(self.done, max(sum(self.planned), self.done))
+
+
 def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: str | list[str] = "default", threshold: float | None = None, title: str = "",
               steps: bool = False, segment_boundaries: list[int] | None = None,
-              progress: Callable[[int, int], None] | None = None) -> Trace:
+              progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace:
     """Attribute a target span of a prepared sequence; returns a `Trace`.
 
+    `method` is any registered method (`flashtrace.attribution.METHODS`); `options` are its declared
+    options (checked before anything runs; `threshold` is flashtrace's option, kept as a keyword).
     The trace always holds the segments (prompt sentences, reasoning steps, answer; `segment_boundaries`,
     token positions where a segment starts, replaces the automatic split). `steps=True` also attributes
     every reasoning step and the answer in one batched call of the method (the hop graph's data).
-    `progress(done, total)` is called as work advances (units: layers for flashtrace, rows for IFR).
+    `progress(done, total)` is called as work advances, in the method's progress unit (layers for
+    flashtrace, target rows for IFR, weight vectors for baselines); the last call has done == total.
+    Methods with signed scores (IG, perturbation) keep only the positive part in the trace.
     """
     if not 0 <= hops <= 8:
         raise ValueError(f"hops must be between 0 and 8, got {hops}")
@@ -125,6 +179,14 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
         raise ValueError("recursive must be 'reasoning+answer' or 'reasoning'")
     seq, rec = prepared.sequence, prepared.recording
     spec = get_method(method)
+    given = dict(options or {})
+    if threshold is not None:
+        given["threshold"] = threshold
+    resolved = spec.resolve_options(given)
+    if hops > 0 and not spec.hops:
+        raise ValueError(f"method {method} cannot run recursive hops; use hops=0")
+    if steps and not spec.steps:
+        raise ValueError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
     lo, hi = resolve_target(seq, target, target_chars)
     n = len(seq)
     stops = stop_mask(seq, stop_tokens)
@@ -134,39 +196,45 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
     recursive_mask = torch.tensor([r in g_roles for r in roles])
     observed = torch.tensor([r in ("template", "prompt") for r in roles])
-    per_hop = len(rec.layers) if spec.progress_unit == "layer" else None
-    total = (hops + 1) * per_hop if per_hop else (hi - lo) + hops * int(recursive_mask.sum())
     segments = segment_sequence(seq, boundaries=segment_boundaries)
+    step_targets = [s for s in segments if s.role in ("reasoning", "answer")]
+    n_layers = len(rec.layers)
+    keep = (~stops).float()
+    planned = [spec.units((target_w * keep)[None], n_layers)] + [spec.units((recursive_mask * keep)[None], n_layers)] * hops
+    step_weights = range_weights([(s.start, s.end) for s in step_targets], ~stops) if steps else None
     if steps:
-        total += per_hop or int((~stops & torch.tensor([r in ("reasoning", "answer") for r in roles])).sum())
-    done = [0]
-
-    def tick(k: int) -> None:
-        done[0] += k
-        if progress:
-            progress(done[0], total)
+        planned.append(spec.units(step_weights[step_weights.sum(1) > 0], n_layers))
+    tracker = _Progress(progress, planned)
 
     start = time.perf_counter()
-    aggregate = spec.build(rec, tick=tick, threshold=threshold)
-    hop_list, final = recursive_hops(aggregate, target_w, recursive_mask, observed, hops=hops, stop_mask=stops)
+    base = spec.build(method_source(prepared, segments), tracker.tick, **resolved)
+    aggregate = (lambda w: base(w).clamp_min(0)) if spec.signed else base
+    hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), target_w, recursive_mask, observed,
+                                     hops=hops, stop_mask=stops)
     seconds = time.perf_counter() - start
+    used = set(range(len(hop_list)))
     timings = {**prepared.timings, "attribution_s": seconds}
     step_record = None
     if steps:
         start = time.perf_counter()
-        targets = [s for s in segments if s.role in ("reasoning", "answer")]
-        vectors = step_attributions(aggregate, [(s.start, s.end) for s in targets], ~stops)
+        vectors = step_attributions(tracker.wrap(spec, aggregate, n_layers, call=hops + 1),
+                                    [(s.start, s.end) for s in step_targets], ~stops)
+        used.add(hops + 1)
         timings["steps_s"] = time.perf_counter() - start
-        step_record = StepRecord(vectors={s.id: v.tolist() for s, v in zip(targets, vectors) if v is not None},
+        step_record = StepRecord(vectors={s.id: v.tolist() for s, v in zip(step_targets, vectors) if v is not None},
                                  seconds=timings["steps_s"])
+    tracker.finish(used)
     final_list = final.tolist()
+    extra = {"method_options": {k: v for k, v in resolved.items() if k != "threshold"}} \
+        if any(k != "threshold" for k in resolved) else {}
     return Trace(
         title=title or seq.prompt.strip().splitlines()[0][:80],
         prompt=seq.prompt,
         response=seq.response,
         model=ModelInfo(**prepared.loaded.info()),
         settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive,
-                          stop_tokens=stop_tokens, chat_template=seq.chat_template, threshold=threshold),
+                          stop_tokens=stop_tokens, chat_template=seq.chat_template,
+                          threshold=resolved.get("threshold")),
         tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
         spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
                     answer=seq.token_range("answer"), rule=seq.spans.rule),
@@ -177,6 +245,7 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
         segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
                                 char_start=s.char_start, char_end=s.char_end) for s in segments],
         steps=step_record,
+        extra=extra,
     )
 
 
@@ -188,4 +257,5 @@ def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *,
     return attribute(prepared, **options)
 
 
-__all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans"]
+__all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans", "method_source",
+           "replacement_id"]

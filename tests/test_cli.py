@@ -80,3 +80,20 @@ def test_export_writes_offline_html_and_refuses_bad_files(tmp_path):
     (tmp_path / "bad.json").write_text('{"schema_version": 1, "tokens": "nope"}')
     res = run_cli("export", str(tmp_path / "bad.json"), "--html", str(tmp_path / "bad.html"))
     assert res.returncode == 2 and "invalid trace" in res.stderr and not (tmp_path / "bad.html").exists()
+
+
+def test_methods_and_their_options_come_from_the_registry(tmp_path, capsys):
+    """Any registered method runs from the CLI; an option the method does not declare (IFR has no
+    threshold) is refused before the model loads, with exit code 2 (issue 18 items 3 and 7)."""
+    from flashtrace.cli import main
+
+    base = ["trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. How many pens?", "--response",
+            "Answer: 2", "--no-progress"]
+    assert main(base + ["--method", "ifr", "--threshold", "0.1"]) == 2
+    assert "ifr has no option threshold" in capsys.readouterr().err
+    assert main(base + ["--option", "residual"]) == 2
+    out = tmp_path / "r.json"
+    assert main(base + ["--method", "perturbation", "--option", "batch_size=4", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["settings"]["method"] == "perturbation" and data["settings"]["hops"] == 0  # no --hops: 0 without hops
+    assert data["extra"]["method_options"] == {"batch_size": 4}

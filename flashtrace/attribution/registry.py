@@ -1,37 +1,115 @@
-"""Attribution methods by name. A method turns a recording into an aggregator: target weight
-vectors ``[B, N]`` → scores ``[B, N]``; recursive hops work with any of them.
+"""Attribution methods by name: the one registry behind `attribute`, the CLI, the app and the evaluation.
+
+A method declares its options (name, type, default, valid range), what one progress tick counts and
+its capabilities (recursive hops, batched step vectors, signed scores). ``build(source, tick, **options)``
+turns one recorded sequence into an aggregator: target weight vectors ``[B, N]`` → scores ``[B, N]``;
+recursive hops and step graphs work with any method that declares them.
 
 A new method is one function registered here (or in its own module) with `register`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
 from ..models.recording import Recording
+from .baselines import attention_rollout, integrated_gradients, raw_attention, segment_ablation
 from .span import span_aggregate
 from .tokenwise import tokenwise_aggregate
 
 Tick = Callable[[int], None]
+Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> scores [B, N]
+PROGRESS_UNITS = ("layer", "row", "run")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A method option: ``kind`` (int or float), default, and an allowed range ``low <= v`` (and
+    ``v < high`` or ``v <= high`` with `high_inclusive`)."""
+
+    name: str
+    kind: type
+    default: object
+    help: str
+    low: float | None = None
+    high: float | None = None
+    high_inclusive: bool = True
+
+    def parse(self, value, method: str):
+        if value is None:
+            return self.default
+        try:
+            if isinstance(value, bool) or (self.kind is int and isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            parsed = self.kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"method {method}: option {self.name} must be {self.kind.__name__}, got {value!r}") from None
+        too_high = self.high is not None and (parsed > self.high if self.high_inclusive else parsed >= self.high)
+        if (self.low is not None and parsed < self.low) or too_high or parsed != parsed:
+            bound = f"{self.low} <= {self.name} {'<=' if self.high_inclusive else '<'} {self.high}" \
+                if self.high is not None else f"{self.name} >= {self.low}"
+            raise ValueError(f"method {method}: option {self.name} must satisfy {bound}, got {value!r}")
+        return parsed
+
+
+@dataclass
+class Source:
+    """What a method may read: the recording, and for model-running baselines the model, the explained
+    positions (the user's prompt tokens), prompt segments (token positions) and the id used to delete."""
+
+    recording: Recording
+    model: torch.nn.Module | None = None
+    explained: list[int] = field(default_factory=list)
+    segments: list[list[int]] = field(default_factory=list)
+    replace_id: int | None = None
 
 
 @dataclass(frozen=True)
 class Method:
     name: str
     description: str
-    build: Callable[..., Callable[[torch.Tensor], torch.Tensor]]  # (recording, tick, **options) -> aggregator
-    progress_unit: str  # what one tick counts: "layer" or "row"
+    build: Callable[..., Aggregator]  # (source, tick, **options) -> aggregator
+    progress_unit: str  # what one tick counts: "layer" (per weight batch), "row" (target row) or "run" (weight vector)
+    options: tuple[Option, ...] = ()
+    hops: bool = True  # an aggregator over any weight vector: recursive hops work
+    steps: bool = True  # many weight vectors at once: the step-level hop graph works
+    signed: bool = False  # scores may be negative (a trace keeps the positive part)
+
+    def resolve_options(self, given: dict | None = None) -> dict:
+        """All options with defaults filled in; a `ValueError` for an unknown option or a bad value."""
+        given = dict(given or {})
+        known = {o.name: o for o in self.options}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            have = ", ".join(known) or "none"
+            raise ValueError(f"method {self.name} has no option {', '.join(unknown)} (its options: {have})")
+        return {name: opt.parse(given.get(name), self.name) for name, opt in known.items()}
+
+    def units(self, weights: torch.Tensor, n_layers: int) -> int:
+        """Progress ticks one aggregator call on ``weights [B, N]`` makes."""
+        if self.progress_unit == "layer":
+            return n_layers
+        if self.progress_unit == "row":
+            return int((weights.sum(0) > 0).sum())
+        return int(weights.shape[0])
+
+    def aggregator(self, source: Source, tick: Tick | None = None, **options) -> Aggregator:
+        return self.build(source, tick, **self.resolve_options(options))
 
 
 METHODS: dict[str, Method] = {}
 
 
-def register(name: str, description: str, progress_unit: str = "layer"):
+def register(name: str, description: str, progress_unit: str = "layer", options: tuple[Option, ...] = (),
+             hops: bool = True, steps: bool = True, signed: bool = False):
+    if progress_unit not in PROGRESS_UNITS:
+        raise ValueError(f"progress_unit must be one of {PROGRESS_UNITS}")
+
     def wrap(build):
-        METHODS[name] = Method(name, description, build, progress_unit)
+        METHODS[name] = Method(name, description, build, progress_unit, tuple(options), hops, steps, signed)
         return build
 
     return wrap
@@ -44,16 +122,80 @@ def get_method(name: str) -> Method:
         raise ValueError(f"unknown method '{name}'; available: {', '.join(sorted(METHODS))}") from None
 
 
-@register("flashtrace", "span-wise aggregation: the whole target in one sweep per hop")
-def _flashtrace(recording: Recording, tick: Tick | None = None, threshold: float | None = None, **_):
-    return lambda w: span_aggregate(recording, w, threshold=threshold, on_layer=(lambda _l: tick(1)) if tick else None).scores
+def _per_layer(tick: Tick | None):
+    return (lambda _l: tick(1)) if tick else None
+
+
+def _rows(fn: Callable[[torch.Tensor], torch.Tensor], tick: Tick | None) -> Aggregator:
+    """An aggregator from a one-vector function ``[N] -> [N]``, one tick per vector."""
+    def run(weights: torch.Tensor) -> torch.Tensor:
+        out = []
+        for w in weights:
+            out.append(fn(w))
+            if tick:
+                tick(1)
+        return torch.stack(out)
+
+    return run
+
+
+def _target_range(w: torch.Tensor) -> tuple[int, int]:
+    nz = torch.nonzero(w > 0).flatten()
+    return int(nz[0]), int(nz[-1]) + 1
+
+
+def _needs_model(source: Source, name: str) -> None:
+    if source.model is None or source.replace_id is None:
+        raise ValueError(f"method {name} runs the model: its source needs the model and a replacement token id")
+
+
+THRESHOLD = Option("threshold", float, None, "prune (head, source) proximities whose share of the layer is below τ",
+                   low=0.0, high=1.0, high_inclusive=False)
+
+
+@register("flashtrace", "span-wise aggregation: the whole target in one sweep per hop", options=(THRESHOLD,))
+def _flashtrace(source: Source, tick: Tick | None = None, threshold: float | None = None):
+    return lambda w: span_aggregate(source.recording, w, threshold=threshold, on_layer=_per_layer(tick)).scores
 
 
 @register("ifr", "token-wise IFR, one row per target token, batched over rows", progress_unit="row")
-def _ifr(recording: Recording, tick: Tick | None = None, **_):
-    return lambda w: tokenwise_aggregate(recording, w, batched=True, on_rows=tick)
+def _ifr(source: Source, tick: Tick | None = None):
+    return lambda w: tokenwise_aggregate(source.recording, w, batched=True, on_rows=tick)
 
 
 @register("ifr-rowwise", "token-wise IFR, one target row at a time (the paper's timing protocol)", progress_unit="row")
-def _ifr_rowwise(recording: Recording, tick: Tick | None = None, **_):
-    return lambda w: tokenwise_aggregate(recording, w, batched=False, on_rows=tick)
+def _ifr_rowwise(source: Source, tick: Tick | None = None):
+    return lambda w: tokenwise_aggregate(source.recording, w, batched=False, on_rows=tick)
+
+
+@register("attention", "raw attention: mean over layers and heads of the target rows", progress_unit="run")
+def _attention(source: Source, tick: Tick | None = None):
+    return _rows(lambda w: raw_attention(source.recording, w), tick)
+
+
+@register("rollout", "attention rollout (Abnar & Zuidema 2020) of the target rows", progress_unit="run",
+          options=(Option("residual", float, 0.5, "weight of the identity (residual) in each layer's rollout",
+                          low=0.0, high=1.0),))
+def _rollout(source: Source, tick: Tick | None = None, residual: float = 0.5):
+    return _rows(lambda w: attention_rollout(source.recording, w, residual=residual), tick)
+
+
+@register("ig", "integrated gradients (captum) of the target's log-probability on the prompt embeddings",
+          progress_unit="run", hops=False, steps=False, signed=True,
+          options=(Option("steps", int, 16, "integration steps (batched)", low=1, high=512),))
+def _ig(source: Source, tick: Tick | None = None, steps: int = 16):
+    _needs_model(source, "ig")
+    return _rows(lambda w: integrated_gradients(source.model, source.recording.input_ids, _target_range(w),
+                                                source.explained, source.replace_id, steps=steps), tick)
+
+
+@register("perturbation", "segment ablation: drop of the target's log-probability when a prompt sentence is "
+          "replaced", progress_unit="run", hops=False, steps=False, signed=True,
+          options=(Option("batch_size", int, 16, "sequences per forward pass", low=1, high=1024),))
+def _perturbation(source: Source, tick: Tick | None = None, batch_size: int = 16):
+    _needs_model(source, "perturbation")
+    return _rows(lambda w: segment_ablation(source.model, source.recording.input_ids, source.segments,
+                                            _target_range(w), source.replace_id, batch_size), tick)
+
+
+__all__ = ["METHODS", "Method", "Option", "Source", "get_method", "register", "PROGRESS_UNITS"]

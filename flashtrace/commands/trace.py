@@ -24,8 +24,14 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit (with --generate)")
     parser.add_argument("--target", default="answer",
                         help="what to explain: answer, response, reasoning, or a token range START:END")
-    parser.add_argument("--hops", type=int, default=1, help="recursive hops through the reasoning (0-8)")
-    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), help="attribution method")
+    parser.add_argument("--hops", type=int, default=None,
+                        help="recursive hops through the reasoning (0-8; default 1, or 0 for methods without hops)")
+    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS),
+                        help="attribution method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a method option (repeatable): " + "; ".join(
+                            f"{m.name} {o.name} ({o.kind.__name__}, default {o.default}): {o.help}"
+                            for m in METHODS.values() for o in m.options))
     parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
                         help="span re-attributed by hops >= 1")
     parser.add_argument("--no-stop-tokens", action="store_true",
@@ -42,6 +48,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--option takes NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
 def _read(path: Path | None, text: str | None) -> str | None:
     if text is not None:
         return text
@@ -53,9 +69,17 @@ def _read(path: Path | None, text: str | None) -> str | None:
 def run(args) -> int:
     from tqdm import tqdm
 
+    from ..attribution import get_method
     from ..models import load_model
     from ..tracing import attribute, prepare, resolve_target
 
+    spec = get_method(args.method)
+    options = _options(args.option)
+    if args.threshold is not None:
+        options["threshold"] = args.threshold
+    spec.resolve_options(options)  # a bad option fails before the model loads
+    if args.hops is None:
+        args.hops = 1 if spec.hops else 0
     if not 0 <= args.hops <= 8:
         raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
     prompt = _read(args.prompt_file, args.prompt)
@@ -66,14 +90,14 @@ def run(args) -> int:
     prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
                        chat_template=not args.no_chat_template, on_estimate=_warn_if_long)
     resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
-    bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit="step", leave=False)
+    bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit=spec.progress_unit, leave=False)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
         bar.update(done - bar.n)
 
     trace = attribute(prepared, target=args.target, hops=args.hops, method=args.method, recursive=args.recursive,
-                      stop_tokens="none" if args.no_stop_tokens else "default", threshold=args.threshold,
+                      stop_tokens="none" if args.no_stop_tokens else "default", options=options,
                       progress=progress if bar is not None else None, steps=args.steps)
     if bar is not None:
         bar.close()

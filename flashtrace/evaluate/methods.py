@@ -1,6 +1,8 @@
 """Evaluation methods by name: each maps a prepared example to one attribution score per position.
 
-The recording-based methods (FlashTrace with K hops, token-wise IFR, raw attention, rollout) share
+Every one is a method of the attribution registry (`flashtrace.attribution.METHODS`): FlashTrace with
+K hops and token-wise IFR through `attribute`; the baselines through the registry's aggregator on the
+raw target weights (signed scores kept: deletion orders by them). The recording-based methods share
 the example's single recorded forward pass; IG and perturbation run the model themselves.
 """
 
@@ -12,12 +14,11 @@ from typing import Callable
 
 import torch
 
-from ..attribution.baselines import attention_rollout, integrated_gradients, raw_attention, segment_ablation
+from ..attribution import get_method
 from ..models import LoadedModel
-from ..tracing import Prepared, attribute, prepare, resolve_target
+from ..tracing import Prepared, attribute, method_source, prepare, resolve_target
+from ..tracing import replacement_id as _replacement_id
 from .tasks import Example
-
-_SENTENCE = re.compile(r"[^\n.!?]+[.!?]*")
 
 
 @dataclass
@@ -45,21 +46,15 @@ class EvalContext:
         return w
 
     def segments(self) -> list[list[int]]:
-        """Prompt sentences (and lines) as lists of token positions; every prompt token is in one."""
-        starts = [m.start() for m in _SENTENCE.finditer(self.example.prompt) if m.group().strip()]
-        tokens = self.prepared.sequence.tokens
-        groups: dict[int, list[int]] = {}
-        for pos in self.positions.tolist():
-            seg = sum(1 for s in starts if s <= tokens[pos].start) - 1
-            groups.setdefault(max(seg, 0), []).append(pos)
-        return list(groups.values())
+        """Prompt sentences (and lines, `segments.SentenceSplitter`) as lists of token positions."""
+        return method_source(self.prepared).segments
 
 
 def replacement_id(tokenizer) -> int:
-    for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
-        if tid is not None:
-            return int(tid)
-    raise ValueError("the tokenizer has neither a pad nor an EOS token to delete with")
+    tid = _replacement_id(tokenizer)
+    if tid is None:
+        raise ValueError("the tokenizer has neither a pad nor an EOS token to delete with")
+    return tid
 
 
 def build_context(loaded: LoadedModel, example: Example, target: str = "answer", chat_template: bool = True,
@@ -88,21 +83,19 @@ def _ifr(ctx: EvalContext) -> torch.Tensor:
     return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=0, method="ifr").scores.final)
 
 
-def _attention(ctx: EvalContext) -> torch.Tensor:
-    return raw_attention(ctx.prepared.recording, ctx.target_weights())
+def _baseline(name: str, options: Callable[[EvalContext], dict] = lambda ctx: {}) -> Callable[[EvalContext], torch.Tensor]:
+    """A registered baseline on the example's target weights (every target token, signed scores kept)."""
+    def run(ctx: EvalContext) -> torch.Tensor:
+        aggregate = get_method(name).aggregator(method_source(ctx.prepared), **options(ctx))
+        return aggregate(ctx.target_weights()[None])[0]
+
+    return run
 
 
-def _rollout(ctx: EvalContext) -> torch.Tensor:
-    return attention_rollout(ctx.prepared.recording, ctx.target_weights())
-
-
-def _ig(ctx: EvalContext) -> torch.Tensor:
-    return integrated_gradients(ctx.loaded.model, ctx.ids, ctx.target, ctx.positions.tolist(), ctx.replace_id,
-                                steps=ctx.ig_steps)
-
-
-def _perturbation(ctx: EvalContext) -> torch.Tensor:
-    return segment_ablation(ctx.loaded.model, ctx.ids, ctx.segments(), ctx.target, ctx.replace_id, ctx.batch_size)
+_attention = _baseline("attention")
+_rollout = _baseline("rollout")
+_ig = _baseline("ig", lambda ctx: {"steps": ctx.ig_steps})
+_perturbation = _baseline("perturbation", lambda ctx: {"batch_size": ctx.batch_size})
 
 
 EVAL_METHODS: dict[str, Callable[[EvalContext], torch.Tensor]] = {
