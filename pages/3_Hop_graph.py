@@ -48,10 +48,21 @@ if picked:
         evidence = evidence_paths(graph, 5)
         with st.expander("Evidence: the prompt sentences with the most influence on the answer", expanded=True):
             st.dataframe([{"sentence": f"{n}: {node_label(graph, n, 60)}", "influence": value,
-                           "strongest path": path_text(graph, path) if path else "(not shown at this setting)",
+                           "strongest path": path_text(graph, path, 18) if path else "(not shown at this setting)",
                            "hops": path.hops if path else None} for n, value, path in evidence],
-                         hide_index=True, column_config={"influence": st.column_config.ProgressColumn(
-                             format="percent", min_value=0.0, max_value=max([v for _, v, _ in evidence], default=1.0))})
+                         hide_index=True, column_config={
+                             "sentence": st.column_config.TextColumn(width="medium"),
+                             "influence": st.column_config.ProgressColumn(format="percent", min_value=0.0, width="small",
+                                                                          max_value=max([v for _, v, _ in evidence], default=1.0)),
+                             "strongest path": st.column_config.TextColumn(width="large"),
+                             "hops": st.column_config.NumberColumn(width="small")})
+        with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
+            rows = []
+            for dst, srcs in full.step_sources(2).items():
+                reads = [f"{src}: {node_label(full, src, 34)} ({full.incoming(dst)[src]:.0%})" for src in srcs]
+                rows.append({"step": f"{dst}: {node_label(full, dst, 40)}", "reads most": (reads + [""])[0],
+                             "then": (reads + ["", ""])[1]})
+            st.dataframe(rows, hide_index=True)
         node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
                          format_func=lambda n: n if n == NONE else f"{n}: {node_label(full if n in full.graph else graph, n)}")
         if node == OTHER:
@@ -63,8 +74,10 @@ if picked:
         elif node != NONE:
             info = full.graph.nodes[node]
             role = ROLE_NAMES.get(info["role"], info["role"])
-            st.subheader(f"{node}: {role} · " + ui.code_text(node_label(full, node, 60)), anchor=False)
-            st.text(" ".join(info["text"].split()))
+            label, text = node_label(full, node, 60), " ".join(info["text"].split())
+            st.subheader(f"{node}: {role} · " + ui.code_text(label), anchor=False)
+            if label.rstrip("…") != text:
+                st.text(text)  # the whole text, when the heading had to shorten it
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
                 values = step_values(trace, node)
                 window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)

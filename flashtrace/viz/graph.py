@@ -3,7 +3,7 @@ answer. Every node carries the first words of its text beside it and its whole t
 sized by their influence on the answer (sum over paths of share products, see `flashtrace.graph`); edge
 width follows the share of attribution, edges from the input are blue and from reasoning orange; the
 strongest path to each of the most influential prompt segments is overlaid in reddish purple, and the
-selected node is ringed in bluish green (Okabe–Ito colours: apart for colour-blind readers, and on light
+selected node has a thick bluish-green outline and a bold label (Okabe–Ito colours: apart for colour-blind readers, and on light
 and dark backgrounds). Nodes carry their id as customdata so a click selects them."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ..trace import Trace
 from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
-SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the ring of the selected node
+SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the outline of the selected node
 OTHER_COLOR = "#8b95a5"
 NODE_COLORS = {**ROLE_COLORS, "other": OTHER_COLOR}
 ROLE_NAMES = {"template": "chat template", "prompt": "prompt sentence", "reasoning": "reasoning step",
@@ -181,7 +181,7 @@ def figure_height(n_inputs: int) -> int:
 
 def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None) -> go.Figure:
     """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
-    the final prompt attribution. `selected` is ringed. Node traces are named by role; ``customdata`` = id."""
+    the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id."""
     pos = layout_positions(graph)
     influence = graph.influence()
     depths = graph.hop_depths()
@@ -211,12 +211,8 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
             customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass) for n in nodes],
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role == "other" else "circle",
-                    "line": {"width": 1, "color": "rgba(255,255,255,0.7)"}}))
-    if selected in pos:
-        size = 28 if selected == graph.answer else 7 + 27 * math.sqrt(min(influence.get(selected, 0.0) / top, 1.0))
-        fig.add_trace(go.Scatter(x=[pos[selected][0]], y=[pos[selected][1]], mode="markers", name="selected",
-                                 hoverinfo="skip", marker={"size": size + 12, "symbol": "circle-open",
-                                                           "color": SELECTED_COLOR, "line": {"width": 4}}))
+                    "line": {"width": [5 if n == selected else 1 for n in nodes],
+                             "color": [SELECTED_COLOR if n == selected else "rgba(255,255,255,0.7)" for n in nodes]}}))
     fig.update_layout(
         height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 36, "b": 36},
         title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14}},

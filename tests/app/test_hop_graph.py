@@ -83,7 +83,7 @@ def test_long_trace_folds_to_at_most_15_inputs(open_page):
     # the folded node opens into a list of what it holds
     at.selectbox(key="qp_node").set_value(OTHER).run()
     no_problems(at)
-    assert len(at.dataframe[1].value) == spec["layout"]["meta"]["folded"]
+    assert len(at.dataframe[-1].value) == spec["layout"]["meta"]["folded"]
 
 
 def test_selected_step_shows_its_own_heatmap(open_page, vartrack):
@@ -117,9 +117,14 @@ def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
     assert any("Click a node" in c.value for c in at.caption)
     # the evidence table names sentences and paths in words; the value sentence the answer copies is there
     table = at.dataframe[0].value
-    answer = short_label(next(s.text for s in vartrack.segments if s.role == "answer"), 24)
+    answer = short_label(next(s.text for s in vartrack.segments if s.role == "answer"), 18)
     assert all(path.startswith(f"A “{answer}” ← ") for path in table["strongest path"])
     assert any(s.endswith(": VAR RPBER = 16819.") for s in table["sentence"][:3])
+    # the chain table: the step that states the value reads the value sentence most
+    chain = at.dataframe[1].value
+    row = next(i for i, step in enumerate(chain["step"]) if step.endswith(": VAR RPBER = 16819."))
+    value = next(s.id for s in vartrack.segments if s.role == "prompt" and s.text.strip() == "VAR RPBER = 16819.")
+    assert chain["reads most"][row].startswith(f"{value}: VAR RPBER = 16819. (")
 
 
 @pytest.mark.browser

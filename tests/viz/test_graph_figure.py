@@ -65,9 +65,9 @@ def test_folded_inputs_selected_ring_and_paths_apart():
     assert nodes[OTHER][1] == f"other context ({len(folded)} sentences)" and len(folded) == 31 - 8
     assert fig.layout.meta["folded"] == len(folded) and fig.layout.meta["inputs"] == 9
     assert "P3" in nodes  # the most influential prompt sentence is on show
-    ring = [t for t in fig.data if t.name == "selected"]
-    at = {n: (x, y) for t in fig.data if t.mode == "markers+text" for n, x, y in zip(t.customdata, t.x, t.y)}
-    assert len(ring) == 1 and ring[0].marker.color == SELECTED_COLOR and (ring[0].x[0], ring[0].y[0]) == at["S1"]
+    outline = {n: (c, w) for t in fig.data if t.mode == "markers+text"
+               for n, c, w in zip(t.customdata, t.marker.line.color, t.marker.line.width)}
+    assert outline.pop("S1") == (SELECTED_COLOR, 5) and all(c != SELECTED_COLOR for c, _ in outline.values())
     assert nodes["S1"][1].startswith("<b>")  # the selected node's label is bold too
     paths = [t for t in fig.data if t.name == "evidence path"]
     assert len(paths) == 1 and paths[0].line.color == PATH_COLOR != SELECTED_COLOR
@@ -86,6 +86,6 @@ def test_show_all_grows_the_figure_to_keep_labels_apart():
 
 
 @pytest.mark.parametrize("selected", [None, "nope"])
-def test_no_ring_without_a_shown_selection(selected):
+def test_no_outline_without_a_shown_selection(selected):
     fig = hop_graph_figure(_graph(3), selected=selected)
-    assert not [t for t in fig.data if t.name == "selected"]
+    assert all(c != SELECTED_COLOR for t in fig.data if t.mode == "markers+text" for c in t.marker.line.color)
