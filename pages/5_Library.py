@@ -1,16 +1,44 @@
-"""The library: saved traces, searchable; open, rename, delete (with confirmation), import and export."""
+"""The library: saved traces, searchable; open, rename, delete (with confirmation), import and export — and
+export of the gallery's traces without importing them."""
 
 import pandas as pd
 import streamlit as st
 
 from flashtrace import ui
 from flashtrace.app_state import library
-from flashtrace.viz.report import trace_report_html
+from flashtrace.gallery import gallery_path, list_gallery
+from flashtrace.trace import Trace
+
+ss = st.session_state
+WIDTHS = {"name": 170, "title": 200, "model": 120, "tokens": 70, "hops": 50, "method": 90, "created": 130,
+          "size kB": 70}  # pixels: every column shows in the page's width (none hidden off to the right)
+COLUMNS = {c: (st.column_config.NumberColumn if c in ("tokens", "hops", "size kB") else st.column_config.TextColumn)(
+    c, width=w) for c, w in WIDTHS.items()}
+
+
+def export_buttons(key: str, stem: str, load) -> None:
+    """JSON and HTML downloads of the trace `load()` returns, built only when clicked."""
+    from flashtrace.viz.report import trace_report_html
+
+    c_json, c_html = st.columns(2)
+    c_json.download_button("Export JSON", lambda: load().to_json(indent=1).encode("utf-8"), file_name=f"{stem}.json",
+                           mime="application/json", key=f"{key}_json", on_click="ignore")
+    c_html.download_button("Export HTML", lambda: trace_report_html(load()), file_name=f"{stem}.html",
+                           mime="text/html", key=f"{key}_html", on_click="ignore")
+
+
+def select(name: str | None) -> None:
+    """Make `name` the selected trace on the next run (a fresh selectbox, so it never shows a stale name)."""
+    ss["library_pick"] = name
+    ss["library_v"] = ss.get("library_v", 0) + 1
+
 
 ui.page_setup("Library")
 st.title("Library")
 lib = library()
 st.caption(f"Saved traces in {ui.code_text(str(lib.root))} (set `FLASHTRACE_LIBRARY` to use another folder).")
+if ss.get("library_notice"):
+    st.success(ss.pop("library_notice"))  # md-ok: built from code_text
 
 with st.expander("Import a trace (JSON)"):
     upload = st.file_uploader("Trace JSON file", type=["json"], key="import_file")
@@ -18,6 +46,14 @@ with st.expander("Import a trace (JSON)"):
         with ui.shown_errors("Not imported: "):
             name = lib.import_json(upload.getvalue(), name=upload.name.removesuffix(".json"))
             st.success(f"Imported as **{ui.plain(name)}**.")
+
+with st.expander("Export a gallery trace"):
+    items = {item.name: item for item in list_gallery()}
+    if items:
+        pick = st.selectbox("Gallery trace", list(items), key="gallery_pick", format_func=lambda n: items[n].title)
+        export_buttons("gallery", pick, lambda: Trace.load(gallery_path(pick)))
+    else:
+        st.caption("The gallery is empty.")
 
 query = st.text_input("Search", key="search", placeholder="words in the name, title, model, method or prompt")
 entries = lib.search(query)
@@ -28,39 +64,42 @@ if not entries:
 
 table = pd.DataFrame([{"name": e.name, "title": e.title if e.readable else "⚠ unreadable", "model": e.model,
                        "tokens": e.n_tokens or None, "hops": e.hops if e.readable else None, "method": e.method,
-                       "created": e.created, "size kB": round(e.size / 1e3, 1)} for e in entries])
-st.dataframe(table, hide_index=True, width="stretch")
+                       "created": e.created[:16].replace("T", " "), "size kB": round(e.size / 1e3, 1)}
+                      for e in entries])
+st.dataframe(table, hide_index=True, width="stretch", column_config=COLUMNS)
 for e in entries:
     if not e.readable:
         st.warning(f"**{ui.plain(e.name)}** is unreadable and skipped: {ui.plain(e.error)}")
 
 names = [e.name for e in entries]
-if st.session_state.get("chosen_after") in names:
-    st.session_state["chosen"] = st.session_state.pop("chosen_after")
-chosen = st.selectbox("Selected trace", names, key="chosen")
+wanted = ss.get("library_pick")
+chosen = st.selectbox("Selected trace", names, index=names.index(wanted) if wanted in names else 0,
+                      key=f"chosen_{ss.get('library_v', 0)}")
+ss["library_pick"], ss["library_v"] = chosen, ss.get("library_v", 0)
 entry = next(e for e in entries if e.name == chosen)
-c_open, c_json, c_html = st.columns(3)
 if entry.readable:
-    c_open.page_link(ui.PAGES["explore"], label="Open in Explore", icon=":material/search:", query_params={"trace": f"lib:{chosen}"})
-    with ui.shown_errors():
-        c_json.download_button("Export JSON", lib.export_json(chosen), file_name=f"{chosen}.json",
-                               mime="application/json", key="export_json")
-        c_html.download_button("Export HTML", trace_report_html(lib.open(chosen)), file_name=f"{chosen}.html",
-                               mime="text/html", key="export_html")
+    st.page_link(ui.PAGES["explore"], label="Open in Explore", icon=":material/search:",
+                 query_params={"trace": f"lib:{chosen}"})
+    export_buttons("export", chosen, lambda: lib.open(chosen))
 
-with st.form("rename"):
-    new_name = st.text_input("Rename to", value=chosen, key=f"rename_to_{chosen}")
+with st.form(f"rename_{chosen}"):
+    new_name = st.text_input("Rename to", value=chosen, key=f"rename_to_{chosen}", max_chars=200,
+                             help="letters, digits, '.', '_' and '-'; anything else becomes '-'")
     if st.form_submit_button("Rename", key="rename"):
         with ui.shown_errors("Not renamed: "):
             final = lib.rename(chosen, new_name)
-            st.session_state["chosen_after"] = final
+            adjusted = "" if final == new_name.strip() else (
+                f" (names keep only letters, digits, '.', '_' and '-', so {ui.code_text(new_name.strip())} "
+                f"became {ui.code_text(final)})")
+            ss["library_notice"] = f"Renamed {ui.code_text(chosen)} to {ui.code_text(final)}{adjusted}."
+            select(final)
             st.rerun()
 
-confirm = st.checkbox(f"Yes, delete '{ui.plain(chosen)}' for good", key="confirm_delete")
+confirm = st.checkbox(f"Yes, delete '{ui.plain(chosen)}' for good", key=f"confirm_delete_{chosen}_{ss['library_v']}")
 if st.button("Delete", type="primary", disabled=not confirm, key="delete"):
     with ui.shown_errors("Not deleted: "):
         lib.delete(chosen)
-        st.session_state.pop("chosen", None)
-        st.session_state.pop("confirm_delete", None)
-        st.toast(f"Deleted {ui.plain(chosen)}")
+        after = names[names.index(chosen) + 1:] + names[:names.index(chosen)]
+        ss["library_notice"] = f"Deleted {ui.code_text(chosen)}."
+        select(after[0] if after else None)
         st.rerun()

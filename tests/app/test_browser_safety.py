@@ -86,7 +86,8 @@ def test_hostile_trace_fields_show_as_literal_text(tmp_path, listener):
             for literal in literals:
                 assert literal in text, (label, literal)
             leaks = page.evaluate("""(port) => [...document.querySelectorAll('a[href], img[src]')]
-                .map(e => e.getAttribute('href') || e.getAttribute('src') || '').filter(u => u.includes(':' + port))""", port)
+                .map(e => e.getAttribute('href') || e.getAttribute('src') || '')
+                .filter(u => u.includes(':' + port))""", port)
             assert leaks == [], (label, leaks)
         browser.close()
     assert seen == []  # no page made the browser fetch anything from the listener

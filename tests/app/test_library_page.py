@@ -1,9 +1,13 @@
+import json
+
 import pytest
 
 import flashtrace
+from flashtrace.gallery import load_gallery_trace
 from flashtrace.library import Library
+from flashtrace.trace import Trace
 
-from .conftest import no_problems
+from .conftest import literal, no_problems
 
 LIBRARY = "pages/5_Library.py"
 
@@ -33,26 +37,91 @@ def test_lists_searches_and_flags_unreadable_files(open_page, library_dir, tiny_
     assert list(at.dataframe[0].value["name"]) == ["pears"]
 
 
-def test_rename_and_delete_with_confirmation(open_page, library_dir, tiny_trace):
+def _chosen(at):
+    return next(sb for sb in at.selectbox if sb.key and sb.key.startswith("chosen_"))
+
+
+def _texts(at) -> str:
+    return " ".join(literal(e.value) for e in [*at.success, *at.info, *at.warning])
+
+
+def test_rename_tells_the_final_name_and_delete_moves_on(open_page, library_dir, tiny_trace):
     lib = Library(library_dir)
-    lib.save(tiny_trace, "first")
+    for name in ("second", "first"):
+        lib.save(tiny_trace, name)
     at = open_page(LIBRARY)
-    at.selectbox(key="chosen").set_value("first").run()
+    _chosen(at).set_value("first").run()
     at.text_input(key="rename_to_first").input("renamed / trace")
     at.button(key="rename").click().run()
     no_problems(at)
-    assert [e.name for e in lib.entries()] == ["renamed-trace"]
-    assert at.selectbox(key="chosen").value == "renamed-trace"
+    assert sorted(e.name for e in lib.entries()) == ["renamed-trace", "second"]
+    assert _chosen(at).value == "renamed-trace"
+    notice = _texts(at)
+    assert "Renamed `first` to `renamed-trace`" in notice and "became `renamed-trace`" in notice, notice
+    delete_box = next(c for c in at.checkbox if c.key.startswith("confirm_delete_renamed-trace"))
     assert at.button(key="delete").disabled
-    at.checkbox(key="confirm_delete").check().run()
+    delete_box.check().run()
     at.button(key="delete").click().run()
-    assert lib.entries() == []
+    no_problems(at)
+    assert [e.name for e in lib.entries()] == ["second"]
+    assert "Deleted `renamed-trace`" in _texts(at)
+    chosen = _chosen(at)  # a fresh selectbox on the remaining trace, its delete box not ticked
+    assert chosen.value == "second" and chosen.options == ["second"]
+    assert at.text_input(key="rename_to_second").value == "second"
+    assert not any(c.value for c in at.checkbox if c.key.startswith("confirm_delete"))
+    assert at.button(key="delete").disabled
 
 
-def test_export_buttons_offer_json_and_html(open_page, library_dir, tiny_trace):
+def test_a_plain_rename_says_nothing_about_adjusting(open_page, library_dir, tiny_trace):
+    Library(library_dir).save(tiny_trace, "old")
+    at = open_page(LIBRARY)
+    at.text_input(key="rename_to_old").input("new-name")
+    at.button(key="rename").click().run()
+    assert "Renamed `old` to `new-name`." in _texts(at) and "became" not in _texts(at)
+
+
+def test_every_table_column_has_room(open_page, library_dir, tiny_trace):
+    Library(library_dir).save(tiny_trace, "a-rather-long-library-name-for-the-table")
+    at = open_page(LIBRARY)
+    columns = json.loads(at.dataframe[0].proto.columns)
+    widths = {name: col["width"] for name, col in columns.items() if name != "_index"}
+    assert set(widths) == set(at.dataframe[0].value.columns)  # every column sized
+    assert sum(widths.values()) <= 940  # the main column of the wide layout at 1400 px
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """``{key: (file_name, data)}`` of every download button drawn, with deferred data resolved."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    seen = {}
+    real = DeltaGenerator.download_button
+
+    def record(self, label, data, file_name=None, *args, **kwargs):
+        seen[kwargs.get("key")] = (file_name, data)
+        return real(self, label, data, file_name, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "download_button", record)
+    return seen
+
+
+def test_export_buttons_offer_json_and_html(open_page, library_dir, tiny_trace, downloads):
     Library(library_dir).save(tiny_trace, "exp")
     at = open_page(LIBRARY)
     no_problems(at)
-    urls = {el.proto.label: el.proto.url for el in at.get("download_button")}
-    assert set(urls) == {"Export JSON", "Export HTML"}  # the served file's type follows the mime type
-    assert urls["Export JSON"].endswith(".json") and urls["Export HTML"].endswith(".html")
+    file_name, data = downloads["export_json"]
+    assert file_name == "exp.json" and Trace.from_json(data()).id == tiny_trace.id
+    file_name, data = downloads["export_html"]
+    assert file_name == "exp.html" and "<html" in data().lower()
+
+
+def test_gallery_traces_export_without_importing(open_page, library_dir, gallery_items, downloads):
+    at = open_page(LIBRARY)
+    no_problems(at)
+    at.selectbox(key="gallery_pick").set_value(gallery_items[1].name).run()
+    file_name, data = downloads["gallery_json"]
+    exported = Trace.from_json(data())
+    assert file_name == f"{gallery_items[1].name}.json"
+    assert exported.id == load_gallery_trace(gallery_items[1].name).id
+    assert "<html" in downloads["gallery_html"][1]().lower()
+    assert Library(library_dir).entries() == []  # nothing imported

@@ -35,7 +35,8 @@ def _unsafe_parts(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.JoinedStr):
         out = []
         for value in node.values:
-            if isinstance(value, ast.FormattedValue) and value.format_spec is None and _called(value.value) not in SAFE_CALLS:
+            if (isinstance(value, ast.FormattedValue) and value.format_spec is None
+                    and _called(value.value) not in SAFE_CALLS):
                 out.append(value.value)
         return out
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
