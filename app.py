@@ -28,8 +28,9 @@ def home() -> None:
             st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
                        f"{item.hops:d} hops")
             st.markdown(ui.plain(item.description))
-            a, b = st.columns(2)
             query = {"trace": f"gallery:{item.name}"}
+            st.page_link(ui.PAGES["story"], label="Tell its story", icon=":material/auto_stories:", query_params=query)
+            a, b = st.columns(2)
             a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
             b.page_link(ui.PAGES["graph"], label="Hop graph", icon=":material/hub:", query_params=query)
 

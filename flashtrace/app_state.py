@@ -243,3 +243,19 @@ def describe_estimate(n_tokens: int, estimate) -> str:
         return f"{n_tokens:,} tokens (no cost estimate in this version)"
     return (f"{time_range(estimate.seconds)} for {n_tokens:,} tokens, peak memory about "
             f"{estimate.peak_bytes / 2**30:.1f} GiB")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _faithfulness(ref: str, stamp: tuple[int, int]) -> dict:
+    from .evaluate.faithfulness import faithfulness_check
+
+    trace = load_trace(ref)
+    with model_lock():  # no spinner here: a cached function must not draw
+        return faithfulness_check(cached_model(trace.model.name), trace)
+
+
+def live_faithfulness(ref: TraceRef | str) -> dict:
+    """The Story page's faithfulness check of a stored trace, run now with its model (cached per file)."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    stat = ref.path().stat()
+    return _faithfulness(str(ref), (stat.st_mtime_ns, stat.st_size))

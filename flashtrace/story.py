@@ -175,10 +175,9 @@ def evidence_panel(trace: Trace) -> Panel:
         return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.",
                      {"sentences": [], "tokens": [], "scores": scores})
     covered = sum(p.share for p in sentences)
-    caption = (f"After all hops, the answer rests most on these prompt sentences ({pct(covered)} of the prompt's "
-               f"attribution between them): " + "; ".join(f"{quote(p.text)} {pct(p.share)}" for p in sentences)
-               + f". Strongest words: {_words(tokens)}. The darker a word's background below, the more the "
-               "answer rests on it.")
+    caption = (f"After all hops, the answer rests most on the {len(sentences)} prompt sentence(s) below, "
+               f"{pct(covered)} of the prompt's attribution between them; the first is {quote(sentences[0].text)}. "
+               f"Strongest words: {_words(tokens)}. The darker a word's background, the more the answer rests on it.")
     return Panel("evidence", TITLES["evidence"], caption, {"sentences": sentences, "tokens": tokens, "scores": scores})
 
 

@@ -14,11 +14,13 @@ from .app_state import TraceRef, load_trace, trace_choices
 from .trace import Trace
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
-         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py"}
+         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",
+         "story": "pages/7_Story.py", "glossary": "pages/8_Glossary.py"}
 FAVICON = Path(__file__).parent / "assets" / "favicon.png"
 NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
        (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
-       (PAGES["library"], "Library", ":material/folder_open:"), (PAGES["evaluation"], "Evaluation", ":material/fact_check:")]
+       (PAGES["library"], "Library", ":material/folder_open:"), (PAGES["evaluation"], "Evaluation", ":material/fact_check:"),
+       (PAGES["story"], "Story", ":material/auto_stories:"), (PAGES["glossary"], "Glossary", ":material/menu_book:")]
 
 
 def page_setup(title: str) -> None:
@@ -135,9 +137,9 @@ def code_text(text: str) -> str:
 
 def nav_links(ref: TraceRef | str, here: str) -> None:
     """Links to the other views of the same trace."""
-    cols = st.columns(4)
-    for col, (page, label) in zip(cols, (("explore", "Explore"), ("graph", "Hop graph"), ("compare", "Compare"),
-                                         ("library", "Library"))):
+    cols = st.columns(5)
+    for col, (page, label) in zip(cols, (("story", "Story"), ("explore", "Explore"), ("graph", "Hop graph"),
+                                         ("compare", "Compare"), ("library", "Library"))):
         if page != here:
             col.page_link(PAGES[page], label=label, icon=":material/arrow_forward:",  # md-ok: constant labels
                           query_params={"trace": str(ref)} if page != "library" else None)

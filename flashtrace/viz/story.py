@@ -1,0 +1,134 @@
+"""Figures of the Story page's panels (`flashtrace.story`): small, labelled in words, sized for a
+1280×720 projector. Every text that comes from a trace is escaped before Plotly renders it."""
+
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from ..story import Panel, Piece, pct
+from ..trace import Trace
+from .colors import PROMPT, REASONING, TEMPLATE
+from .tokens import tokens_html
+
+LABEL_CHARS = 48
+_LAYOUT = {"margin": {"l": 10, "r": 20, "t": 40, "b": 30}, "font": {"size": 13}}
+
+
+def _label(text: str, limit: int = LABEL_CHARS) -> str:
+    flat = " ".join(text.split()) or "(whitespace)"
+    return html.escape(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
+
+
+def pieces_figure(pieces: list[Piece], title: str, view: str) -> go.Figure:
+    """Horizontal bars: the top prompt sentences (or tokens) and their shares, text on the bars' left."""
+    fig = go.Figure(go.Bar(
+        y=[_label(p.text) for p in pieces], x=[p.share for p in pieces], orientation="h", marker_color=PROMPT,
+        text=[pct(p.share) for p in pieces], textposition="outside", cliponaxis=False,
+        customdata=[_label(p.text, 300) for p in pieces], hovertemplate="%{customdata}<br>%{x:.1%}<extra></extra>"))
+    top = max((p.share for p in pieces), default=1.0)
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(pieces), 1),
+                      xaxis={"range": [0, top * 1.2], "tickformat": ".0%", "fixedrange": True},
+                      yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
+                      meta={"view": view}, **_LAYOUT)
+    return fig
+
+
+def split_figure(shares: dict[str, float]) -> go.Figure:
+    """One 100 % bar: where the answer's direct (hop 0) attribution sits."""
+    parts = (("prompt", "the prompt", PROMPT), ("template", "chat template", TEMPLATE),
+             ("generated", "its own reasoning and answer", REASONING))
+    fig = go.Figure()
+    for key, name, color in parts:
+        fig.add_trace(go.Bar(y=["hop 0"], x=[shares[key]], name=name, orientation="h", marker_color=color,
+                             text=[pct(shares[key])] if shares[key] >= 0.06 else [""], textposition="inside",
+                             hovertemplate=f"{name}: %{{x:.1%}}<extra></extra>"))
+    fig.update_layout(barmode="stack", height=170, title={"text": "Where the answer looks directly", "font": {"size": 14}},
+                      xaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True},
+                      yaxis={"visible": False, "fixedrange": True},
+                      legend={"orientation": "h", "y": -0.35, "x": 0, "traceorder": "normal"},
+                      meta={"view": "story_direct"}, **_LAYOUT)
+    return fig
+
+
+def reach_figure(panel: Panel) -> go.Figure:
+    """Per depth K (hops 0..K): the share of the answer's attribution that has reached the input, and the
+    share still on the reasoning (ρ_K)."""
+    reach = panel.data["reached"]
+    labels = ["directly (hop 0)"] + [f"after {k} hop{'s' if k > 1 else ''}" for k in range(1, len(reach))]
+    fig = go.Figure([
+        go.Bar(x=labels, y=reach, name="reached the input", marker_color=PROMPT, text=[pct(r) for r in reach],
+               textposition="inside", hovertemplate="%{x}: %{y:.1%} reached the input<extra></extra>"),
+        go.Bar(x=labels, y=[1 - r for r in reach], name="still on the reasoning (ρ)", marker_color=REASONING,
+               hovertemplate="%{x}: %{y:.1%} still on the reasoning<extra></extra>"),
+    ])
+    fig.update_layout(barmode="stack", height=300, title={"text": "How much of the answer's attribution has reached "
+                                                          "the input", "font": {"size": 14}},
+                      yaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True}, xaxis={"fixedrange": True},
+                      legend={"orientation": "h", "y": -0.2, "x": 0, "traceorder": "normal"},
+                      meta={"view": "story_hops"}, **_LAYOUT)
+    return fig
+
+
+def check_figure(result: dict) -> go.Figure:
+    """Answer log-probability: unchanged, top tokens deleted, random tokens deleted (mean, range of draws)."""
+    rnd = result["random"]
+    mean = result["random_mean"]
+    share = pct(result["fraction"])
+    fig = go.Figure(go.Bar(
+        x=["nothing deleted", f"top {share} deleted", f"random {share} deleted"],
+        y=[result["before"], result["top"], mean], marker_color=[TEMPLATE, PROMPT, REASONING],
+        text=[f"{v:.2f}" for v in (result["before"], result["top"], mean)], textposition="outside", cliponaxis=False,
+        error_y={"type": "data", "symmetric": False, "array": [0, 0, max(rnd) - mean],
+                 "arrayminus": [0, 0, mean - min(rnd)], "visible": True},
+        hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    low = min(result["top"], min(rnd), result["before"], 0.0)
+    fig.update_layout(height=300, title={"text": "Answer log-probability (higher = more likely; the bar on the "
+                                         "right shows the range of random draws)", "font": {"size": 14}},
+                      yaxis={"range": [low * 1.15 - 0.1, 0.3], "fixedrange": True}, xaxis={"fixedrange": True},
+                      meta={"view": "story_check"}, **_LAYOUT)
+    return fig
+
+
+def evidence_html(trace: Trace, max_height_px: int | None = 300) -> str:
+    """The prompt's text with each token's background set by its final attribution (escaped)."""
+    span = trace.spans.prompt
+    return tokens_html(trace, None, max_height_px=max_height_px, token_range=tuple(span) if span else None)
+
+
+def sentences_html(trace: Trace, pieces: list[Piece]) -> str:
+    """Each top prompt sentence on its own line, its tokens coloured by their final attribution, with its
+    share (escaped). Pieces that are not segments (a trace without segments) are skipped."""
+    by_id = {seg.id: seg for seg in trace.segments or []}
+    rows = []
+    for rank, piece in enumerate(pieces, start=1):
+        seg = by_id.get(piece.key)
+        if seg is None:
+            continue
+        text = tokens_html(trace, None, max_height_px=None, token_range=(seg.start, seg.end))
+        rows.append(f'<div style="display:flex;gap:12px;align-items:baseline;margin:6px 0">'
+                    f'<b style="min-width:4.5em">{rank}. {html.escape(pct(piece.share))}</b>'
+                    f'<div style="flex:1">{text}</div></div>')
+    return "".join(rows)
+
+
+def panel_figures(trace: Trace, panel: Panel) -> list[go.Figure]:
+    """The figures a panel shows, in order (the question panel has none)."""
+    if panel.key == "direct":
+        figs = [split_figure(panel.data["shares"])]
+        if panel.data["sentences"]:
+            figs.append(pieces_figure(panel.data["sentences"], "Prompt sentences the answer reads most (hop 0)",
+                                      "story_direct_sentences"))
+        return figs
+    if panel.key == "hops":
+        return [reach_figure(panel)] if len(panel.data["reached"]) > 0 else []
+    if panel.key == "evidence" and panel.data["sentences"]:
+        return [pieces_figure(panel.data["sentences"], "Prompt sentences with the most attribution after all hops",
+                              "story_evidence")]
+    if panel.key == "check" and panel.data["result"] is not None:
+        return [check_figure(panel.data["result"])]
+    return []
+
+
+__all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html", "panel_figures"]

@@ -1,0 +1,74 @@
+"""The Story page in a real browser (Debian's chromium, 1280×720): every gallery trace steps through all
+five panels with Next, each step addressable by URL, and no page makes a request to a host other than the
+app; the evidence step exports as HTML and PNG. Screenshots of each step of one trace go to test-artifacts/."""
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from flashtrace.gallery import list_gallery
+from flashtrace.library import LIBRARY_ENV
+from flashtrace.story import STEPS, TITLES
+
+from .browser import ROOT, app_server, launch, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def test_story_steps_through_every_gallery_trace_offline(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    items = list_gallery()
+    assert len(items) >= 6
+    external, errors = [], []
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.on("request", lambda r: external.append(r.url)
+                if urlparse(r.url).hostname not in ("127.0.0.1", None) and not r.url.startswith(("data:", "blob:"))
+                else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            for item in items:
+                page.goto(f"{url}/Story?trace=gallery:{item.name}&step=1", timeout=90_000)
+                for number, key in enumerate(STEPS, start=1):
+                    page.get_by_role("heading", name=TITLES[key]).wait_for(timeout=60_000)
+                    settle(page)
+                    assert f"step={number}" in page.url
+                    assert page.get_by_text(f"Step {number} of {len(STEPS)}").count() == 1
+                    if key in ("direct", "hops", "evidence"):
+                        page.locator(".js-plotly-plot .barlayer").first.wait_for(timeout=30_000)
+                    if key == "evidence":
+                        assert page.locator(".ft-tok").count() > 10  # the prompt, highlighted
+                    if item.name == "needle":
+                        ARTIFACTS.mkdir(exist_ok=True)
+                        page.screenshot(path=str(ARTIFACTS / f"story-{number}-{key}.png"))
+                    next_button = page.get_by_role("button", name="Next")
+                    if number < len(STEPS):
+                        next_button.click()
+                    else:
+                        assert next_button.is_disabled()
+            # a step opened from its URL shows that panel, and Back goes one step back
+            page.goto(f"{url}/Story?trace=gallery:free-form&step=4", timeout=90_000)
+            page.get_by_role("heading", name=TITLES["evidence"]).wait_for(timeout=60_000)
+            settle(page)
+            # export where you look: the evidence step as one offline HTML file, its chart as PNG
+            with page.expect_download(timeout=60_000) as download:
+                page.get_by_role("button", name="HTML (offline page)").click()
+            exported = Path(download.value.path()).read_text(encoding="utf-8")
+            assert len(exported.encode()) <= 1_500_000 and "http://" not in exported and "https://" not in exported
+            assert TITLES["evidence"] in exported and exported.count("data-ft-figure=") == 1
+            with page.expect_download(timeout=120_000) as download:
+                page.get_by_role("button", name="PNG (main chart)").click()
+            assert Path(download.value.path()).read_bytes()[:4] == b"\x89PNG"
+            page.get_by_role("button", name="Back").click()
+            page.get_by_role("heading", name=TITLES["hops"]).wait_for(timeout=60_000)
+            # the glossary page every help tooltip links to
+            page.goto(f"{url}/Glossary#rho", timeout=90_000)
+            page.get_by_role("heading", name="ρ (rho)").wait_for(timeout=60_000)
+            settle(page)
+        finally:
+            browser.close()
+    assert external == []
+    assert errors == []

@@ -1,0 +1,75 @@
+"""Story and Glossary pages (AppTest): every panel of a gallery trace reachable by URL and by Next/Back,
+captions shown literally, the faithfulness check run live for a library trace, glossary anchors."""
+
+import pytest
+
+import flashtrace
+from flashtrace.glossary import TERMS
+from flashtrace.library import Library
+from flashtrace.story import STEPS, TITLES
+
+from .conftest import no_problems
+
+STORY = "pages/7_Story.py"
+
+
+@pytest.fixture(scope="module")
+def tiny_trace():
+    model = flashtrace.load_model("tiny-llama")
+    return flashtrace.trace(model, prompt="Mia has 2 pens. She buys 5 more pens. How many pens now?",
+                            response="2 + 5 = 7.\nAnswer: 7", hops=1, title="Pens **bold** [x](http://e.x)")
+
+
+def test_next_and_back_walk_every_panel_in_the_url(open_page):
+    at = open_page(STORY, trace="gallery:vartrack", step="1")
+    for number, key in enumerate(STEPS, start=1):
+        no_problems(at)
+        assert at.query_params["step"] in (str(number), [str(number)])
+        assert [s.value for s in at.subheader] == [TITLES[key]]
+        if number < len(STEPS):
+            at.button(key="story_next").click().run()
+    assert at.button(key="story_next").disabled
+    at.button(key="story_back").click().run()
+    assert [s.value for s in at.subheader] == [TITLES["evidence"]]
+
+
+@pytest.mark.parametrize("step", ["0", "9", "x"])
+def test_a_bad_step_in_the_url_falls_back_to_a_real_panel(open_page, step):
+    at = open_page(STORY, trace="gallery:free-form", step=step)
+    no_problems(at)
+    assert [s.value for s in at.subheader] in ([TITLES["question"]], [TITLES["check"]])
+
+
+def test_hops_panel_says_how_much_reached_the_input(open_page):
+    from flashtrace.gallery import load_gallery_trace
+    from flashtrace.story import pct, reached
+
+    at = open_page(STORY, trace="gallery:needle", step="3")
+    no_problems(at)
+    text = " ".join(m.value for m in at.markdown)
+    final = reached(load_gallery_trace("needle"))[-1]
+    assert f"after 3 hops {pct(final)}".replace("%", "\\%") in text  # shown through ui.plain
+    captions = " ".join(c.value for c in at.caption)
+    assert "Glossary#rho" in captions and "Glossary#hop" in captions
+
+
+def test_live_check_for_a_library_trace(open_page, library_dir, tiny_trace):
+    Library(library_dir).save(tiny_trace, "pens")
+    at = open_page(STORY, trace="lib:pens", step="5")
+    no_problems(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "not precomputed for this trace" in text
+    at.button(key="story_run_check").click().run()
+    no_problems(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "log\\-probability from" in text and "draws" in text
+    assert any("Computed live" in c.value for c in at.caption)
+    assert at.get("plotly_chart")
+    assert "**bold**" not in text  # the title never reaches Markdown unescaped
+
+
+def test_glossary_page_lists_every_term_with_its_anchor(open_page):
+    at = open_page("pages/8_Glossary.py")
+    no_problems(at)
+    assert [s.value for s in at.subheader] == [t.name for t in TERMS]
+    assert [s.proto.anchor for s in at.subheader] == [t.key for t in TERMS]
