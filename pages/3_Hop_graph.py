@@ -75,7 +75,7 @@ if picked:
             info = full.graph.nodes[node]
             role = ROLE_NAMES.get(info["role"], info["role"])
             label, text = node_label(full, node, 60), " ".join(info["text"].split())
-            st.subheader(f"{node}: {role} · " + ui.code_text(label), anchor=False)
+            st.subheader(f"{node}: {role} · “{ui.plain(label)}”", anchor=False)
             if label.rstrip("…") != text:
                 st.text(text)  # the whole text, when the heading had to shorten it
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:

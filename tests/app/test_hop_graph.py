@@ -5,6 +5,7 @@ import pytest
 from flashtrace.gallery import load_gallery_trace
 from flashtrace.graph import OTHER, HopGraph
 from flashtrace.viz import heatmap_values, step_values
+from flashtrace.ui import plain
 from flashtrace.viz.graph import short_label
 
 from .conftest import charts, figure, no_problems
@@ -91,7 +92,7 @@ def test_selected_step_shows_its_own_heatmap(open_page, vartrack):
     at = open_page(GRAPH, trace="gallery:vartrack", node=step)
     no_problems(at)
     text = next(s.text for s in vartrack.segments if s.id == step)
-    assert at.subheader[0].value.startswith(f"{step}: reasoning step · `{short_label(text, 60)}")
+    assert at.subheader[0].value == f"{step}: reasoning step · “{plain(short_label(text, 60))}”"
     values = heatmap_values(figure(charts(at)["token_heatmap"]), vartrack)
     assert values == pytest.approx(step_values(vartrack, step))
     # choosing another node in the list moves the drill-down and the URL
