@@ -10,6 +10,7 @@ Quick start::
 
 from importlib import import_module
 
+from .errors import FlashTraceError
 from .trace import Trace, TraceValidationError
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
@@ -34,5 +35,5 @@ def trace(*args, **kwargs) -> Trace:
 
 
 __version__ = "0.1.0"
-__all__ = ["LoadedModel", "ModelLoadError", "UnsupportedModelError", "load_model", "record_forward", "Trace",
+__all__ = ["FlashTraceError", "LoadedModel", "ModelLoadError", "UnsupportedModelError", "load_model", "record_forward", "Trace",
            "TraceValidationError", "Prepared", "attribute", "prepare", "trace", "__version__"]

@@ -2,7 +2,8 @@
 provides ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 
 Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input, 3 refused because the run
-would not fit in memory, 130 interrupted.
+would not fit in memory, 130 interrupted. `exit_code` maps an error to its code, in this one place:
+FlashTrace's own errors carry theirs (`flashtrace.errors.FlashTraceError`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import pkgutil
 import sys
 
 from . import __version__, commands
+from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_TOO_BIG = 0, 1, 2, 3
+__all__ = ["main", "build_parser", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,16 +47,20 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, OSError, RuntimeError) as exc:
-        from .estimate import ResourceError
-        from .models import ModelLoadError
-
+        return EXIT_INTERRUPTED
+    except (FlashTraceError, ValueError, OSError, RuntimeError) as exc:
         print(f"flashtrace {args.command}: error: {exc}", file=sys.stderr)
-        if isinstance(exc, ResourceError):
-            return EXIT_TOO_BIG
-        return EXIT_USAGE if isinstance(exc, (ValueError, ModelLoadError, FileNotFoundError)) else EXIT_FAILURE
+        return exit_code(exc)
 
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an error: a FlashTrace error's own; other bad input (ValueError, a missing
+    file) is a usage error; anything else a failure while running."""
+    if isinstance(exc, FlashTraceError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE if isinstance(exc, (ValueError, FileNotFoundError)) else EXIT_FAILURE
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import EXIT_TOO_BIG, FlashTraceError
+
 # Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
 FORWARD_FLOPS_PER_S = 6.0e10
 ALPHA_FLOPS_PER_S = 2.5e10  # attention rows rebuilt per hop: q·k products plus the in-place softmax passes
@@ -19,8 +21,10 @@ BASE_PROCESS_BYTES = 0.40 * 2**30  # python + torch + transformers, before the m
 GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such)
 
 
-class ResourceError(RuntimeError):
+class ResourceError(FlashTraceError, RuntimeError):
     """A run would not fit in memory; the message says what would."""
+
+    exit_code = EXIT_TOO_BIG
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
 from .trace import MAX_FILE_BYTES, Trace, TraceValidationError
 
@@ -25,8 +26,10 @@ MAX_SUFFIX = 100_000  # name-2 ... name-100000: then the library refuses the sav
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class LibraryError(ValueError):
+class LibraryError(FlashTraceError, ValueError):
     """A library operation cannot be done (unknown name, name taken, bad import); the message says why."""
+
+    exit_code = EXIT_USAGE
 
 
 def default_root() -> Path:

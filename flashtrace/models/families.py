@@ -20,9 +20,13 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..errors import EXIT_USAGE, FlashTraceError
 
-class UnsupportedModelError(ValueError):
+
+class UnsupportedModelError(FlashTraceError, ValueError):
     """The model's family has no verified spec; tracing it could be silently wrong."""
+
+    exit_code = EXIT_USAGE
 
 
 def _linear_heads(proj: nn.Linear, n_heads: int) -> torch.Tensor:

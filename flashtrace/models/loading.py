@@ -7,14 +7,17 @@ from pathlib import Path
 
 import torch
 
+from ..errors import EXIT_USAGE, FlashTraceError
 from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .recording import ATTN_IMPLEMENTATION
 from .tiny import SHAPED_CONFIGS, TINY_ALIASES, build_shaped_model, build_tiny_model
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(FlashTraceError, RuntimeError):
     """A model could not be found or loaded; the message says what to do."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass

@@ -1,0 +1,19 @@
+"""The errors FlashTrace raises on purpose, and the command line's exit codes.
+
+Every one derives from `FlashTraceError`, which carries the exit code the CLI returns for it (mapped
+in one place, `flashtrace.cli.main`). Each also stays a subclass of the builtin it derived from
+before (ValueError or RuntimeError), so ``except ValueError`` callers keep working.
+"""
+
+from __future__ import annotations
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_TOO_BIG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class FlashTraceError(Exception):
+    """Base of FlashTrace's own errors; `exit_code` is what the CLI exits with."""
+
+    exit_code = EXIT_FAILURE
+
+
+__all__ = ["FlashTraceError", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG", "EXIT_INTERRUPTED"]
