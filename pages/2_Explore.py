@@ -5,6 +5,7 @@ inner scroll box; hop views share one colour scale by default so hops compare by
 import streamlit as st
 
 from flashtrace import ui
+from flashtrace.export_ui import export_buttons
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 from flashtrace.viz.tokens import salient_positions, scale_maxima
@@ -38,6 +39,7 @@ if picked:
     keep = salient_positions(trace, values, positions) if every == "salient" else None
     note = ("combined view: own scale" if hop is None else
             f"hop {hop}, scale {'shared by hops 0–' + str(len(trace.hops) - 1) if scale == 'shared' else 'of this hop only'}")
+    fig = text_html = None
     with chart, ui.shown_errors():
         if view == "heatmap":
             window = ui.heatmap_window(trace, values, positions)
@@ -50,11 +52,15 @@ if picked:
                 st.caption(f"{hidden:,} tokens on rows without a salient token are folded (dotted lines, ⋯); "
                            "choose Tokens: all to show them. Target tokens are outlined and left out of the scale.")
         elif view == "text":
-            st.html(tokens_html(trace, hop=hop, max_height_px=None, top=top, keep=keep, legend=note))
+            text_html = tokens_html(trace, hop=hop, max_height_px=None, top=top, keep=keep, legend=note)
+            st.html(text_html)
         else:
             fig = segment_bars(trace, hop=hop)
             box = st.container(height=640) if fig.layout.height > 640 else st.container()
             box.plotly_chart(fig, key="segments", config={"displaylogo": False})
+    with ui.shown_errors():
+        export_buttons(f"{ref.name}-{view}", trace.title or ref.name, [b for b in (fig, text_html) if b is not None],
+                       fig, key="explore_export")
     left, right = st.columns([2, 3])
     with left, ui.shown_errors():
         k = st.slider("Top-k", 5, 50, 10, key="topk")

@@ -3,9 +3,11 @@
 import streamlit as st
 
 from flashtrace import app_state, ui
+from flashtrace.export_ui import export_buttons
 from flashtrace.graph import OTHER
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
+from flashtrace.viz.report import static_graph
 
 NONE = "(none)"
 KEEP = ["50%", "60%", "70%", "80%", "90%", "95%", "100%"]
@@ -34,8 +36,9 @@ if picked:
         graph = full.pruned(node_threshold=int(keep.rstrip("%")) / 100, fold=not show_all)
         ids = [*graph.nodes(), *(n for n in full.nodes() if n not in graph.graph)]
         node = st.query_params.get("node")
-        event = st.plotly_chart(hop_graph_figure(graph, trace, selected=node), key="graph", on_select="rerun",
-                                selection_mode="points", config={"displaylogo": False})
+        graph_fig = hop_graph_figure(graph, trace, selected=node)
+        event = st.plotly_chart(graph_fig, key="graph", on_select="rerun", selection_mode="points",
+                                config={"displaylogo": False})
         clicked = selected_node(event)
         if clicked and clicked != st.session_state.get("last_click"):
             st.session_state["last_click"] = clicked
@@ -45,6 +48,8 @@ if picked:
                    "Dotted purple: the strongest path to each of the three most influential prompt sentences. "
                    "Click a node to see its own attribution: what a step or the answer draws on, or which steps use "
                    "a prompt sentence.")
+        static = static_graph(graph_fig)
+        export_buttons(f"{ref.name}-hop-graph", trace.title or ref.name, [static], static, key="graph_export")
         evidence = evidence_paths(graph, 5)
         with st.expander("Evidence: the prompt sentences with the most influence on the answer", expanded=True):
             st.dataframe([{"sentence": f"{n}: {node_label(graph, n, 60)}", "influence": value,
