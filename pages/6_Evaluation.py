@@ -9,7 +9,7 @@ import streamlit as st
 from flashtrace import ui
 from flashtrace.evaluate.report import find_eval_folders, load_records, load_settings, summarise
 from flashtrace.viz.compare import deletion_curves, method_table
-from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_rows
+from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows
 
 ROOT_ENV = "FLASHTRACE_EVAL_ROOT"
 DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -76,8 +76,8 @@ with ui.shown_errors("Could not read the results: "):
         st.stop()
     table = summary_rows(summary, task, methods)
     st.dataframe(table, hide_index=True, key="eval_table",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f")
-                                for c in table[0] if c not in ("method", "hops", "examples")})
+                 column_config={c: (st.column_config.NumberColumn(format="%.3f", **kw) if c not in ("method", "hops", "examples")
+                                    else st.column_config.Column(**kw)) for c, kw in summary_columns(table).items()})
     st.plotly_chart(metric_bars(summary, task, methods), key="eval_bars", config=CHART)
     st.plotly_chart(mean_deletion_curves(summary, task, methods), key="eval_curves", config=CHART)
 

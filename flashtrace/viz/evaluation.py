@@ -17,6 +17,22 @@ def _colors(methods: list[str]) -> dict[str, str]:
     return {m: METHOD_COLORS[i % len(METHOD_COLORS)] for i, m in enumerate(methods)}
 
 
+def summary_columns(rows: list[dict]) -> dict:
+    """Streamlit column settings for `summary_rows` that fit eleven columns in a 1280-px window: fixed
+    narrow widths, three decimals, and a plain "±" header on each std column (its help names the metric)."""
+    config = {"method": {"width": 140}, "hops": {"width": 48}, "examples": {"label": "n", "width": 40},
+              LABELS["seconds"]: {"label": "seconds", "width": 72, "help": "attribution seconds per example"}}
+    for column in (rows[0] if rows else {}):
+        if column in config:
+            continue
+        if column.startswith("± std ("):
+            metric = column[len("± std ("):-1]
+            config[column] = {"label": "±", "width": 58, "help": f"standard deviation of {LABELS[metric]}"}
+        else:
+            config[column] = {"width": 112 if "Recovery" in column else 72}
+    return config
+
+
 def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
     """One row per method: hops, then mean and std of RISE, MAS, Recovery@10% and attribution seconds."""
     info = summary["tasks"][task]["methods"]
@@ -54,9 +70,10 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
                     fig.add_hline(y=level, line_dash=dash, line_color="#475569", row=1, col=col,
                                   annotation_text=f"{label} {level:.2f}", annotation_font_size=10)
     fig.update_yaxes(rangemode="tozero")
-    fig.update_xaxes(tickangle=-35)
-    fig.update_layout(height=400, margin={"l": 40, "r": 10, "t": 40, "b": 90},
-                      title={"text": f"{task}: mean ± 95 % interval (n = {info['n']})", "font": {"size": 14}},
+    fig.update_xaxes(tickangle=-35, automargin=True)
+    fig.update_layout(height=420, margin={"l": 50, "r": 10, "t": 70, "b": 90},  # title above the subplot titles
+                      title={"text": f"{task}: mean ± 95 % interval (n = {info['n']})", "font": {"size": 14},
+                             "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
                       meta={"view": "metric_bars", "task": task})
     return fig
 
@@ -95,4 +112,4 @@ def example_strips(record: dict, methods: list[str]) -> go.Figure:
     return fig
 
 
-__all__ = ["summary_rows", "metric_bars", "mean_deletion_curves", "example_strips"]
+__all__ = ["summary_columns", "summary_rows", "metric_bars", "mean_deletion_curves", "example_strips"]

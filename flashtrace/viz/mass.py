@@ -36,9 +36,12 @@ def mass_per_hop(trace: Trace) -> go.Figure:
         fig.add_annotation(x=1.0, y=label, xanchor="left", text=f" ρ={hop.rho:.3f}", showarrow=False,
                            font={"size": 11})
     fig.update_layout(
-        barmode="stack", height=90 + 34 * len(labels), margin={"l": 60, "r": 70, "t": 40, "b": 30},
+        # the legend sits in its own strip at the bottom of the figure (container coordinates), under the
+        # percent ticks whatever the number of hops
+        barmode="stack", height=110 + 34 * len(labels), margin={"l": 60, "r": 70, "t": 40, "b": 62},
         title={"text": "Where each hop's attribution mass sits", "font": {"size": 14}},
         xaxis={"range": [0, 1], "tickformat": ".0%"}, yaxis={"autorange": "reversed"},
-        legend={"orientation": "h", "y": -0.25}, meta={"view": "mass_per_hop"},
+        legend={"orientation": "h", "traceorder": "normal", "yref": "container", "y": 0, "yanchor": "bottom",
+                "x": 0, "xanchor": "left"}, meta={"view": "mass_per_hop"},
     )
     return fig

@@ -34,8 +34,9 @@ PAGES = [  # (name, URL path + query, heading to wait for, selector that shows t
 if (ROOT / "pages" / "7_Story.py").exists():
     PAGES.append(("story", "Story?trace=gallery:vartrack", "Story", '[data-testid="stMarkdown"]'))
 
-# For each chart: legend boxes that intersect tick labels or axis titles, and tick labels / axis titles
-# / legend entries that stick out of the chart's own SVG (cut off).
+# For each chart: legend entries that intersect tick labels, axis titles or notes (annotations), a chart
+# title that intersects any of them, and tick labels / axis titles / legend entries / notes that stick out
+# of the chart's own SVG (cut off).
 CHART_PROBLEMS = """() => {
     const problems = [];
     const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
@@ -53,9 +54,18 @@ CHART_PROBLEMS = """() => {
             if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
                 problems.push(`${name}: "${text}" is cut off`);
         }
+        const notes = [...gd.querySelectorAll('.annotation-text')].map((e) => [e.textContent, e.getBoundingClientRect()])
+            .filter(([, r]) => visible(r));
+        for (const [text, r] of notes)
+            if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+                problems.push(`${name}: note "${text}" is cut off`);
         for (const [lt, lr] of legends)
-            for (const [t, r] of labels)
+            for (const [t, r] of labels.concat(notes))
                 if (overlap(lr, r)) problems.push(`${name}: legend "${lt}" overlaps "${t}"`);
+        const title = gd.querySelector('.g-gtitle text');
+        if (title && visible(title.getBoundingClientRect()))
+            for (const [t, r] of labels.concat(legends, notes))
+                if (overlap(title.getBoundingClientRect(), r)) problems.push(`${name}: title overlaps "${t}"`);
     });
     return problems;
 }"""
