@@ -59,7 +59,8 @@ def paired(records: list[dict], reference: str, others: list[str]) -> list[dict]
 
 
 def stop_share(records: list[dict], methods: list[str]) -> dict[str, float]:
-    """Mean share of stop tokens among each method's top ceil(10 %) prompt tokens."""
+    """Mean share of punctuation-only or whitespace-only tokens (the `punctuation` preset) among each
+    method's top ceil(10 %) prompt tokens."""
     out = {}
     for m in methods:
         shares = []
@@ -68,7 +69,7 @@ def stop_share(records: list[dict], methods: list[str]) -> dict[str, float]:
                 continue
             scores = r["methods"][m]["scores"]
             top = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:math.ceil(0.1 * len(scores))]
-            shares.append(sum(is_stop_token(r["tokens"][i]) for i in top) / len(top))
+            shares.append(sum(is_stop_token(r["tokens"][i], "punctuation") for i in top) / len(top))
         if shares:
             out[m] = statistics.fmean(shares)
     return out

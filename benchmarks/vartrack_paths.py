@@ -85,8 +85,9 @@ def top_segment(trace, scores: list[float]) -> str:
     return max(prompt, key=lambda s: sum(scores[s.start:s.end])).id
 
 
-def evaluate(model, examples: list[Example], k_paths: int = 3) -> dict:
-    """Trace each example (teacher-forced, hops=1, step-level) and score the hop graph's paths."""
+def evaluate(model, examples: list[Example], k_paths: int = 3, stop_tokens: str = "paper") -> dict:
+    """Trace each example (teacher-forced, hops=1, step-level, `stop_tokens` preset) and score the hop
+    graph's paths."""
     import flashtrace
     from flashtrace.graph import HopGraph
 
@@ -94,7 +95,7 @@ def evaluate(model, examples: list[Example], k_paths: int = 3) -> dict:
     threads = torch.get_num_threads()
     for i, ex in enumerate(examples):
         prepared = flashtrace.prepare(model, ex.prompt, ex.response)
-        trace = flashtrace.attribute(prepared, target="answer", hops=1, steps=True)
+        trace = flashtrace.attribute(prepared, target="answer", hops=1, steps=True, stop_tokens=stop_tokens)
         torch.set_num_threads(threads)  # the first proximity-kernel call can change torch's thread count
         graph = HopGraph.from_trace(trace)
         gold = gold_segment(trace, ex)
@@ -116,6 +117,7 @@ def evaluate(model, examples: list[Example], k_paths: int = 3) -> dict:
     n = len(rows)
     return {
         "n": n,
+        "stop_tokens": stop_tokens,
         "hit_rate": sum(r["hit"] for r in rows) / n,
         "hit_rate_top3": sum(r["hit_top3"] for r in rows) / n,
         "hit_rate_through_reasoning": sum(r["hit_through_reasoning"] for r in rows) / n,
@@ -131,13 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--stop-tokens", default="paper", choices=["paper", "punctuation", "none"])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     import flashtrace
 
     model = flashtrace.load_model(args.model)
     start = time.perf_counter()
-    result = evaluate(model, make_examples(args.n, args.seed))
+    result = evaluate(model, make_examples(args.n, args.seed), stop_tokens=args.stop_tokens)
     result.update(model=args.model, seed=args.seed, seconds=time.perf_counter() - start)
     print(f"{'#':>3} {'tokens':>6} {'steps':>5} {'gold':>5} {'hit':>4} {'depth':>5} {'strength':>8}  {'path':<10} "
           "strongest path through the reasoning")
@@ -146,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{str(r['gold_depth']):>5} {r['strength']:>8.4f}  {' <- '.join(r['path']):<10} "
               f"{' <- '.join(r['chain_path'])} ({'hit' if r['hit_through_reasoning'] else 'miss'})")
     print(f"\nstrongest path ends at the value sentence: {result['hit_rate']:.2f} "
-          f"(within the 3 strongest: {result['hit_rate_top3']:.2f}) on {result['n']} examples, {args.model}")
+          f"(within the 3 strongest: {result['hit_rate_top3']:.2f}) on {result['n']} examples, {args.model}, "
+          f"stop tokens {args.stop_tokens}")
     print(f"strongest path through at least one reasoning step ends there: {result['hit_rate_through_reasoning']:.2f}")
     print(f"top prompt segment is the value sentence: hop 0 {result['top_segment_rate_hop0']:.2f}, "
           f"hops 0-1 {result['top_segment_rate_hop1']:.2f}")

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
 MAX_TOKENS = 200_000
 MAX_HOPS = 8
 MAX_TEXT = 2_000_000
@@ -71,14 +72,51 @@ class ModelInfo(_Strict):
     dtype: str = Field(max_length=20)
 
 
+# Settings a version-1 trace did not record, and the values that were in force when it was written.
+LEGACY_DEFAULTS = {"stop_tokens": "punctuation", "hop0": "answer"}
+
+
 class Settings(_Strict):
+    """How a trace was computed. `stop_tokens`: a preset (``paper``, ``punctuation``, ``none``) or a
+    user list; `hop0`: ``answer`` (hop 0 over the target span) or ``generation`` (hop 0 over reasoning +
+    answer, the paper-era code). `assumed` names the settings an old trace did not record: they hold
+    the defaults of the version that wrote it."""
+
     method: str = Field(max_length=50)
     hops: int = Field(ge=0, le=MAX_HOPS)
     target: TokenRange
     recursive: Literal["reasoning+answer", "reasoning"] = "reasoning+answer"
-    stop_tokens: Literal["default", "none"] | list[str] = "default"
+    stop_tokens: Literal["paper", "punctuation", "none"] | list[str] = "paper"
+    hop0: Literal["answer", "generation"] = "answer"
     chat_template: bool = True
     threshold: float | None = Field(default=None, ge=0, le=1)
+    assumed: list[Literal["stop_tokens", "hop0"]] = Field(default_factory=list)
+
+    def describe_assumed(self) -> str:
+        """A sentence naming the settings filled in from an old trace's defaults ('' when none)."""
+        if not self.assumed:
+            return ""
+        parts = ", ".join(f"{name} = {getattr(self, name)}" for name in self.assumed)
+        return f"written before these settings were recorded; the defaults then were {parts}"
+
+
+def _migrate_v1(data: dict) -> dict:
+    """A version-1 trace: `stop_tokens` 'default' meant the punctuation rule, and hop 0 always covered
+    the target span. Fill both in and remember that they were assumed."""
+    data = {**data, "schema_version": SCHEMA_VERSION}
+    settings = data.get("settings")
+    if isinstance(settings, dict):
+        settings = dict(settings)
+        assumed = []
+        if settings.get("stop_tokens", "default") == "default":
+            settings["stop_tokens"] = LEGACY_DEFAULTS["stop_tokens"]
+            assumed.append("stop_tokens")
+        if "hop0" not in settings:
+            settings["hop0"] = LEGACY_DEFAULTS["hop0"]
+            assumed.append("hop0")
+        settings["assumed"] = assumed
+        data["settings"] = settings
+    return data
 
 
 class Spans(_Strict):
@@ -143,9 +181,13 @@ class Trace(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _version_first(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "schema_version" in data and data["schema_version"] != SCHEMA_VERSION:
-            raise ValueError(f"unsupported schema_version {data['schema_version']!r}; this version of FlashTrace "
-                             f"reads version {SCHEMA_VERSION}")
+        if isinstance(data, dict) and "schema_version" in data:
+            version = data["schema_version"]
+            if version not in READABLE_VERSIONS or isinstance(version, bool):
+                raise ValueError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
+                                 f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+            if version == 1:
+                return _migrate_v1(data)
         return data
 
     @model_validator(mode="after")

@@ -16,7 +16,7 @@ from .attribution import get_method, recursive_hops
 from .attribution.registry import Method, Source
 from .attribution.steps import range_weights, step_attributions
 from .estimate import check_fits, estimate
-from .inputs import Sequence, build_sequence, detect_spans, is_stop_token
+from .inputs import DEFAULT_STOP_TOKENS, Sequence, StopTokens, build_sequence, detect_spans, stop_rule
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate as generate_text
 from .segments import segment_sequence
@@ -99,14 +99,15 @@ def resolve_target(sequence: Sequence, target: TargetSpec = "answer", target_cha
     return lo, hi
 
 
-def stop_mask(sequence: Sequence, stop_tokens: str | list[str] = "default") -> torch.Tensor:
-    """``[N]`` bool: tokens that get weight 0 in targets and scores."""
-    if stop_tokens == "none":
-        return torch.zeros(len(sequence), dtype=torch.bool)
-    if stop_tokens == "default":
-        return torch.tensor([is_stop_token(t.text) for t in sequence.tokens])
-    words = {w.strip() for w in stop_tokens}
-    return torch.tensor([t.text.strip() in words for t in sequence.tokens])
+def stop_mask(sequence: Sequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
+    """``[N]`` bool: tokens that get weight 0 in targets and scores, under a preset (``paper``,
+    ``punctuation``, ``none``) or a user list (see `flashtrace.inputs.stop_rule`). Every token is tested,
+    chat-template tokens included: a template token is zeroed only when it matches the set."""
+    rule = stop_rule(stop_tokens)
+    return torch.tensor([rule(t.text) for t in sequence.tokens], dtype=torch.bool)
+
+
+HOP0_SPANS = ("answer", "generation")
 
 
 def replacement_id(tokenizer) -> int | None:
@@ -160,7 +161,8 @@ class _Progress:
 
 def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
-              stop_tokens: str | list[str] = "default", threshold: float | None = None, title: str = "",
+              stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
+              threshold: float | None = None, title: str = "",
               steps: bool = False, segment_boundaries: list[int] | None = None,
               progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace:
     """Attribute a target span of a prepared sequence; returns a `Trace`.
@@ -173,11 +175,20 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     `progress(done, total)` is called as work advances, in the method's progress unit (layers for
     flashtrace, target rows for IFR, weight vectors for baselines); the last call has done == total.
     Methods with signed scores (IG, perturbation) keep only the positive part in the trace.
+
+    `stop_tokens` (default ``paper``: ``,``, ``.`` and whitespace-only tokens, the set the authors' code
+    used for the paper's numbers; ``punctuation`` zeroes every punctuation-only token, which drops
+    tokens such as a question's final ``?`` that are often the top-scored ones) get weight 0 in targets and
+    scores. `hop0` = ``answer`` attributes the target span at hop 0 (the paper's formulation);
+    ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
+    as the code behind the paper's tables (flashtrace 0.1.1) did.
     """
     if not 0 <= hops <= 8:
         raise ValueError(f"hops must be between 0 and 8, got {hops}")
     if recursive not in ("reasoning+answer", "reasoning"):
         raise ValueError("recursive must be 'reasoning+answer' or 'reasoning'")
+    if hop0 not in HOP0_SPANS:
+        raise ValueError(f"hop0 must be 'answer' or 'generation', got {hop0!r}")
     seq, rec = prepared.sequence, prepared.recording
     spec = get_method(method)
     given = dict(options or {})
@@ -191,9 +202,12 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     lo, hi = resolve_target(seq, target, target_chars)
     n = len(seq)
     stops = stop_mask(seq, stop_tokens)
-    target_w = torch.zeros(n)
-    target_w[lo:hi] = 1.0
     roles = [t.role for t in seq.tokens]
+    target_w = torch.zeros(n)
+    if hop0 == "generation":
+        target_w[torch.tensor([r in ("reasoning", "answer") for r in roles], dtype=torch.bool)] = 1.0
+    else:
+        target_w[lo:hi] = 1.0
     g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
     recursive_mask = torch.tensor([r in g_roles for r in roles])
     observed = torch.tensor([r in ("template", "prompt") for r in roles])
@@ -233,8 +247,8 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
         prompt=seq.prompt,
         response=seq.response,
         model=ModelInfo(**prepared.loaded.info()),
-        settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive,
-                          stop_tokens=stop_tokens, chat_template=seq.chat_template,
+        settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive, hop0=hop0,
+                          stop_tokens=stop_tokens if isinstance(stop_tokens, str) else list(stop_tokens), chat_template=seq.chat_template,
                           threshold=resolved.get("threshold")),
         tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
         spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
@@ -259,4 +273,4 @@ def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *,
 
 
 __all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans", "method_source",
-           "replacement_id"]
+           "replacement_id", "HOP0_SPANS"]

@@ -7,7 +7,7 @@ import streamlit as st
 from flashtrace import app_state, ui
 from flashtrace.attribution import METHODS
 from flashtrace.gallery import PRESETS, preset_text
-from flashtrace.inputs import detect_spans
+from flashtrace.inputs import STOP_PRESETS, detect_spans
 from flashtrace.models import MODEL_ALIASES
 from flashtrace.models.generation import generate
 from flashtrace.tracing import attribute
@@ -98,6 +98,15 @@ hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help="recursive hops through t
 method = c_method.selectbox("Method", sorted(METHODS), key="method", format_func=lambda m: f"{m}",
                             help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))  # md-ok
 steps = c_steps.checkbox("Step-level data for the hop graph", True, key="steps")
+c_stops, c_hop0 = st.columns(2)
+stop_choice = c_stops.selectbox("Stop tokens (weight 0)", [*STOP_PRESETS, "list"], key="stop_tokens",
+                                help="paper (default): ',' '.' and whitespace, the authors' set; punctuation: every "
+                                     "punctuation-only token; none; or your own list (whitespace is included)")
+stop_tokens = (c_stops.text_input("Stop-token list, separated by spaces", ", .", key="stop_list").split()
+               if stop_choice == "list" else stop_choice)
+hop0 = c_hop0.selectbox("Hop 0 covers", ["answer", "generation"], key="hop0",
+                        help="answer: the target span (default); generation: reasoning + answer whatever the "
+                             "target, as the code behind the paper's tables did")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line",
                       max_chars=500)
 
@@ -134,6 +143,7 @@ if st.button("Run trace", type="primary", disabled=bool(missing) or not fits, ke
                                                  spans.answer, spans.rule)
             trace = attribute(prepared, target="answer" if target == "character range" else target,
                               target_chars=target_chars, hops=hops, method=method, steps=steps, title=title.strip(),
+                              stop_tokens=stop_tokens, hop0=hop0,
                               progress=app_state.Progress("Attributing"))
             ss["last_saved"] = app_state.library().save(trace, title.strip() or None)
             status.update(label=f"Done in {sum(trace.timings.values()):.1f} s", state="complete")

@@ -39,6 +39,22 @@ def test_trace_on_a_tiny_model(tmp_path):
     assert data["settings"]["hops"] == 2 and data["model"]["family"] == "qwen3"
 
 
+def test_stop_token_and_hop0_flags_reach_the_trace(tmp_path):
+    from flashtrace.cli import main
+
+    base = ["trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. Why?", "--response", "He has 2.\nAnswer: 2",
+            "--no-progress", "--hops", "0"]
+    for extra, stops, hop0 in [([], "paper", "answer"), (["--no-stop-tokens"], "none", "answer"),
+                               (["--stop-tokens", "punctuation", "--hop0", "generation"], "punctuation", "generation"),
+                               (["--stop-tokens", ", . ?"], [",", ".", "?"], "answer")]:
+        out = tmp_path / "t.json"
+        assert main([*base, *extra, "--json", str(out)]) == 0
+        settings = json.loads(out.read_text())["settings"]
+        assert (settings["stop_tokens"], settings["hop0"]) == (stops, hop0)
+    with pytest.raises(SystemExit):  # the alias and the option are exclusive
+        main([*base, "--no-stop-tokens", "--stop-tokens", "punctuation"])
+
+
 def test_bad_target_exits_2_with_one_line():
     res = run_cli("trace", "--model", "tiny-llama", "--prompt", "hi there", "--response", "ok", "--target", "0:9999")
     assert res.returncode == 2

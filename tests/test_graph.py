@@ -174,7 +174,9 @@ def test_vartrack_examples_are_deterministic():
 
 @pytest.mark.slow
 def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
-    """Measured 20/20 on SmolLM2 (benchmarks/vartrack_paths.py); the floor guards against regressions."""
+    """Measured on SmolLM2 with the default `paper` stop tokens (benchmarks/vartrack_paths.py): direct path 20/20,
+    through the reasoning 15/20 (20/20 under the older `punctuation` rule, which zeroed the question's "?").
+    The floors guard against regressions."""
     module = _vartrack()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on a busy machine one thread is much faster than two
@@ -183,7 +185,7 @@ def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
     finally:
         torch.set_num_threads(threads)
     assert result["hit_rate"] >= 0.85
-    assert result["hit_rate_through_reasoning"] >= 0.85
+    assert result["hit_rate_through_reasoning"] >= 0.65
 
 
 # --- influence and pruning ------------------------------------------------------------------------------

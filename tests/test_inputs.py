@@ -2,7 +2,7 @@
 
 import pytest
 
-from flashtrace.inputs import build_sequence, detect_spans, is_stop_token
+from flashtrace.inputs import build_sequence, detect_spans, is_stop_token, parse_stop_tokens, stop_rule
 from flashtrace.models.loading import default_tokenizer
 
 
@@ -87,7 +87,36 @@ def test_empty_prompt_is_refused(tok):
         build_sequence(tok, "   ", "x")
 
 
-@pytest.mark.parametrize("text, stop", [(" ", True), ("\n\n", True), (".", True), (" ,", True), ("）", True),
-                                        (" the", False), ("4", False), ("a.", False)])
-def test_stop_tokens(text, stop):
-    assert is_stop_token(text) is stop
+# Token texts as the tokenizers label them (leading-space and newline variants included).
+TOKENS = [" ", "\n", "\n\n", ".", " .", ".\n", ",", " ,", "?", " ?", ":", "=", "...", "）", "!", " the", "4", "a.",
+          "<|im_end|>"]
+EXPECTED = {  # the stop tokens of each preset among TOKENS
+    "paper": {" ", "\n", "\n\n", ".", " .", ".\n", ",", " ,"},
+    "punctuation": {" ", "\n", "\n\n", ".", " .", ".\n", ",", " ,", "?", " ?", ":", "=", "...", "）", "!"},
+    "none": set(),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(EXPECTED))
+def test_stop_token_presets(preset):
+    assert {t for t in TOKENS if is_stop_token(t, preset)} == EXPECTED[preset]
+
+
+def test_paper_is_the_default_stop_set():
+    assert [is_stop_token(t) for t in TOKENS] == [is_stop_token(t, "paper") for t in TOKENS]
+    assert not is_stop_token(" ?") and is_stop_token(" .")  # a question's final "?" keeps its score
+
+
+def test_user_stop_list_matches_after_stripping_and_keeps_whitespace_stops():
+    rule = stop_rule(["?", " :", "the"])
+    assert {t for t in TOKENS if rule(t)} == {" ", "\n", "\n\n", "?", " ?", ":", " the"}
+
+
+def test_stop_token_values_from_the_command_line():
+    assert parse_stop_tokens("paper") == "paper" and parse_stop_tokens(" none ") == "none"
+    assert parse_stop_tokens(", . ?") == [",", ".", "?"]
+    for bad in ("", "   "):
+        with pytest.raises(ValueError, match="stop-tokens"):
+            parse_stop_tokens(bad)
+    with pytest.raises(ValueError, match="paper, punctuation, none"):
+        stop_rule("default")

@@ -8,7 +8,7 @@ import torch
 
 import flashtrace
 from flashtrace import Trace, TraceValidationError
-from flashtrace.tracing import attribute, prepare, resolve_target
+from flashtrace.tracing import attribute, prepare, resolve_target, stop_mask
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"
@@ -89,11 +89,78 @@ def test_ifr_and_flashtrace_agree_on_a_one_token_target(prepared):
 
 
 def test_stop_tokens_option(prepared):
-    with_stops = attribute(prepared, hops=0, target="response")
+    paper = attribute(prepared, hops=0, target="response")
+    punct = attribute(prepared, hops=0, target="response", stop_tokens="punctuation")
     no_stops = attribute(prepared, hops=0, target="response", stop_tokens="none")
-    period = [i for i, t in enumerate(with_stops.tokens) if t.role == "prompt" and t.text == "."]
-    assert period and all(with_stops.scores.final[i] == 0 for i in period)
+    prompt = [i for i, t in enumerate(paper.tokens) if t.role == "prompt"]
+    period = [i for i in prompt if paper.tokens[i].text == "."]
+    question = [i for i in prompt if paper.tokens[i].text == "?"]
+    assert period and question
+    assert all(paper.scores.final[i] == 0 and punct.scores.final[i] == 0 for i in period)
+    assert all(paper.scores.final[i] > 0 for i in question)  # the default keeps the question mark
+    assert all(punct.scores.final[i] == 0 for i in question)
     assert any(no_stops.scores.final[i] > 0 for i in period)
+    assert (paper.settings.stop_tokens, punct.settings.stop_tokens) == ("paper", "punctuation")
+    mine = attribute(prepared, hops=0, target="response", stop_tokens=["?"])
+    assert all(mine.scores.final[i] == 0 for i in question) and any(mine.scores.final[i] > 0 for i in period)
+
+
+def test_template_tokens_are_zeroed_only_when_they_match_the_set(prepared):
+    seq = prepared.sequence
+    template = [i for i, t in enumerate(seq.tokens) if t.role == "template"]
+    mask = stop_mask(seq, "paper")
+    assert template and any(mask[i] for i in template) and not all(mask[i] for i in template)
+    assert all(bool(mask[i]) == (seq.tokens[i].text.strip() in ("", ",", ".")) for i in template)
+    zeroed = {seq.tokens[i].text for i in template if mask[i]}
+    assert zeroed == {"\n", ","}  # SmolLM2's system line has a comma; "<|im_start|>", "system" etc. keep scores
+
+
+@pytest.mark.parametrize("hops", [0, 2])
+def test_hop0_generation_equals_attributing_the_whole_response(prepared, hops):
+    gen = attribute(prepared, target="answer", hops=hops, hop0="generation")
+    whole = attribute(prepared, target="response", hops=hops)
+    answer = attribute(prepared, target="answer", hops=hops)
+    assert gen.settings.hop0 == "generation" and gen.settings.target == answer.settings.target
+    assert len(gen.hops) == len(whole.hops)
+    for a, b in zip(gen.hops, whole.hops):
+        assert a.weights == pytest.approx(b.weights, abs=1e-7) and a.raw == pytest.approx(b.raw, abs=1e-7)
+        assert a.rho == pytest.approx(b.rho, abs=1e-7)
+    assert gen.scores.final == pytest.approx(whole.scores.final, abs=1e-7)
+    assert gen.scores.prompt != pytest.approx(answer.scores.prompt, abs=1e-4)  # the option changes the result
+
+
+def test_settings_round_trip(prepared):
+    tr = attribute(prepared, hops=1, stop_tokens=[",", "?"], hop0="generation", recursive="reasoning")
+    again = Trace.from_json(tr.to_json())
+    assert again.settings == tr.settings and again.settings.assumed == []
+    assert (again.settings.stop_tokens, again.settings.hop0, again.settings.recursive) == ([",", "?"], "generation",
+                                                                                           "reasoning")
+    assert again.schema_version == 2 and again.settings.describe_assumed() == ""
+
+
+@pytest.mark.parametrize("old_stops, expected, assumed", [("default", "punctuation", ["stop_tokens", "hop0"]),
+                                                           (None, "punctuation", ["stop_tokens", "hop0"]),
+                                                           ("none", "none", ["hop0"])])
+def test_version_1_traces_load_and_say_which_defaults_they_used(prepared, old_stops, expected, assumed):
+    data = json.loads(attribute(prepared, hops=1).to_json())
+    data["schema_version"] = 1  # as written before the stop-token presets and the hop-0 option
+    del data["settings"]["hop0"], data["settings"]["assumed"]
+    if old_stops is None:
+        del data["settings"]["stop_tokens"]
+    else:
+        data["settings"]["stop_tokens"] = old_stops
+    old = Trace.from_json(json.dumps(data))
+    assert (old.settings.stop_tokens, old.settings.hop0, old.settings.assumed) == (expected, "answer", assumed)
+    assert f"stop_tokens = {expected}" in old.settings.describe_assumed() or "stop_tokens" not in assumed
+    assert "hop0 = answer" in old.settings.describe_assumed()
+    assert Trace.from_json(old.to_json()).settings == old.settings  # re-saved, it still says so
+
+
+def test_bad_stop_tokens_and_hop0_are_refused(prepared):
+    with pytest.raises(ValueError, match="stop tokens"):
+        attribute(prepared, stop_tokens="default")
+    with pytest.raises(ValueError, match="hop0"):
+        attribute(prepared, hop0="reasoning")
 
 
 def test_progress_is_reported(prepared):

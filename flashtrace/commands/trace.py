@@ -34,8 +34,15 @@ def add_arguments(parser) -> None:
                             for m in METHODS.values() for o in m.options))
     parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
                         help="span re-attributed by hops >= 1")
-    parser.add_argument("--no-stop-tokens", action="store_true",
-                        help="keep punctuation/whitespace tokens in targets and scores")
+    stops = parser.add_mutually_exclusive_group()
+    stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
+                       help="tokens with weight 0 in targets and scores: paper (default: ',' '.' and whitespace, "
+                            "the authors' set), punctuation (every punctuation-only token), none, or a "
+                            "whitespace-separated list such as ', . ?' (whitespace-only tokens are included)")
+    stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
+    parser.add_argument("--hop0", default="answer", choices=["answer", "generation"],
+                        help="span of hop 0: the target (default) or the whole generation, reasoning + answer "
+                             "(the paper-era code)")
     parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
     parser.add_argument("--threshold", type=float, default=None,
                         help="prune (head, source) proximities whose share of the layer is below this (0-1)")
@@ -70,6 +77,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ..attribution import get_method
+    from ..inputs import parse_stop_tokens
     from ..models import load_model
     from ..tracing import attribute, prepare, resolve_target
 
@@ -84,6 +92,7 @@ def run(args) -> int:
         raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
     prompt = _read(args.prompt_file, args.prompt)
     response = _read(args.response_file, args.response)
+    stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
     if response is None and not args.generate:
         raise ValueError("give --response-file/--response to teacher-force, or --generate")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
@@ -98,7 +107,7 @@ def run(args) -> int:
         bar.update(done - bar.n)
 
     trace = attribute(prepared, target=args.target, hops=args.hops, method=args.method, recursive=args.recursive,
-                      stop_tokens="none" if args.no_stop_tokens else "default", options=options,
+                      stop_tokens=stop_tokens, hop0=args.hop0, options=options,
                       progress=progress if bar is not None else None, steps=args.steps)
     if bar is not None:
         bar.close()
@@ -114,11 +123,16 @@ def _warn_if_long(est) -> None:
         print(f"note: this trace is predicted to take {est.describe()}", file=sys.stderr)
 
 
+def _stops(trace) -> str:
+    value = trace.settings.stop_tokens
+    return value if isinstance(value, str) else "list " + " ".join(repr(w) for w in value)
+
+
 def _print_summary(trace, top: int) -> None:
     lo, hi = trace.settings.target
     target_text = "".join(t.text for t in trace.tokens[lo:hi])
     print(f"model {trace.model.name} ({trace.model.family}), {trace.n_tokens} tokens, method {trace.settings.method}, "
-          f"hops {trace.settings.hops}")
+          f"hops {trace.settings.hops}, hop 0 over the {trace.settings.hop0}, stop tokens {_stops(trace)}")
     print(f"target tokens {lo}:{hi}: {target_text!r}")
     print("rho per hop: " + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
     t = trace.timings

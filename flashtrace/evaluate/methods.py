@@ -71,9 +71,9 @@ def build_context(loaded: LoadedModel, example: Example, target: str = "answer",
                        replacement_id(loaded.tokenizer), ig_steps, batch_size)
 
 
-def _flashtrace(hops: int, stop_tokens: str = "default") -> Callable[[EvalContext], torch.Tensor]:
+def _flashtrace(hops: int, stop_tokens: str = "paper", hop0: str = "answer") -> Callable[[EvalContext], torch.Tensor]:
     def run(ctx: EvalContext) -> torch.Tensor:
-        trace = attribute(ctx.prepared, target=ctx.target, hops=hops, stop_tokens=stop_tokens)
+        trace = attribute(ctx.prepared, target=ctx.target, hops=hops, stop_tokens=stop_tokens, hop0=hop0)
         return torch.tensor(trace.scores.final)
 
     return run
@@ -112,16 +112,22 @@ DEFAULT_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "at
                    "perturbation")
 
 
+_VARIANT = re.compile(r"flashtrace-k(\d)(-gen)?(-nostop|-punct)?")
+
+
 def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
-    """The method called `name`; ``flashtrace-kK`` works for any K in 0..8, and ``flashtrace-kK-nostop``
-    is the same without stop tokens (punctuation and whitespace keep their weight and score)."""
+    """The method called `name`. ``flashtrace-kK`` works for any K in 0..8 (stop tokens: the default
+    ``paper`` preset); ``-gen`` puts hop 0 over the whole generation (reasoning + answer, the paper-era
+    code); ``-nostop`` keeps every token (preset ``none``), ``-punct`` zeroes every punctuation-only
+    token (preset ``punctuation``, this project's rule before the presets), e.g. ``flashtrace-k1-gen-punct``."""
     if name in EVAL_METHODS:
         return EVAL_METHODS[name]
-    m = re.fullmatch(r"flashtrace-k(\d)(-nostop)?", name)
+    m = _VARIANT.fullmatch(name)
     if m and int(m.group(1)) <= 8:
-        return _flashtrace(int(m.group(1)), "none" if m.group(2) else "default")
+        stops = {"-nostop": "none", "-punct": "punctuation"}.get(m.group(3) or "", "paper")
+        return _flashtrace(int(m.group(1)), stops, "generation" if m.group(2) else "answer")
     raise ValueError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}, "
-                     "flashtrace-kK, flashtrace-kK-nostop")
+                     "flashtrace-kK with optional -gen and -nostop or -punct (e.g. flashtrace-k1-gen)")
 
 
 def parse_methods(spec: str | list[str], hops: list[int] | None = None) -> list[str]:

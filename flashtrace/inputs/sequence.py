@@ -115,10 +115,65 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
 
 _PUNCT = set(string.punctuation)
 
+StopTokens = str | list[str]  # a preset name or a user list of token texts
+STOP_PRESETS = ("paper", "punctuation", "none")
+DEFAULT_STOP_TOKENS = "paper"
+PAPER_STOP_TOKENS = (",", ".")
 
-def is_stop_token(text: str) -> bool:
-    """Whitespace-only or punctuation-only token text (the default stop tokens)."""
+
+def is_punctuation_token(text: str) -> bool:
+    """The ``punctuation`` preset: whitespace-only or punctuation-only token text."""
     stripped = text.strip()
     if not stripped:
         return True
     return all(ch in _PUNCT or unicodedata.category(ch).startswith("P") for ch in stripped)
+
+
+def _in_list(words: frozenset[str]):
+    def rule(text: str) -> bool:
+        stripped = text.strip()
+        return not stripped or stripped in words
+
+    return rule
+
+
+def stop_rule(stop_tokens: StopTokens = DEFAULT_STOP_TOKENS):
+    """The predicate ``token text -> is a stop token`` for a preset or a user list.
+
+    - ``paper`` (default): ``,`` and ``.`` and whitespace-only tokens, compared after stripping
+      surrounding whitespace (so ``" ."`` and ``".\n"`` are stops, ``"..."``, ``"?"`` and ``":"`` are not).
+      This is the set of the authors' code (flashtrace 0.1.1), behind the paper's published numbers.
+    - ``punctuation``: every punctuation-only or whitespace-only token (this project's rule before
+      the presets; traces written then record ``punctuation``).
+    - ``none``: no stop tokens.
+    - a list of token texts: those texts (compared after stripping) plus whitespace-only tokens.
+    """
+    if isinstance(stop_tokens, str):
+        if stop_tokens == "paper":
+            return _in_list(frozenset(PAPER_STOP_TOKENS))
+        if stop_tokens == "punctuation":
+            return is_punctuation_token
+        if stop_tokens == "none":
+            return lambda text: False
+        raise ValueError(f"stop tokens must be one of {', '.join(STOP_PRESETS)} or a list of tokens, "
+                         f"got {stop_tokens!r}")
+    words = [w for w in stop_tokens if isinstance(w, str)]
+    if len(words) != len(stop_tokens):
+        raise ValueError("a stop-token list must hold strings")
+    return _in_list(frozenset(w.strip() for w in words))
+
+
+def is_stop_token(text: str, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> bool:
+    """Whether `text` is a stop token under `stop_tokens` (default: the ``paper`` preset)."""
+    return stop_rule(stop_tokens)(text)
+
+
+def parse_stop_tokens(spec: str) -> StopTokens:
+    """A command-line value: a preset name, or a whitespace-separated list such as ``", . ?"``."""
+    spec = spec.strip()
+    if spec in STOP_PRESETS:
+        return spec
+    words = spec.split()
+    if not words:
+        raise ValueError(f"--stop-tokens takes {', '.join(STOP_PRESETS)} or a whitespace-separated list of tokens")
+    return words

@@ -24,12 +24,15 @@ def test_run_with_a_tiny_model_saves_to_the_library(open_page, library_dir):
     assert "tokens" in info  # the token count (and the estimate where available) shows before the run
     assert "Answer: " + "`7`" in " ".join(m.value for m in at.markdown)  # detected answer span
     at.slider(key="hops").set_value(2).run()
+    at.selectbox(key="stop_tokens").set_value("punctuation").run()
+    at.selectbox(key="hop0").set_value("generation").run()
     at.button(key="run").click().run()
     no_problems(at)
     entries = Library(library_dir).entries()
     assert len(entries) == 1 and entries[0].readable
     saved = Library(library_dir).open(entries[0].name)
     assert saved.model.name == "tiny-llama" and saved.settings.hops == 2 and saved.steps is not None
+    assert (saved.settings.stop_tokens, saved.settings.hop0) == ("punctuation", "generation")
     assert "".join(t.text for t in saved.tokens[slice(*saved.settings.target)]) == "7"
     assert any(plain(entries[0].name) in s.value for s in at.success)
 

@@ -69,10 +69,27 @@ def test_flashtrace_hops_differ_from_hop0(ctx):
     assert not torch.allclose(k0[p], k2[p])
 
 
+def test_flashtrace_variants_use_their_settings(ctx):
+    from flashtrace.tracing import attribute
+
+    def scores(**kw):
+        return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=1, **kw).scores.final)
+
+    assert torch.equal(get_eval_method("flashtrace-k1")(ctx), scores(stop_tokens="paper"))
+    assert torch.equal(get_eval_method("flashtrace-k1-gen")(ctx), scores(hop0="generation"))
+    assert torch.equal(get_eval_method("flashtrace-k1-punct")(ctx), scores(stop_tokens="punctuation"))
+    assert torch.equal(get_eval_method("flashtrace-k1-gen-nostop")(ctx), scores(stop_tokens="none", hop0="generation"))
+    assert not torch.equal(get_eval_method("flashtrace-k1-gen")(ctx), get_eval_method("flashtrace-k1")(ctx))
+
+
 def test_parse_methods():
     assert parse_methods("flashtrace,ifr", [0, 3]) == ["flashtrace-k0", "flashtrace-k3", "ifr"]
     assert parse_methods("ig,ig,attention") == ["ig", "attention"]
     assert parse_methods("flashtrace-k2-nostop") == ["flashtrace-k2-nostop"]
+    assert parse_methods("flashtrace-k1-gen,flashtrace-k0-punct,flashtrace-k2-gen-nostop") == [
+        "flashtrace-k1-gen", "flashtrace-k0-punct", "flashtrace-k2-gen-nostop"]
+    with pytest.raises(ValueError, match="unknown evaluation method"):
+        parse_methods("flashtrace-k1-nostop-gen")
     with pytest.raises(ValueError, match="unknown evaluation method"):
         parse_methods("lrp")
     with pytest.raises(ValueError):
