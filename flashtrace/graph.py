@@ -256,10 +256,11 @@ class HopGraph:
             shares[key] = shares.get(key, 0.0) + share
             flows[key] = flows.get(key, 0.0) + share * influence[dst]
         chosen = {(src, dst) for dst, srcs in sources.items() for src in srcs if src not in folded}
-        for node in graph.nodes:
-            out = [key for key in flows if key[0] == node and flows[key] > 0]
-            if out:
-                chosen.add(max(out, key=lambda e: flows[e]))
+        strongest_out: dict[str, tuple[str, str]] = {}
+        for key, flow in flows.items():
+            if flow > 0 and (key[0] not in strongest_out or flow > flows[strongest_out[key[0]]]):
+                strongest_out[key[0]] = key
+        chosen |= set(strongest_out.values())
         carried, budget = sum(flows[e] for e in chosen), edge_threshold * sum(flows.values()) * (1 - 1e-9)
         for key in sorted(flows, key=lambda e: -flows[e]):
             if carried >= budget or flows[key] <= 0:

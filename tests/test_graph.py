@@ -276,6 +276,12 @@ def test_pruning_keeps_the_evidence_and_folds_the_rest(seed, keep, edges, cap, k
     for src, dst, share in graph.graph.edges(data="share"):
         if src != OTHER:
             assert share == full.graph.edges[src, dst]["share"]
+    for node in shown:  # no shown input floats free: its strongest edge is kept
+        out = [(s * influence[d], d) for _, d, s in full.graph.out_edges(node, data="share") if s * influence[d] > 0]
+        if out:
+            assert graph.graph.has_edge(node, max(out)[1])
+    for dst, srcs in sources.items():  # each step's kept sources keep their edge into it
+        assert all(graph.graph.has_edge(src, dst) for src in srcs if src in shown)
     everything = full.pruned(keep, edges, max_inputs=cap, step_sources=k, fold=False)
     assert OTHER not in everything.graph and set(everything.graph.nodes) == set(full.graph.nodes)
 
