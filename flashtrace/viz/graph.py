@@ -162,7 +162,7 @@ def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict
     if role == "other":
         folded = data.get("folded", [])
         return (f"{head} · {len(folded)} input sentences folded together<br>together {influence.get(node, 0):.1%}"
-                " of the answer's attribution reaches them<br>(tick “Show every input sentence” to open them)")
+                " of the answer's attribution reaches them<br>(switch on “Show every input sentence”, or click it for the list)")
     parts = [head, f"tokens {data['start']}:{data['end']}"]
     if role != "answer":
         parts.append(f"influence on the answer {influence.get(node, 0):.1%}")

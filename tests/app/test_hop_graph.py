@@ -133,7 +133,7 @@ def test_long_trace_in_chromium_at_1280x720():
     """The folded long trace as drawn: ≤ 15 input nodes, labels with segment text, all inside the figure,
     the figure inside a 1280×720 window."""
     playwright = pytest.importorskip("playwright.sync_api")
-    from .browser import app_server, launch, settle
+    from .browser import ROOT, app_server, launch, settle
 
     trace = load_gallery_trace("long-vartrack")
     with app_server() as url, playwright.sync_playwright() as p:
@@ -144,6 +144,9 @@ def test_long_trace_in_chromium_at_1280x720():
             page.get_by_role("heading", name="Hop graph").wait_for(timeout=120_000)
             page.locator(".js-plotly-plot .scatterlayer .textpoint").first.wait_for(timeout=60_000)
             settle(page)
+            page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+            (ROOT / "test-artifacts").mkdir(exist_ok=True)
+            page.screenshot(path=str(ROOT / "test-artifacts" / "hop_graph_long_folded_1280x720.png"))
             drawn = page.evaluate("""() => {
                 const gd = [...document.querySelectorAll('.js-plotly-plot')].find(g => g._fullLayout.meta?.view === 'hop_graph');
                 const box = gd.getBoundingClientRect();
