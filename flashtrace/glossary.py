@@ -43,10 +43,12 @@ TERMS: tuple[Term, ...] = (
          "A sentence or line of the prompt (P0, P1, ...), a step of the reasoning (S0, S1, ...), the answer (A), "
          "or a run of chat-template text the model's chat format adds (T0, T1, ...). The hop graph draws one "
          "node per segment, labelled with its first words."),
-    Term("threshold", "Threshold",
-         "A cut-off on the hop graph: links (or input sentences) carrying less than this share of attribution "
-         "are left out so the strongest paths stand out; the remaining shares are rescaled to add up again. "
-         "A higher threshold shows fewer, stronger links."),
+    Term("threshold", "Threshold and influence shown",
+         "How much of the hop graph is drawn. 'Influence shown' keeps the input sentences that together carry "
+         "that share of the answer's attribution reaching the input (plus what each reasoning step reads most) "
+         "and the links carrying most of the influence; the rest fold into 'other context'. A threshold τ (a "
+         "trace setting) drops links weaker than τ before shares are computed. Showing less means fewer, "
+         "stronger links."),
     Term("of-row-max", "of row max",
          "A colour scale where each row is divided by its own largest value: the strongest token in every row is "
          "full colour. It shows each row's ranking, not how rows compare in size."),

@@ -7,6 +7,7 @@ import streamlit as st
 from flashtrace import app_state, ui
 from flashtrace.attribution import METHODS
 from flashtrace.gallery import PRESETS, preset_text
+from flashtrace.glossary import help_link
 from flashtrace.inputs import STOP_PRESETS, detect_spans
 from flashtrace.models import MODEL_ALIASES
 from flashtrace.models.generation import generate
@@ -70,7 +71,8 @@ spans, target, target_chars = None, "answer", None
 if response.strip():
     c_spans, c_target = st.columns(2)
     with c_spans:
-        span_mode = st.radio("Answer span", ["detected", "set the answer text"], horizontal=True, key="span_mode")
+        span_mode = st.radio("Answer span", ["detected", "set the answer text"], horizontal=True, key="span_mode",
+                             help=help_link("span", "Which part of the response is the answer."))
         with ui.shown_errors():
             if span_mode == "detected":
                 spans = detect_spans(response)
@@ -94,7 +96,8 @@ if response.strip():
             st.markdown("Selected: " + ui.code_text(response[target_chars[0]:target_chars[1]][:200]))
 
 c_hops, c_method, c_steps = st.columns(3)
-hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help="recursive hops through the reasoning (reference: 1)")
+hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help=help_link("hop", "Recursive hops through the reasoning "
+                                                                 "(reference: 1)."))
 method = c_method.selectbox("Method", sorted(METHODS), key="method", format_func=lambda m: f"{m}",
                             help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))  # md-ok
 steps = c_steps.checkbox("Step-level data for the hop graph", True, key="steps")

@@ -6,6 +6,7 @@ import streamlit as st
 
 from flashtrace import ui
 from flashtrace.export_ui import export_buttons
+from flashtrace.glossary import help_link
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 from flashtrace.viz.tokens import salient_positions, scale_maxima
@@ -18,7 +19,8 @@ if picked:
     c1, c2 = st.columns([3, 2])
     with c1:
         hop_label = ui.synced(st.segmented_control, "Hop", "hop", ui.hop_options(trace), "combined",
-                              help="combined: the final prompt attribution (all hops); k: hop k's own attribution")
+                              help=help_link("hop", "combined: the final prompt attribution (all hops); k: hop k's "
+                                                    "own attribution."))
     with c2:
         view = ui.synced(st.segmented_control, "View", "view", ["heatmap", "text", "segments"], "heatmap")
     hop = None if hop_label == "combined" else int(hop_label)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from flashtrace import app_state, ui
 from flashtrace.export_ui import export_buttons
+from flashtrace.glossary import help_link
 from flashtrace.graph import OTHER
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
@@ -22,9 +23,10 @@ if picked:
     left, right = st.columns([3, 2])
     with left:
         keep = ui.synced(st.select_slider, "Influence shown", "keep", KEEP, "80%",
-                         help="Keep the input sentences that together carry this much of the answer's attribution "
-                              "reaching the input (plus what each reasoning step reads most), and the edges that carry "
-                              "98 % of the influence. Shares are shown as measured, never rescaled.")
+                         help=help_link("threshold", "Keep the input sentences that together carry this much of the "
+                                        "answer's attribution reaching the input (plus what each reasoning step reads "
+                                        "most), and the edges that carry 98 % of the influence. Shares are shown as "
+                                        "measured, never rescaled."))
     with right:
         show_all = st.toggle("Show every input sentence", value=st.query_params.get("inputs") == "all", key="all_inputs",
                              help="By default the less influential input sentences fold into one "

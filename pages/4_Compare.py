@@ -6,6 +6,7 @@ import streamlit as st
 from flashtrace import app_state, ui
 from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
 from flashtrace.evaluate.methods import DEFAULT_METHODS
+from flashtrace.glossary import help_link
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
                                     method_strips, method_table, reach_bars)
@@ -25,9 +26,9 @@ def hop_depths(trace) -> None:
     c1, c2, c3, c4 = st.columns([5, 3, 3, 3])
     view = c1.segmented_control("Show", ["added by each hop", "total after hop K"], default="added by each hop",
                                 key="depth_view",
-                                help="added by each hop: hop K's own contribution ρ(K-1)·a(K) on the prompt (they sum "
-                                     "to the final attribution); total after hop K: the attribution after hops 0..K"
-                                ) or "added by each hop"
+                                help=help_link("rho", "added by each hop: hop K's own contribution ρ(K-1)·a(K) on the "
+                                               "prompt (they sum to the final attribution); total after hop K: the "
+                                               "attribution after hops 0..K.")) or "added by each hop"
     unit = c2.segmented_control("On", ["sentences", "tokens"], default="sentences", key="depth_unit") or "sentences"
     per_row = c3.toggle("Per-hop scale", value=False, key="depth_per_row",
                         help="Off: one colour scale for every hop, so colours compare across hops. On: each hop's "

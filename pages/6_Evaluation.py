@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from flashtrace import ui
+from flashtrace.glossary import help_link
 from flashtrace.evaluate.report import find_eval_folders, load_records, load_settings, summarise
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows
@@ -33,6 +34,7 @@ st.title("Evaluation")
 root = Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
 st.caption(f"Faithfulness results written by `flashtrace eval` (RISE and MAS: lower is better; Recovery@10%: "
            f"higher is better). Folders found under `{root}` (set `{ROOT_ENV}` to look elsewhere).")
+st.caption("What the metrics mean: " + " · ".join(help_link(k) for k in ("rise", "mas", "recovery")))  # md-ok: links
 with st.expander("Run an evaluation"):
     st.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their folders.")
     st.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"

@@ -19,7 +19,7 @@ BODY_SINKS = {"caption", "error", "warning", "info", "success", "markdown", "sub
               "slider", "select_slider", "text_input", "text_area", "number_input", "download_button",
               "form_submit_button", "segmented_control", "file_uploader", "tabs", "write"}
 LABEL_KWARGS = {"label", "help", "text", "placeholder"}
-SAFE_CALLS = {"plain", "code_text"}
+SAFE_CALLS = {"plain", "code_text", "help_link"}  # help_link: a constant text and a glossary link
 
 
 def _called(node: ast.AST) -> str | None:

@@ -73,3 +73,23 @@ def test_glossary_page_lists_every_term_with_its_anchor(open_page):
     no_problems(at)
     assert [s.value for s in at.subheader] == [t.name for t in TERMS]
     assert [s.proto.anchor for s in at.subheader] == [t.key for t in TERMS]
+
+
+def _helps(at) -> str:
+    """Every help tooltip and caption on the page, joined."""
+    texts = [c.value for c in at.caption]
+    for kind in ("segmented_control", "select_slider", "slider", "radio", "toggle", "selectbox"):
+        texts += [getattr(w.proto, "help", "") for w in at.get(kind)]
+    return " ".join(texts)
+
+
+@pytest.mark.parametrize("page, anchors", [("pages/2_Explore.py", ("hop", "rho")),
+                                           ("pages/3_Hop_graph.py", ("threshold", "rho")),
+                                           ("pages/4_Compare.py", ("rho",)),
+                                           ("pages/6_Evaluation.py", ("rise", "mas", "recovery"))])
+def test_help_tooltips_link_the_glossary(open_page, page, anchors):
+    at = open_page(page, trace="gallery:free-form")
+    no_problems(at)
+    shown = _helps(at)
+    for anchor in anchors:
+        assert f"(Glossary#{anchor})" in shown, (page, anchor)
