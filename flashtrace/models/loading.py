@@ -84,6 +84,7 @@ def load_model(
     seed: int = 0,
     allow_pickle: bool = False,
     tokenizer: object | None = None,
+    verify: bool = True,
 ) -> LoadedModel:
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
@@ -91,9 +92,22 @@ def load_model(
     pickle-based weight files are refused unless `trust_remote_code` / `allow_pickle` is set.
 
     `name` may also be a model you already loaded (a transformers causal LM), passed with its
-    `tokenizer`: see `wrap_model`; the other arguments are then ignored."""
+    `tokenizer`: see `wrap_model`; the other arguments are then ignored.
+
+    With `verify` (default) the decomposition identity is checked on a short input before the model
+    is returned (`models.verify`, one short forward pass); a model whose attention output it does not
+    reproduce raises `UnsupportedModelError`. `verify=False` skips it for speed-critical use."""
     if isinstance(name, LoadedModel):
         return name
+    loaded = _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, tokenizer)
+    if verify:
+        from .verify import verify_decomposition
+
+        verify_decomposition(loaded)
+    return loaded
+
+
+def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, tokenizer) -> LoadedModel:
     if isinstance(name, torch.nn.Module):
         return wrap_model(name, tokenizer)
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
