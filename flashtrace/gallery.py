@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .fileio import atomic_write_text
 from .trace import Trace
 
 GALLERY_ENV = "FLASHTRACE_GALLERY"
@@ -175,9 +176,7 @@ def build_gallery(out: Path | None = None, model: str = "smollm2-135m", only: li
     order = {s.name: i for i, s in enumerate(GALLERY)}
     paths = sorted((p for p in out.glob("*.json") if p.name != INDEX), key=lambda p: (order.get(p.stem, 99), p.stem))
     items = [_item(p.stem, Trace.load(p), p.stat().st_size) for p in paths]
-    tmp = out / f".{INDEX}.tmp"
-    tmp.write_text(json.dumps([it.__dict__ for it in items], indent=1), encoding="utf-8")
-    os.replace(tmp, out / INDEX)
+    atomic_write_text(out / INDEX, json.dumps([it.__dict__ for it in items], indent=1))
     return items
 
 

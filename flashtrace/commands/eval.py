@@ -59,6 +59,7 @@ def _examples(args):
 
 def run(args) -> int:
     from ..evaluate.report import load_settings, markdown, write_report
+    from ..fileio import atomic_write_text
 
     if args.report_only:
         summary = write_report(args.out, plots=not args.no_plots)
@@ -90,7 +91,7 @@ def run(args) -> int:
             if isinstance(before.get(key), str) and not args.jsonl:
                 merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
                 settings[key] = ",".join(merged)
-    (args.out / "settings.json").write_text(json.dumps(settings, indent=1))
+    atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
     bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
 
     def done(ex_id: str, record: dict) -> None:

@@ -6,6 +6,8 @@ import json
 import math
 from pathlib import Path
 
+from ..fileio import atomic_write_text
+
 METRICS = ("rise", "mas", "recovery", "seconds")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s"}
 
@@ -242,8 +244,8 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     if settings is None:
         settings = load_settings(out)
     summary = summarise(records, settings)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "summary.md").write_text(markdown(summary))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
+    atomic_write_text(out / "summary.md", markdown(summary))
     if plots:
         plot(summary, out)
     return summary

@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..attribution.baselines import target_logprob
+from ..fileio import atomic_write_text
 from ..models import LoadedModel
 from .methods import EvalContext, build_context, get_eval_method
 from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
@@ -116,9 +117,7 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
             record["methods"] = {**previous["methods"], **record["methods"]}
             for key in ("total_s", "deletion_s"):
                 record[key] = (previous.get(key) or 0.0) + record[key]
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record))
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(record))
         paths.append(path)
         if on_example:
             on_example(ex_id, record)
