@@ -46,8 +46,8 @@ class Panel:
 
 
 def pct(x: float) -> str:
-    """A share as a whole percentage, ``"78 %"`` (``"<1 %"`` for small non-zero shares)."""
-    return "<1 %" if 0 < x < 0.005 else f"{100 * x:.0f} %"
+    """A share as a whole percentage, ``"78 %"`` with a no-break space (``"<1 %"`` for small non-zero shares)."""
+    return "<1\u00a0%" if 0 < x < 0.005 else f"{100 * x:.0f}\u00a0%"
 
 
 def quote(text: str, limit: int = 90) -> str:

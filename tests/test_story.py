@@ -86,4 +86,4 @@ def test_a_trace_without_hops_says_so():
 def test_caption_quotes_are_short_and_plain():
     assert quote("a\n  b   c") == "“a b c”"
     assert quote("x" * 200, 20).endswith("…”") and len(quote("x" * 200, 20)) == 22
-    assert pct(0.784) == "78 %" and pct(0.001) == "<1 %" and pct(0) == "0 %"
+    assert pct(0.784) == "78\u00a0%" and pct(0.001) == "<1\u00a0%" and pct(0) == "0\u00a0%"  # never split by a line break

@@ -72,21 +72,22 @@ def reach_figure(panel: Panel) -> go.Figure:
 
 
 def check_figure(result: dict) -> go.Figure:
-    """Answer log-probability: unchanged, top tokens deleted, random tokens deleted (mean, range of draws)."""
-    rnd = result["random"]
-    mean = result["random_mean"]
+    """Answer log-probability: unchanged, top tokens deleted, random tokens deleted (bar: mean of the draws,
+    dots: each draw). Values are written under each bar's name."""
     share = pct(result["fraction"])
-    fig = go.Figure(go.Bar(
-        x=["nothing deleted", f"top {share} deleted", f"random {share} deleted"],
-        y=[result["before"], result["top"], mean], marker_color=[TEMPLATE, PROMPT, REASONING],
-        text=[f"{v:.2f}" for v in (result["before"], result["top"], mean)], textposition="outside", cliponaxis=False,
-        error_y={"type": "data", "symmetric": False, "array": [0, 0, max(rnd) - mean],
-                 "arrayminus": [0, 0, mean - min(rnd)], "visible": True},
-        hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    low = min(result["top"], min(rnd), result["before"], 0.0)
-    fig.update_layout(height=300, title={"text": "Answer log-probability (higher = more likely; the bar on the "
-                                         "right shows the range of random draws)", "font": {"size": 14}},
-                      yaxis={"range": [low * 1.15 - 0.1, 0.3], "fixedrange": True}, xaxis={"fixedrange": True},
+    values = (result["before"], result["top"], result["random_mean"])
+    names = ("nothing deleted", f"top {share} deleted", f"random {share} deleted (mean)")
+    labels = [f"{name}<br><b>{value:.2f}</b>" for name, value in zip(names, values)]
+    fig = go.Figure(go.Bar(x=labels, y=list(values), marker_color=[TEMPLATE, PROMPT, REASONING], showlegend=False,
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[labels[2]] * len(result["random"]), y=result["random"], mode="markers",
+                             marker={"color": "#1f2937", "size": 7}, name="each random draw",
+                             hovertemplate="one random draw: %{y:.3f}<extra></extra>"))
+    low = min(min(values), min(result["random"]), 0.0)
+    fig.update_layout(height=300, title={"text": "Answer log-probability (0 = certain; lower = less likely)",
+                                         "font": {"size": 14}},
+                      yaxis={"range": [low * 1.1 - 0.1, 0.1], "fixedrange": True}, xaxis={"fixedrange": True},
+                      legend={"orientation": "h", "y": 1.0, "x": 1.0, "xanchor": "right", "yanchor": "bottom"},
                       meta={"view": "story_check"}, **_LAYOUT)
     return fig
 

@@ -30,9 +30,9 @@ PAGES = [  # (name, URL path + query, heading to wait for, selector that shows t
     ("compare", "Compare?trace=gallery:vartrack", "Compare", ".js-plotly-plot"),
     ("library", "Library", "Library", '[data-testid="stDataFrame"]'),
     ("evaluation", "Evaluation?run=eval_smollm2&task=arithmetic", "Evaluation", ".js-plotly-plot"),
+    ("story", "Story?trace=gallery:vartrack&step=3", "The story of a trace", ".barlayer"),
+    ("glossary", "Glossary#rho", "Glossary", '[data-testid="stHeading"]'),
 ]
-if (ROOT / "pages" / "7_Story.py").exists():
-    PAGES.append(("story", "Story?trace=gallery:vartrack", "Story", '[data-testid="stMarkdown"]'))
 
 # For each chart: legend entries that intersect tick labels, axis titles or notes (annotations), a chart
 # title that intersects any of them, and tick labels / axis titles / legend entries / notes that stick out

@@ -1,0 +1,41 @@
+"""Figures of the Story panels: they draw exactly the panel data, and trace text is escaped."""
+
+import pytest
+
+from flashtrace.gallery import load_gallery_trace
+from flashtrace.story import Piece, check_panel, reached, story_panels
+from flashtrace.viz.story import check_figure, panel_figures, pieces_figure, sentences_html
+
+CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 50, "n_deleted": 5, "before": -0.5, "top": -4.0,
+         "random": [-0.7, -1.1], "random_mean": -0.9, "seed": 0, "model": "m"}
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return load_gallery_trace("vartrack")
+
+
+def test_each_panel_draws_its_data(trace):
+    question, direct, hops, evidence, check = story_panels(trace)
+    assert panel_figures(trace, question) == []
+    split, sentences = panel_figures(trace, direct)
+    assert [t.x[0] for t in split.data] == [direct.data["shares"][k] for k in ("prompt", "template", "generated")]
+    assert list(sentences.data[0].x) == [p.share for p in direct.data["sentences"]]
+    (reach,) = panel_figures(trace, hops)
+    assert list(reach.data[0].y) == reached(trace)
+    assert [a + b for a, b in zip(reach.data[0].y, reach.data[1].y)] == pytest.approx([1.0] * len(trace.hops))
+    (bars,) = panel_figures(trace, evidence)
+    assert list(bars.data[0].x) == [p.share for p in evidence.data["sentences"]]
+    html = sentences_html(trace, evidence.data["sentences"])
+    assert html.count("ft-tok") >= 3 and "1. " in html
+
+
+def test_check_figure_shows_before_top_random_and_each_draw(trace):
+    fig = panel_figures(trace, check_panel(trace, CHECK))[0]
+    assert list(fig.data[0].y) == [-0.5, -4.0, -0.9] and list(fig.data[1].y) == [-0.7, -1.1]
+    assert fig == check_figure(CHECK)
+
+
+def test_trace_text_is_escaped_in_labels():
+    fig = pieces_figure([Piece("P0", "<img src=x onerror=alert(1)>", 0.5)], "t", "v")
+    assert "<img" not in fig.data[0].y[0] and "&lt;img" in fig.data[0].y[0]
