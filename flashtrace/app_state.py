@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from .gallery import gallery_path, list_gallery
 from .inputs import ResponseSpans, build_sequence
 from .library import Library
+from .limits import check_text_size
 from .trace import Trace
 
 if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
@@ -215,6 +216,7 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
 
     if target_chars is not None and target_chars[0] >= target_chars[1]:
         raise ValueError("the character range is empty: select at least one character of the response")
+    check_text_size(loaded, prompt, response)  # a bound on characters, before tokenising
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
     context = context_length(loaded)
     if context and len(sequence) > context:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -48,9 +49,23 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (FlashTraceError, ValueError, OSError, RuntimeError) as exc:
-        print(f"flashtrace {args.command}: error: {exc}", file=sys.stderr)
+    except (FlashTraceError, ValueError, OSError, RuntimeError, MemoryError) as exc:
+        _error(args.command, exc)
         return exit_code(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line (the traceback with FLASHTRACE_DEBUG=1)
+        if os.environ.get("FLASHTRACE_DEBUG"):
+            raise
+        _error(args.command, exc, f"internal error ({type(exc).__name__}; rerun with FLASHTRACE_DEBUG=1 "
+                                  "for the traceback): ")
+        return EXIT_FAILURE
+
+
+def _error(command: str, exc: BaseException, prefix: str = "") -> None:
+    """One line on stderr, whatever the message holds (pydantic and torch messages span lines)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, MemoryError):
+        text = f"out of memory ({text})"
+    print(f"flashtrace {command}: error: {prefix}{text[:1000]}", file=sys.stderr)
 
 
 def exit_code(exc: BaseException) -> int:
@@ -60,6 +75,8 @@ def exit_code(exc: BaseException) -> int:
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
+    if isinstance(exc, MemoryError):
+        return EXIT_TOO_BIG
     return EXIT_USAGE if isinstance(exc, (ValueError, FileNotFoundError)) else EXIT_FAILURE
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import EXIT_TOO_BIG, FlashTraceError
+from .models.memory import ResourceError, available_bytes  # noqa: F401 - re-exported: the CLI and app use them
 
 # Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
 FORWARD_FLOPS_PER_S = 6.0e10
@@ -20,11 +20,6 @@ PROX_FLOPS_PER_S = 3.0e10  # proximities: per (head, source) a value projection 
 BASE_PROCESS_BYTES = 0.40 * 2**30  # python + torch + transformers, before the model
 GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such)
 
-
-class ResourceError(FlashTraceError, RuntimeError):
-    """A run would not fit in memory; the message says what would."""
-
-    exit_code = EXIT_TOO_BIG
 
 
 @dataclass(frozen=True)
@@ -115,12 +110,6 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
                     recording_bytes=int(recording), peak_bytes=int(peak))
 
 
-def available_bytes() -> int:
-    import psutil
-
-    return int(psutil.virtual_memory().available)
-
-
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
     """The longest sequence whose predicted peak stays within `budget_bytes` (binary search)."""
     lo, hi = 0, 1 << 22
@@ -140,6 +129,17 @@ def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None,
     budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
     if est.peak_bytes > budget:
         fit = max_tokens_fitting(model, budget, hops)
+        context = _context(model)
+        fit = min(fit, context) if context else fit
         raise ResourceError(f"{n_tokens} tokens need ~{est.peak_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
                             f"is available; at most ~{fit} tokens would fit")
     return est
+
+
+def _context(model) -> int | None:
+    """The model's context in tokens when `model` is a loaded model (None otherwise)."""
+    if not hasattr(model, "model"):
+        return None
+    from .limits import context_length
+
+    return context_length(model)

@@ -18,6 +18,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import Iterable
@@ -155,3 +156,34 @@ def remove_stale_temps(folder: str | Path) -> list[str]:
         except OSError:
             continue
     return removed
+
+
+def check_destination(path: str | Path, what: str = "destination") -> Path:
+    """`ValueError` (one line) unless a file can be written at `path`: not a folder, and its nearest
+    existing parent folder is writable (missing folders are created on write). Checked before the work."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {path} is a folder; give a file name")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{what} {path} cannot be written: {parent} is not a folder")
+    probe = parent / f"{TEMP_PREFIX}{os.getpid()}-probe-{secrets.token_hex(4)}"
+    try:  # a real file, not os.access: root, read-only mounts and /proc answer differently
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{what} {path} cannot be written: {exc.strerror or type(exc).__name__} in {parent}") from None
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{what} {path} cannot be written: the file is read-only")
+    return path
+
+
+def is_device(path: str | Path) -> bool:
+    """True for a character or block device (``/dev/zero``, ``/dev/urandom``): endless, never a file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode)

@@ -24,7 +24,7 @@ from uuid import uuid4
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import EXIT_USAGE, FlashTraceError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, is_device
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
@@ -266,9 +266,15 @@ class Trace(_Strict):
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
         path = Path(path)
+        if path.is_dir() or is_device(path):
+            raise TraceValidationError(f"{path} is a {'folder' if path.is_dir() else 'device'}, not a trace file")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
-        return cls.from_json(path.read_bytes())
+        with open(path, "rb") as handle:  # bounded: a device such as /dev/zero reports size 0
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"{path} is larger than {MAX_FILE_BYTES:,} bytes")
+        return cls.from_json(data)
 
 
 def _check_structure(text: str | bytes) -> None:

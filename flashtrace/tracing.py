@@ -17,6 +17,7 @@ from .attribution.registry import Method, Source
 from .attribution.steps import range_weights, step_attributions
 from .estimate import check_fits, estimate
 from .inputs import DEFAULT_STOP_TOKENS, Sequence, StopTokens, build_sequence, detect_spans, stop_rule
+from .limits import check_context, check_options, check_text_size
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate as generate_text
 from .segments import segment_sequence
@@ -49,6 +50,7 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
     for `hops` hops over the generated tokens (the hops the caller will attribute with)."""
     loaded = _loaded(model)
+    check_text_size(loaded, prompt, None if generate else response)  # before tokenising: a bound on characters
     timings: dict[str, float] = {}
     if generate:
         generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
@@ -57,11 +59,7 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
-    context = getattr(loaded.model.config, "max_position_embeddings", None) or getattr(
-        loaded.model.config, "n_positions", None)
-    if context and len(sequence) > context:
-        raise ValueError(f"the sequence has {len(sequence)} tokens but {loaded.name} reads at most {context}; "
-                         "shorten the prompt or response")
+    check_context(loaded, len(sequence))
     size = dict(n_tokens=len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
                 n_recursive=len(sequence.positions("reasoning", "answer")), device=str(loaded.device))
     predicted = check_fits(loaded, **size) if check_memory else estimate(loaded, **size)
@@ -183,10 +181,7 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
     as the code behind the paper's tables (flashtrace 0.1.1) did.
     """
-    if not 0 <= hops <= 8:
-        raise ValueError(f"hops must be between 0 and 8, got {hops}")
-    if recursive not in ("reasoning+answer", "reasoning"):
-        raise ValueError("recursive must be 'reasoning+answer' or 'reasoning'")
+    check_options(hops=hops, threshold=threshold, title=title, recursive=recursive)
     if hop0 not in HOP0_SPANS:
         raise ValueError(f"hop0 must be 'answer' or 'generation', got {hop0!r}")
     seq, rec = prepared.sequence, prepared.recording
@@ -266,7 +261,8 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
 
 def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
           max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
-    """One call: load (if given a name), record, attribute. `options` go to `attribute`."""
+    """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first)."""
+    check_options(**{k: options[k] for k in ("hops", "threshold", "title", "recursive") if k in options})
     prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
                        chat_template=chat_template, hops=options.get("hops", 1))
     return attribute(prepared, **options)

@@ -18,11 +18,16 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..fileio import atomic_write_text
+    from ..fileio import atomic_write_text, check_destination
     from ..trace import Trace
 
     if not any((args.html, args.json, args.png, args.svg)):
         raise ValueError("nothing to do: give at least one of --html, --json, --png, --svg")
+    if not 0 <= args.threshold <= 1:
+        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    for flag in ("html", "json", "png", "svg"):
+        if getattr(args, flag):
+            check_destination(getattr(args, flag), f"--{flag}")
     trace = Trace.load(args.trace)
     if args.json:
         trace.save(args.json)

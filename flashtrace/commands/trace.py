@@ -65,12 +65,32 @@ def _options(pairs: list[str]) -> dict:
     return out
 
 
-def _read(path: Path | None, text: str | None) -> str | None:
+def _read(path: Path | None, text: str | None, what: str) -> str | None:
+    from ..limits import read_text_bounded
+
     if text is not None:
         return text
-    if path is None:
-        return None
-    return sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    return None if path is None else read_text_bounded(path, what)
+
+
+def _check_arguments(args) -> None:
+    """Everything that can be checked before a file is read or a model loaded (one-line errors, exit 2)."""
+    from ..fileio import check_destination
+    from ..limits import check_options
+    from ..models.memory import check_device
+
+    if args.hops is not None and not 0 <= args.hops <= 8:
+        raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    if args.top < 1:
+        raise ValueError(f"--top must be at least 1, got {args.top}")
+    if args.generate and args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    check_options(threshold=args.threshold, recursive=args.recursive)
+    check_device(args.device)
+    if args.json:
+        check_destination(args.json, "--json")
 
 
 def run(args) -> int:
@@ -81,6 +101,7 @@ def run(args) -> int:
     from ..models import load_model
     from ..tracing import attribute, prepare, resolve_target
 
+    _check_arguments(args)
     spec = get_method(args.method)
     options = _options(args.option)
     if args.threshold is not None:
@@ -88,13 +109,13 @@ def run(args) -> int:
     spec.resolve_options(options)  # a bad option fails before the model loads
     if args.hops is None:
         args.hops = 1 if spec.hops else 0
-    if not 0 <= args.hops <= 8:
-        raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
-    prompt = _read(args.prompt_file, args.prompt)
-    response = _read(args.response_file, args.response)
+    prompt = _read(args.prompt_file, args.prompt, "--prompt-file")
+    response = _read(args.response_file, args.response, "--response-file")
     stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
     if response is None and not args.generate:
         raise ValueError("give --response-file/--response to teacher-force, or --generate")
+    if not prompt.strip():
+        raise ValueError("the prompt is empty")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
                        chat_template=not args.no_chat_template, on_estimate=_warn_if_long,
@@ -113,7 +134,10 @@ def run(args) -> int:
         bar.close()
     _print_summary(trace, args.top)
     if args.json:
-        trace.save(args.json)
+        try:
+            trace.save(args.json)
+        except OSError as exc:
+            raise OSError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
         print(f"trace written to {args.json}")
     return 0
 

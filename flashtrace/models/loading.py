@@ -10,8 +10,9 @@ import torch
 from ..errors import EXIT_USAGE, FlashTraceError
 from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
 from .families import FamilySpec, spec_for, spec_for_model_type
+from .memory import ResourceError, check_device, check_weights_fit
 from .recording import ATTN_IMPLEMENTATION
-from .tiny import SHAPED_CONFIGS, TINY_ALIASES, build_shaped_model, build_tiny_model
+from .tiny import SHAPED_CONFIGS, TINY_ALIASES, build_shaped_model, build_tiny_model, shaped_config
 
 
 class ModelLoadError(FlashTraceError, RuntimeError):
@@ -88,8 +89,10 @@ def load_model(
 ) -> LoadedModel:
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
-    folder, or a Hugging Face id. The family is checked before any weights are read. Remote code and
-    pickle-based weight files are refused unless `trust_remote_code` / `allow_pickle` is set.
+    folder, or a Hugging Face id. The device, the family and the weights' size (from the config: a model
+    larger than the memory available is refused with `ResourceError`) are checked before any weight is
+    allocated. Remote code and pickle-based weight files are refused unless `trust_remote_code` /
+    `allow_pickle` is set.
 
     `name` may also be a model you already loaded (a transformers causal LM), passed with its
     `tokenizer`: see `wrap_model`; the other arguments are then ignored.
@@ -115,12 +118,14 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
 
     hf_logging.disable_progress_bar()
     torch_dtype = _dtype(dtype)
+    check_device(device)
     if name in TINY_ALIASES:
         tokenizer = default_tokenizer()
         model = build_tiny_model(TINY_ALIASES[name], tokenizer, seed=seed).to(torch_dtype)
         loaded = LoadedModel(model, tokenizer, spec_for(model), name)
         return _place(loaded, device)
     if name in SHAPED_CONFIGS:
+        check_weights_fit(name, shaped_config(name), torch_dtype, device)
         model = build_shaped_model(name, torch_dtype, device)
         return LoadedModel(model, default_tokenizer(), spec_for(model), name)
     source = str(ensure_default_model()) if name == DEFAULT_ALIAS else name
@@ -129,13 +134,18 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
                     f"use the built-in '{DEFAULT_ALIAS}', a tiny-<family> model, or a folder with config.json")
     if not local.is_dir() and not _hub_reachable(source):
         raise ModelLoadError(offline_hint + " (the Hugging Face hub cannot be reached)")
-    try:
-        config = AutoConfig.from_pretrained(str(local) if local.is_dir() else source, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
+    if local.is_dir():
+        config = _local_config(local, trust_remote_code)
+    else:
+        try:
+            config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
     spec_for_model_type(getattr(config, "model_type", "unknown"))
     kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=ATTN_IMPLEMENTATION,
                   use_safetensors=_has_safetensors(local, allow_pickle) if local.is_dir() else None)
+    if not device_map:
+        check_weights_fit(name, config, torch_dtype, device)
     if device_map:
         kwargs["device_map"] = device_map
     try:
@@ -162,6 +172,24 @@ def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = Non
     spec = spec_for(model)
     label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
     return LoadedModel(model.eval(), tokenizer, spec, str(label))
+
+
+def _local_config(folder: Path, trust_remote_code: bool):
+    """The config of a local model folder, or `ModelLoadError` saying what is wrong with it."""
+    from transformers import AutoConfig
+
+    if not (folder / "config.json").is_file():
+        raise ModelLoadError(f"{folder} has no config.json; a model folder needs config.json, tokenizer files and "
+                             "*.safetensors weights")
+    try:
+        return AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        text = " ".join(str(exc).split())
+        if "trust_remote_code" in text or "custom code" in text:
+            raise ModelLoadError(f"{folder}/config.json needs the model's own Python code; it is not run unless "
+                                 "load_model(..., trust_remote_code=True) is set and you trust the folder") from None
+        raise ModelLoadError(f"{folder}/config.json cannot be read as a model config ({type(exc).__name__}: "
+                             f"{text[:200]})") from None
 
 
 def _hub_reachable(model_id: str) -> bool:
@@ -200,4 +228,4 @@ def _place(loaded: LoadedModel, device: str | None) -> LoadedModel:
     return loaded
 
 
-__all__ = ["LoadedModel", "ModelLoadError", "load_model", "wrap_model", "MODEL_ALIASES", "converted_dir"]
+__all__ = ["LoadedModel", "ModelLoadError", "ResourceError", "load_model", "wrap_model", "MODEL_ALIASES", "converted_dir"]

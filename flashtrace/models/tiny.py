@@ -58,11 +58,16 @@ SHAPED_CONFIGS: dict[str, tuple[str, dict]] = {
 }
 
 
+def shaped_config(name: str):
+    """The transformers config of a shaped random-weight model (nothing allocated)."""
+    model_type, kwargs = SHAPED_CONFIGS[name]
+    return AutoConfig.for_model(model_type, **kwargs)
+
+
 def build_shaped_model(name: str, dtype: torch.dtype, device: str | None = None, seed: int = 0,
                        attn_implementation: str = "ft_record"):
     """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`."""
-    model_type, kwargs = SHAPED_CONFIGS[name]
-    config = AutoConfig.for_model(model_type, **kwargs)
+    config = shaped_config(name)
     torch.manual_seed(seed)
     with torch.device(device or "cpu"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=dtype)
