@@ -10,8 +10,8 @@ from flashtrace.gallery import gallery_path, list_gallery
 from flashtrace.trace import Trace
 
 ss = st.session_state
-WIDTHS = {"name": 170, "title": 200, "model": 120, "tokens": 70, "hops": 50, "method": 90, "created": 130,
-          "size kB": 70}  # pixels: every column shows in the page's width (none hidden off to the right)
+WIDTHS = {"name": 150, "title": 160, "model": 110, "tokens": 64, "hops": 48, "method": 84, "created": 124,
+          "size kB": 66}  # pixels, 806 in all: every column shows in the 818-px page of a 1280-px window
 COLUMNS = {c: (st.column_config.NumberColumn if c in ("tokens", "hops", "size kB") else st.column_config.TextColumn)(
     c, width=w) for c, w in WIDTHS.items()}
 

@@ -214,8 +214,9 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
                     "line": {"width": [5 if n == selected else 1 for n in nodes],
                              "color": [SELECTED_COLOR if n == selected else "rgba(255,255,255,0.7)" for n in nodes]}}))
     fig.update_layout(
-        height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 36, "b": 36},
-        title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14}},
+        height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 44, "b": 36},
+        title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14},
+               "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 6}},  # clear of the column labels
         xaxis={"visible": False, "range": [-0.03, 1.06], "fixedrange": True},
         yaxis={"visible": False, "range": [1.08, -0.1], "fixedrange": True},
         legend={"orientation": "h", "xref": "container", "x": 0.01, "yref": "container", "y": 0.0,
