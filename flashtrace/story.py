@@ -122,7 +122,8 @@ def direct_panel(trace: Trace) -> Panel:
     if tokens:
         caption += f" The prompt words it reads most: {_words(tokens)}."
     if sentences:
-        caption += f" The prompt sentence it reads most: {quote(sentences[0].text)} ({pct(sentences[0].share)} of the prompt's part)."
+        caption += (f" The prompt sentence it reads most: {quote(sentences[0].text)} ({pct(sentences[0].share)} of "
+                    "the prompt's part).")
     return Panel("direct", TITLES["direct"], caption, {"shares": shares, "sentences": sentences, "tokens": tokens})
 
 
@@ -154,8 +155,9 @@ def hops_panel(trace: Trace) -> Panel:
                    f"reasoning was not followed back to the prompt. Trace it again with hops to see where it goes.")
         return Panel("hops", TITLES["hops"], caption, data)
     last = len(reach) - 1
-    caption = (f"Read directly, {pct(reach[0])} of the answer's attribution is on the input (the prompt and the chat template around it); the rest sits on the "
-               f"reasoning. Each hop follows that share back through the reasoning to the words it read: ")
+    caption = (f"Read directly, {pct(reach[0])} of the answer's attribution is on the input (the prompt and the chat "
+               "template around it); the rest sits on the reasoning. Each hop follows that share back through the "
+               "reasoning to the words it read: ")
     caption += ", ".join(f"after {k} hop{'s' if k > 1 else ''} {pct(reach[k])}" for k in range(1, last + 1))
     caption += " of it has reached the input."
     if trace.settings.hops > last:

@@ -38,7 +38,7 @@ if picked:
         st.subheader(TITLES[panel.key], anchor=False)  # md-ok: constant titles
         st.markdown(ui.plain(panel.caption))
         figures = panel_figures(trace, panel)
-        blocks = [f"<h2>{TITLES[panel.key]}</h2>"]
+        blocks = []
         if panel.key == "question":
             st.text_area("Question (the prompt)", panel.data["question"], height=140, disabled=True, key="story_q")
             if panel.data["reasoning"]:
@@ -58,15 +58,16 @@ if picked:
             if stored_check(trace) is None and live_key not in st.session_state:
                 if st.button(f"Run the check now with {ui.plain(trace.model.name)} (loads the model)",
                              key="story_run_check"):
-                    with st.spinner("Loading the model and scoring the deletions…"), ui.shown_errors("Check failed: "):
+                    with st.spinner("Loading the model and scoring the deletions…"), \
+                            ui.shown_errors("Check failed: "):
                         st.session_state[live_key] = app_state.live_faithfulness(ref)
                         st.rerun()
             elif live_key in st.session_state:
                 st.caption("Computed live just now with the trace's model.")
             else:
                 st.caption("Precomputed when the gallery was built, with the trace's model.")
-        export_buttons(f"{ref.name}-story-{step}", trace.title or ref.name, blocks + figures,
-                       figures[0] if figures else None, intro=panel.caption, key="story_export")
+        export_buttons(f"{ref.name}-story-{step}", f"{trace.title or ref.name}: {TITLES[panel.key]}",
+                       blocks + figures, figures[0] if figures else None, intro=panel.caption, key="story_export")
     terms = {"question": ("attribution",), "direct": ("hop", "attribution"), "hops": ("hop", "rho"),
              "evidence": ("attribution", "segment"), "check": ("deletion", "log-probability")}[panel.key]
     st.caption("Words used here: " + " · ".join(help_link(k) for k in terms))  # md-ok: constant glossary links

@@ -44,7 +44,8 @@ def split_figure(shares: dict[str, float]) -> go.Figure:
         fig.add_trace(go.Bar(y=["hop 0"], x=[shares[key]], name=name, orientation="h", marker_color=color,
                              text=[pct(shares[key])] if shares[key] >= 0.06 else [""], textposition="inside",
                              hovertemplate=f"{name}: %{{x:.1%}}<extra></extra>"))
-    fig.update_layout(barmode="stack", height=170, title={"text": "Where the answer looks directly", "font": {"size": 14}},
+    fig.update_layout(barmode="stack", height=170,
+                      title={"text": "Where the answer looks directly", "font": {"size": 14}},
                       xaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True},
                       yaxis={"visible": False, "fixedrange": True},
                       legend={"orientation": "h", "y": -0.35, "x": 0, "traceorder": "normal"},
@@ -132,4 +133,5 @@ def panel_figures(trace: Trace, panel: Panel) -> list[go.Figure]:
     return []
 
 
-__all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html", "panel_figures"]
+__all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html",
+           "panel_figures"]
