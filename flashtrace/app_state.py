@@ -182,30 +182,6 @@ def hop_graph(ref: TraceRef | str, threshold: float):
     return _graph(str(ref), (stat.st_mtime_ns, stat.st_size), threshold)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _method_record(ref: str, stamp: tuple[int, int], methods: tuple[str, ...], k: int) -> dict:
-    from .evaluate.methods import build_context
-    from .evaluate.runner import evaluate_context
-    from .evaluate.tasks import Example
-
-    trace = load_trace(ref)
-    gold = [tuple(g) for g in trace.extra.get("gallery", {}).get("gold", [])]
-    example = Example(trace.prompt, trace.response, "", gold, trace.extra.get("gallery", {}).get("task", "trace"))
-    with model_lock():  # no spinner here: a cached function must not draw
-        loaded = cached_model(trace.model.name)
-        ctx = build_context(loaded, example, target=tuple(trace.settings.target),
-                            chat_template=trace.settings.chat_template)
-        return evaluate_context(ctx, list(methods), k)
-
-
-def method_comparison(ref: TraceRef | str, methods: list[str], k: int = 20) -> dict:
-    """Run `methods` on a stored trace's prompt, response and target with its model (live), with one shared
-    deletion set: the evaluation record (seconds, RISE, MAS, Recovery, curves, scores per method)."""
-    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
-    stat = ref.path().stat()
-    return _method_record(str(ref), (stat.st_mtime_ns, stat.st_size), tuple(methods), k)
-
-
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
                  chat_template: bool = True, target_chars: CharRange | None = None):
     """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be

@@ -3,9 +3,8 @@ by side (time and live deletion-curve faithfulness)."""
 
 import streamlit as st
 
-from flashtrace import app_state, ui
+from flashtrace import app_methods, ui
 from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
-from flashtrace.evaluate.methods import DEFAULT_METHODS
 from flashtrace.glossary import help_link
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
@@ -59,20 +58,50 @@ def hop_depths(trace) -> None:
 
 
 def methods(ref, trace) -> None:
-    """The methods tab: run methods live on this trace and compare time and faithfulness."""
-    st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and target, "
-               "then deletes prompt tokens in 20 steps (one shared deletion set) to measure faithfulness. "
-               "IG and perturbation run the model many times: slow on long traces.")
-    chosen = st.multiselect("Methods", list(DEFAULT_METHODS), ["flashtrace-k0", "flashtrace-k1", "ifr", "attention"],
-                            key="methods")
-    if st.button("Run the comparison", type="primary", disabled=not chosen, key="run_methods"):
-        st.session_state["methods_for"] = (str(ref), tuple(chosen))
-    if st.session_state.get("methods_for") == (str(ref), tuple(chosen)):
-        with ui.shown_errors("Comparison failed: "), st.spinner("Running methods and deletion curves…"):
-            record = app_state.method_comparison(ref, chosen)
-            st.dataframe(method_table(record), hide_index=True)
-            st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
-            st.plotly_chart(method_strips(record), key="method_strips", config=CHART)
+    """The methods tab: methods run live on this trace one at a time (progress, elapsed time, cancel), with the
+    warm-up timed apart; then time and deletion-curve faithfulness side by side."""
+    ss = st.session_state
+    st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and "
+               "target, then deletes prompt tokens in 20 steps to measure faithfulness. The warm-up (model load, "
+               "forward pass, first-use setup) runs once per trace and is timed apart from every method.")
+    slow = st.checkbox("Offer the slow methods (IG and segment ablation run the model many times: minutes on long "
+                       "traces)", key="methods_slow")
+    options = [*app_methods.FAST_METHODS, *(app_methods.SLOW_METHODS if slow else ())]
+    ss["methods"] = [m for m in ss.get("methods", app_methods.DEFAULT_CHOICE) if m in options]
+    chosen = st.multiselect("Methods", options, key="methods")
+    key = app_methods.stamp(ref)
+    if ss.get("methods_key") != key:  # results of one trace at a time
+        ss["methods_key"], ss["methods_results"], ss["methods_warmup"] = key, {}, None
+    results = ss["methods_results"]
+    pending = [m for m in chosen if m not in results]
+    if st.button("Run the comparison", type="primary", disabled=not pending, key="run_methods"):
+        ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
+    if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):
+        st.button("Cancel", key="cancel_methods", help="stops when the running method finishes; results so far stay",
+                  on_click=lambda: ss.update(methods_cancelled=True))
+        with ui.shown_errors("Comparison failed: "), st.status("Running the methods…", expanded=True) as status:
+            ticker, bar = st.empty(), st.progress(0.0)
+            with app_methods.ticking(ticker, "Warm-up"):
+                ctx, ss["methods_warmup"] = app_methods.warm_context(key)
+            for i, name in enumerate(pending):
+                with app_methods.ticking(ticker, f"{ui.plain(name)} ({i + 1} of {len(pending)}): attribution, then "
+                                         f"the deletion curve ({app_methods.K + 1:d} model runs)"):
+                    results[name] = app_methods.run_method(ctx, name)
+                bar.progress((i + 1) / len(pending))
+                st.write(f"{ui.plain(name)}: {results[name]['seconds']:.2f} s, deletion curve "
+                         f"{results[name]['deletion_s']:.1f} s")
+            ticker.empty()
+            status.update(label=f"Ran {len(pending):d} method(s)", state="complete")
+    elif pending and ss.get("methods_cancelled") and results:
+        st.info("Cancelled. Shown: what finished; run the comparison again for the rest.")
+    record = app_methods.combined(results, chosen)
+    if ss.get("methods_warmup"):
+        st.caption("Warm-up, once for this trace and in no method's time: "
+                   + " · ".join(f"{step} {sec:.1f} s" for step, sec in ss["methods_warmup"].items()))  # md-ok
+    if record:
+        st.dataframe(method_table(record), hide_index=True, key="method_table")
+        st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
+        st.plotly_chart(method_strips(record), key="method_strips", config=CHART)
 
 
 picked = ui.trace_page("Compare")

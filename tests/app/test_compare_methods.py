@@ -1,0 +1,91 @@
+"""Compare → Methods (issue 13 item 15): fast methods by default, slow ones opt-in, one method at a time with
+progress, the warm-up timed apart from every method, and cancelling keeps what finished."""
+
+import time
+
+import pytest
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+import flashtrace
+from flashtrace import app_methods
+from flashtrace.evaluate import methods as eval_methods
+from flashtrace.library import Library
+
+from .conftest import literal, no_problems
+
+COMPARE = "pages/4_Compare.py"
+
+
+@pytest.fixture
+def tiny_ref(library_dir):
+    model = flashtrace.load_model("tiny-llama")
+    trace = flashtrace.trace(model, prompt="Tom has 3 cats. Ann has 2 dogs. How many cats does Tom have?",
+                             response="Tom has 3 cats.\nAnswer: 3", hops=1)
+    Library(library_dir).save(trace, "tiny")
+    app_methods.warm_context.clear()
+    return "lib:tiny"
+
+
+def _methods_text(at) -> str:
+    return " ".join(literal(e.value) for e in [*at.caption, *at.markdown, *at.info])
+
+
+def test_fast_methods_by_default_and_slow_ones_on_request(open_page, tiny_ref):
+    at = open_page(COMPARE, trace=tiny_ref)
+    picker = at.multiselect(key="methods")
+    assert picker.value == list(app_methods.DEFAULT_CHOICE)
+    assert not set(picker.options) & set(app_methods.SLOW_METHODS)
+    at.checkbox(key="methods_slow").check().run()
+    assert set(app_methods.SLOW_METHODS) <= set(at.multiselect(key="methods").options)
+
+
+def test_warm_up_is_timed_apart_from_each_method(open_page, tiny_ref, monkeypatch):
+    real = eval_methods.EVAL_METHODS["flashtrace-k0"]
+    calls = []
+
+    def slow_first_use(ctx):  # a one-time cost on first use, as kernels and caches have
+        calls.append(1)
+        if len(calls) == 1:
+            time.sleep(1.0)
+        return real(ctx)
+
+    monkeypatch.setitem(eval_methods.EVAL_METHODS, "flashtrace-k0", slow_first_use)
+    at = open_page(COMPARE, trace=tiny_ref)
+    at.multiselect(key="methods").set_value(["flashtrace-k0", "attention"]).run()
+    at.button(key="run_methods").click().run()
+    no_problems(at)
+    table = at.dataframe[-1].value
+    assert list(table["method"]) == ["flashtrace-k0", "attention"]
+    seconds = dict(zip(table["method"], table["seconds"]))
+    assert seconds["flashtrace-k0"] < 0.9  # the 1 s first-use cost is not counted against the method
+    text = _methods_text(at)
+    assert "Warm-up, once for this trace" in text and "first-use setup" in text
+    setup = float(text.split("first-use setup ")[1].split(" s")[0])
+    assert setup >= 1.0
+    status = " ".join(literal(m.value) for m in at.markdown)
+    assert "flashtrace-k0: " in status and "attention: " in status  # one progress line per finished method
+
+
+def test_cancel_keeps_what_finished_and_runs_nothing_more(open_page, tiny_ref, monkeypatch):
+    ran = []
+
+    def interrupted(ctx):  # the user clicks Cancel while this method runs: Streamlit stops the script run
+        ran.append("attention")
+        raise StopException()
+
+    def never(ctx):
+        ran.append("ifr")
+        raise AssertionError("ran after cancel")
+
+    monkeypatch.setitem(eval_methods.EVAL_METHODS, "attention", interrupted)
+    at = open_page(COMPARE, trace=tiny_ref)
+    at.multiselect(key="methods").set_value(["flashtrace-k0", "attention", "ifr"]).run()
+    at.button(key="run_methods").click().run()
+    monkeypatch.setitem(eval_methods.EVAL_METHODS, "ifr", never)
+    at.button(key="cancel_methods").click().run()
+    no_problems(at)
+    assert ran == ["attention"]
+    assert "Cancelled" in _methods_text(at)
+    assert list(at.dataframe[-1].value["method"]) == ["flashtrace-k0"]
+    with pytest.raises(KeyError):
+        at.button(key="cancel_methods")
