@@ -185,19 +185,17 @@ def hop_graph(ref: TraceRef | str, threshold: float):
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
                  chat_template: bool = True, target_chars: CharRange | None = None):
     """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be
-    checked before the forward pass is, with a one-line ValueError/ResourceError: the sequence fits the
-    model's context, the target is a non-empty span of the response, the run fits in memory."""
-    from .models.generation import context_length
+    checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
+    tokenising), the sequence against the model's context, the target (a non-empty span of the response),
+    the memory the run needs."""
+    from .limits import check_context
     from .tracing import resolve_target
 
     if target_chars is not None and target_chars[0] >= target_chars[1]:
         raise ValueError("the character range is empty: select at least one character of the response")
     check_text_size(loaded, prompt, response)  # a bound on characters, before tokenising
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
-    context = context_length(loaded)
-    if context and len(sequence) > context:
-        raise ValueError(f"the prompt and response are {len(sequence):,} tokens but {loaded.name} reads at most "
-                         f"{context:,}; shorten them")
+    check_context(loaded, len(sequence))
     lo, hi = resolve_target(sequence, "answer" if target == "character range" else target, target_chars)
     estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
                              n_recursive=len(sequence.positions("reasoning", "answer")))

@@ -9,12 +9,12 @@ from flashtrace.attribution import METHODS
 from flashtrace.gallery import PRESETS, preset_text
 from flashtrace.glossary import help_link
 from flashtrace.inputs import STOP_PRESETS, detect_spans
+from flashtrace.limits import MAX_INPUT_CHARS, MAX_TITLE
 from flashtrace.models import MODEL_ALIASES
 from flashtrace.models.generation import generate
 from flashtrace.tracing import attribute
 
 OTHER = "Other: Hugging Face id or local folder"
-MAX_TEXT_CHARS = 200_000  # past every built-in model's context; bounds what the page ever tokenises
 ss = st.session_state
 ui.page_setup("Run a trace")
 st.title("Run a trace")
@@ -51,7 +51,7 @@ with c_preset:
     p3.button("Load preset", on_click=load_preset, key="load_preset")
 
 mode = st.radio("Response", ["Teacher-force a response", "Generate with the model"], horizontal=True, key="mode")
-prompt = st.text_area("Prompt", key="prompt", height=160, max_chars=MAX_TEXT_CHARS)
+prompt = st.text_area("Prompt", key="prompt", height=160, max_chars=MAX_INPUT_CHARS)  # per model: checked below
 if mode == "Generate with the model":
     max_new = st.slider("Max new tokens", 16, 1024, 256, step=16, key="max_new")
     gen_missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip())) if not ok]
@@ -64,7 +64,7 @@ if mode == "Generate with the model":
                 st.rerun()
     needs("Generating", gen_missing)
 response = st.text_area("Response (reasoning, then the answer)", key="response", height=160,
-                        max_chars=MAX_TEXT_CHARS)
+                        max_chars=MAX_INPUT_CHARS)
 
 # --- spans and target --------------------------------------------------------------------------------
 spans, target, target_chars = None, "answer", None
@@ -111,7 +111,7 @@ hop0 = c_hop0.selectbox("Hop 0 covers", ["answer", "generation"], key="hop0",
                         help="answer: the target span (default); generation: reasoning + answer whatever the "
                              "target, as the code behind the paper's tables did")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line",
-                      max_chars=500)
+                      max_chars=MAX_TITLE)
 
 # --- what is missing, then the checks and the cost estimate -------------------------------------------
 missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip()),

@@ -8,6 +8,7 @@ import pytest
 from flashtrace import estimate as estimate_module
 from flashtrace.inputs import build_sequence
 from flashtrace.library import Library
+from flashtrace.limits import MAX_INPUT_CHARS
 from flashtrace.models import generation
 
 from .conftest import literal, no_problems
@@ -54,14 +55,14 @@ def test_the_answer_after_the_last_answer_mark_is_detected(open_page):
 
 def test_text_areas_are_bounded(open_page):
     at = open_page(TRACE)
-    assert at.text_area(key="prompt").proto.max_chars == at.text_area(key="response").proto.max_chars == 200_000
+    assert at.text_area(key="prompt").proto.max_chars == at.text_area(key="response").proto.max_chars == MAX_INPUT_CHARS
     assert at.text_input(key="title").proto.max_chars == 500
 
 
 def test_a_sequence_longer_than_the_context_is_refused_before_running(open_page, library_dir):
     at = _fill(open_page(TRACE), prompt="one two three four five " * 1000, model="tiny-gpt2")
     errors = [literal(e.value) for e in at.error]
-    assert any("Cannot run" in e and "reads at most 4,096" in e for e in errors), errors
+    assert any("Cannot run" in e and "reads at most 4096" in e for e in errors), errors
     assert at.button(key="run").disabled
     assert Library(library_dir).entries() == []
 
