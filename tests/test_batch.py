@@ -1,0 +1,100 @@
+"""`flashtrace batch` without Ray: one validated trace per line, bad lines recorded, resumable."""
+
+import json
+
+import pytest
+
+from flashtrace import batch as batch_mod
+from flashtrace.batch import BatchSettings, run_batch
+from flashtrace.cli import main
+from flashtrace.library import Library
+
+from .batch_helpers import traces, write_input
+
+BAD = ['{"prompt": "x", "respons": "y"}', "not json", '{"prompt": "Why?", "generate": true, "response": "no"}',
+       '{"prompt": "Hi", "response": "Hello.", "hops": 9}', '["a list"]', '{"prompt": "Hi"}']
+
+
+def test_batch_writes_validated_traces_and_records_bad_lines(tmp_path, capsys):
+    src = write_input(tmp_path / "in.jsonl", n=3, extra_lines=BAD)
+    out = tmp_path / "out"
+    code = main(["batch", str(src), "--out", str(out), "--model", "tiny-llama", "--no-progress"])
+    assert code == 1  # bad lines make the run exit non-zero, but every good line is traced
+    found = traces(out)
+    assert len(found) == 3
+    assert sorted(t.title for t in found.values()) == ["ex0", "ex1", "ex2"]
+    assert {t.settings.hops for t in found.values()} == {0, 1, 2}
+    assert all(t.extra["batch"]["line"] in (1, 2, 3) for t in found.values())
+    assert [e.name for e in Library(out).entries() if not e.readable] == []  # the folder is a library collection
+    summary = json.loads((out / "_batch" / "summary.json").read_text())
+    assert summary["counts"]["done"] == 3 and summary["counts"]["bad_lines"] == len(BAD)
+    errors = [json.loads(line) for line in (out / "_batch" / "errors.jsonl").read_text().splitlines()]
+    by_line = {e["line"]: e["error"] for e in errors}
+    assert "unknown field" in by_line[4] and "not valid JSON" in by_line[5] and "not both" in by_line[6]
+    assert "less than or equal to 8" in by_line[7] and "JSON object" in by_line[8] and "no response" in by_line[9]
+    err = capsys.readouterr().err
+    assert f"{src}:5: not valid JSON" in err
+
+
+def test_batch_checks_settings_before_work(tmp_path, monkeypatch):
+    src = write_input(tmp_path / "in.jsonl", n=2)
+    loads = []
+    monkeypatch.setattr(batch_mod.TraceWorker, "__init__", lambda self, *a, **k: loads.append(1))
+    with pytest.raises(ValueError, match="hops must be between"):
+        run_batch(src, tmp_path / "o", BatchSettings(model="tiny-llama", hops=12))
+    with pytest.raises(ValueError, match="target"):
+        run_batch(src, tmp_path / "o", BatchSettings(model="tiny-llama", target="middle"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    with pytest.raises(ValueError, match="bert"):
+        run_batch(src, tmp_path / "o", BatchSettings(model=str(folder)))
+    assert loads == [] and not (tmp_path / "o").exists()
+
+
+def test_interrupted_batch_resumes_without_recomputing(tmp_path, monkeypatch):
+    src = write_input(tmp_path / "in.jsonl", n=5)
+    out = tmp_path / "out"
+    calls = []
+    original = batch_mod.TraceWorker.__call__
+
+    def counted(self, job):
+        calls.append(job["title"])
+        return original(self, job)
+
+    monkeypatch.setattr(batch_mod.TraceWorker, "__call__", counted)
+
+    def interrupt_after_two(rec):
+        if sum(r == "done" for r in seen) >= 1 and rec["status"] == "done":
+            raise KeyboardInterrupt
+        seen.append(rec["status"])
+
+    seen = []
+    settings = BatchSettings(model="tiny-llama")
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(src, out, settings, on_record=interrupt_after_two)
+    assert len(traces(out)) == 2 and len(calls) == 2
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    calls.clear()
+    result = run_batch(src, out, BatchSettings(model="tiny-llama"))
+    assert len(calls) == 3  # only the unfinished examples ran again
+    assert result.count("skipped") == 2 and result.count("done") == 3 and result.ok
+    assert len(traces(out)) == 5
+    assert all((out / n).stat().st_mtime_ns == t for n, t in stamps.items())  # finished files untouched
+    calls.clear()
+    changed = run_batch(src, out, BatchSettings(model="tiny-llama", hop0="generation"))  # other settings: new keys
+    assert len(calls) == 5 and changed.count("done") == 5 and len(traces(out)) == 10
+
+
+def test_batch_without_ray_never_imports_ray(tmp_path):
+    import subprocess
+    import sys
+
+    src = write_input(tmp_path / "in.jsonl", n=1)
+    code = ("import sys; from flashtrace.cli import main; rc = main(['batch', sys.argv[1], '--out', sys.argv[2], "
+            "'--model', 'tiny-llama', '--no-progress']); print('RAY', 'ray' in sys.modules); sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "out")], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "RAY False" in done.stdout and "1 traced" in done.stdout
+    assert len(traces(tmp_path / "out")) == 1

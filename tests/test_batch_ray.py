@@ -1,0 +1,56 @@
+"""`flashtrace batch --ray` on a local 2-CPU Ray cluster: same traces as the serial loop, workers that
+die are replaced and their example retried (bounded), results written once by the driver."""
+
+import json
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from flashtrace.batch import BatchSettings, run_batch  # noqa: E402
+from flashtrace.distributed import RayPool  # noqa: E402
+
+from .batch_helpers import Flaky, assert_same_traces, traces, write_input  # noqa: E402
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_ray_batch_equals_serial_with_a_worker_killed(tmp_path, cluster, monkeypatch):
+    """8 examples on 2 workers; the worker tracing ex3 dies the first time: it is replaced, ex3 is retried,
+    every example ends done, once, and all traces equal the serial run's to 1e-6."""
+    src = write_input(tmp_path / "in.jsonl", n=8)
+    settings = BatchSettings(model="tiny-llama")
+    serial = run_batch(src, tmp_path / "serial", settings)
+    monkeypatch.setenv("FLASHTRACE_TEST_KILL_ONCE", "ex3")
+    monkeypatch.setenv("FLASHTRACE_TEST_KILL_MARK", str(tmp_path / "killed"))
+    distributed = run_batch(src, tmp_path / "ray", settings, ray_address="auto", workers=2)
+    assert (tmp_path / "killed.ex3").exists()  # the worker really died on it
+    by_title = {r["title"]: r for r in distributed.records}
+    assert by_title["ex3"]["attempts"] == 2
+    assert serial.count("done") == distributed.count("done") == 8 and distributed.ok
+    assert_same_traces(traces(tmp_path / "serial"), traces(tmp_path / "ray"), atol=1e-6)
+    summary = json.loads((tmp_path / "ray" / "_batch" / "summary.json").read_text())
+    assert summary["run"]["mode"] == "ray" and summary["run"]["workers"] == 2
+    again = run_batch(src, tmp_path / "ray", settings, ray_address="auto", workers=2)
+    assert again.count("skipped") == 8 and again.count("done") == 0
+
+
+def test_pool_retries_are_bounded_and_results_stream_once(cluster):
+    pool = RayPool(Flaky, (), address="auto", workers=2, max_retries=1)
+    try:
+        results = list(pool.map([1, "die", 2, "raise", 3, 4]))
+    finally:
+        pool.close()
+    by_job = {str(job): (out, attempts) for job, out, attempts in results}
+    assert len(results) == 6 and len(by_job) == 6  # every job reported exactly once
+    assert [by_job[str(i)][0]["value"] for i in (1, 2, 3, 4)] == [2, 4, 6, 8]
+    assert by_job["die"][1] == 2 and "worker died 2 times" in by_job["die"][0]["error"]
+    assert "worker raised" in by_job["raise"][0]["error"] and by_job["raise"][1] == 1  # not retried
+    assert pool.replaced == 2
