@@ -5,7 +5,8 @@ and switched to dark in place (Streamlit follows the browser's colour scheme), s
 a 2-core CI machine. Screenshots (full page) go to ``test-artifacts/pages/``. Every request the browser
 makes is recorded: none may go to a host other than the app's 127.0.0.1. On every page and in every
 state: no Streamlit exception or error box, no JavaScript error, no chart whose legend overlaps its
-axis labels or whose axis labels are cut off, and no table hiding columns behind a horizontal scroll.
+axis labels or whose axis labels are cut off, and no table hiding columns behind a horizontal scroll;
+on Explore (heatmap and text view) the outlined target, the answer, lies inside the first screen.
 """
 
 from urllib.parse import urlsplit
@@ -77,6 +78,15 @@ HIDDEN_COLUMNS = """() => [...document.querySelectorAll('[data-testid="stDataFra
 FULL_HEIGHT = """() => Math.max(...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')]
     .map((e) => e.scrollHeight), document.documentElement.scrollHeight)"""
 
+# Explore: the bottom edge of the target (the answer) as drawn, in viewport pixels: the heatmap's green
+# outlines or the text view's outlined tokens (the legend's sample left out). None when nothing is drawn.
+TARGET_BOTTOM = """() => {
+    const boxes = [...document.querySelectorAll('.js-plotly-plot .shapelayer path')]
+        .filter((p) => (p.getAttribute('style') || '').includes('rgb(22, 163, 74)'))
+        .concat([...document.querySelectorAll('.ft-tokens .ft-target')]).map((e) => e.getBoundingClientRect());
+    return boxes.length ? Math.max(...boxes.map((r) => r.bottom)) : null;
+}"""
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -94,6 +104,10 @@ def check_page(page, name: str, problems: list[str]) -> None:
             problems.append(f"{name}: {testid}: {page.locator(f'[data-testid={testid}]').first.inner_text()[:200]}")
     problems.extend(f"{name}: {p}" for p in page.evaluate(CHART_PROBLEMS))
     problems.extend(f"{name}: table hides columns ({p})" for p in page.evaluate(HIDDEN_COLUMNS))
+    if name.startswith("explore"):  # the answer shows in the first screen, without scrolling anything
+        bottom, height = page.evaluate(TARGET_BOTTOM), page.viewport_size["height"]
+        if bottom is None or bottom > height:
+            problems.append(f"{name}: the target is not in the first screen (bottom at {bottom} of {height} px)")
 
 
 def shot(page, stem: str, width: int, height: int) -> None:
