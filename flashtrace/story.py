@@ -104,7 +104,10 @@ def question_panel(trace: Trace) -> Panel:
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
     reasoning = _text_of(trace, ("reasoning",))
     steps = sum(1 for s in trace.segments or [] if s.role == "reasoning")
-    caption = (f"The model ({trace.model.name}) was asked the question below and answered {quote(answer, 120)}. "
+    is_answer = trace.spans.answer is not None and tuple(trace.spans.answer) == (lo, hi)
+    said = (f"answered {quote(answer, 120)}" if is_answer else
+            f"wrote a response; the part explained here (the target) is {quote(answer, 120)}")
+    caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "
                + (f"Before answering it reasoned in {steps} step(s). " if reasoning and steps else
                   "Before answering it reasoned. " if reasoning else "It answered without reasoning first. ")
                + "The next panels show which parts of the question that answer rests on.")
@@ -121,6 +124,9 @@ def direct_panel(trace: Trace) -> Panel:
                f"{pct(shares['template'])} from the chat template around them.")
     if tokens:
         caption += f" The prompt words it reads most: {_words(tokens)}."
+    if getattr(trace.settings, "hop0", "answer") == "generation":
+        caption += (" (In this trace hop 0 was taken over the whole generated text, reasoning and answer, not the "
+                    "answer alone.)")
     if sentences:
         caption += (f" The prompt sentence it reads most: {quote(sentences[0].text)} ({pct(sentences[0].share)} of "
                     "the prompt's part).")

@@ -87,3 +87,14 @@ def test_caption_quotes_are_short_and_plain():
     assert quote("a\n  b   c") == "“a b c”"
     assert quote("x" * 200, 20).endswith("…”") and len(quote("x" * 200, 20)) == 22
     assert pct(0.784) == "78\u00a0%" and pct(0.001) == "<1\u00a0%" and pct(0) == "0\u00a0%"  # never split by a line break
+
+
+def test_captions_name_a_target_that_is_not_the_answer_and_a_generation_hop0():
+    trace = load_gallery_trace("free-form")
+    assert "answered “" in story_panels(trace)[0].caption
+    lo, hi = trace.spans.reasoning
+    other = trace.model_copy(update={"settings": trace.settings.model_copy(update={"target": (lo, hi),
+                                                                                    "hop0": "generation"})})
+    question, direct = story_panels(other)[:2]
+    assert "the part explained here (the target)" in question.caption
+    assert "hop 0 was taken over the whole generated text" in direct.caption
