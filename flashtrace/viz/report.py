@@ -6,6 +6,7 @@ every piece of trace text is escaped."""
 from __future__ import annotations
 
 import html
+import re
 
 import plotly.graph_objects as go
 
@@ -73,10 +74,17 @@ def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph
     return standalone_html(trace.title or "FlashTrace trace", blocks)
 
 
+_APP_HINT = re.compile(r"<br>\([^()]*(?:click|switch on)[^()]*\)", re.I)
+
+
 def static_graph(fig: go.Figure) -> go.Figure:
-    """A copy of a hop-graph figure whose title promises nothing a static page cannot do (no clicking)."""
+    """A copy of a hop-graph figure that promises nothing a static page cannot do: no "click a node" in the
+    title and no app-only hints (a parenthesised line about clicking or switching a control) in the hovers."""
     fig = go.Figure(fig)
     title = fig.layout.title.text or "Hop graph"
     kept = [part for part in title.split(" · ") if "click" not in part.lower()]
     fig.update_layout(title_text=" · ".join(kept + ["hover a node for its text"]))
+    for tr in fig.data:
+        if isinstance(getattr(tr, "hovertext", None), (list, tuple)):
+            tr.hovertext = [_APP_HINT.sub("", h) if isinstance(h, str) else h for h in tr.hovertext]
     return fig

@@ -46,10 +46,16 @@ def test_report_of_a_150_token_trace_is_small_offline_and_promises_no_clicks(fre
     assert bundle_base64() in free_form_page
 
 
-def test_static_graph_title_drops_the_click_hint():
-    trace = load_gallery_trace("free-form")
-    fig = hop_graph_figure(HopGraph.from_trace(trace, 0.05), trace)
-    assert "click" not in static_graph(fig).layout.title.text.lower()
+def test_static_graph_drops_every_click_hint():
+    trace = load_gallery_trace("long-vartrack")
+    fig = hop_graph_figure(HopGraph.from_trace(trace, 0.0).pruned(node_threshold=0.8, fold=True), trace)
+    hovers = [h for tr in fig.data for h in (tr.hovertext or [])]
+    assert any("click" in h for h in hovers)  # the app's folded node says how to open it ...
+    static = static_graph(fig)
+    assert "click" not in static.layout.title.text.lower()
+    page = standalone_html("graph", [static]).lower()
+    assert "click it" not in page and "switch on" not in page  # ... the static page does not
+    assert any("input sentences folded together" in h for tr in static.data for h in (tr.hovertext or []))
 
 
 def test_standalone_html_escapes_text_and_script_breakouts():
