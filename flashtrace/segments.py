@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol, Sequence as Seq
 
-from .inputs import Sequence
+from .inputs import TokenSequence
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ DEFAULT_SPLITTERS: dict[str, Splitter] = {
 _LETTER = {"template": "T", "prompt": "P", "reasoning": "S", "answer": "A"}
 
 
-def _role_runs(sequence: Sequence) -> list[tuple[int, int]]:
+def _role_runs(sequence: TokenSequence) -> list[tuple[int, int]]:
     """``[start, end)`` of each maximal run of tokens sharing role and source."""
     runs, start = [], 0
     toks = sequence.tokens
@@ -175,7 +175,7 @@ def _role_runs(sequence: Sequence) -> list[tuple[int, int]]:
     return runs
 
 
-def _source_text(sequence: Sequence, source: str | None) -> str | None:
+def _source_text(sequence: TokenSequence, source: str | None) -> str | None:
     return {"prompt": sequence.prompt, "response": sequence.response}.get(source)
 
 
@@ -185,7 +185,7 @@ def _token_key(text: str, start: int, end: int) -> int:
     return start if first is None else first
 
 
-def _split_run(sequence: Sequence, lo: int, hi: int, splitter: Splitter) -> list[int]:
+def _split_run(sequence: TokenSequence, lo: int, hi: int, splitter: Splitter) -> list[int]:
     """Token positions in ``(lo, hi)`` where a new segment starts inside one role run."""
     toks = sequence.tokens[lo:hi]
     text = _source_text(sequence, toks[0].source)
@@ -218,7 +218,7 @@ def _check_boundaries(boundaries: Seq[int], n: int, answer: tuple[int, int] | No
     return sorted(cuts)
 
 
-def segment_sequence(sequence: Sequence, *, boundaries: Seq[int] | None = None,
+def segment_sequence(sequence: TokenSequence, *, boundaries: Seq[int] | None = None,
                      splitters: dict[str, Splitter] | None = None) -> list[Segment]:
     """Segments of `sequence` in order; their token ranges tile ``[0, len(sequence))`` exactly.
 

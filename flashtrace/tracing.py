@@ -16,7 +16,7 @@ from .attribution import get_method, recursive_hops
 from .attribution.registry import Method, Source
 from .attribution.steps import range_weights, step_attributions
 from .estimate import check_fits, estimate
-from .inputs import DEFAULT_STOP_TOKENS, Sequence, StopTokens, build_sequence, detect_spans, stop_rule
+from .inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
 from .limits import check_context, check_options, check_text_size
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate as generate_text
@@ -32,7 +32,7 @@ class Prepared:
     """A tokenised sequence and its recording: everything attributions need."""
 
     loaded: LoadedModel
-    sequence: Sequence
+    sequence: TokenSequence
     recording: Recording
     timings: dict
 
@@ -70,8 +70,8 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     return Prepared(loaded, sequence, recording, timings)
 
 
-def resolve_target(sequence: Sequence, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None
-                   ) -> tuple[int, int]:
+def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
+                   target_chars: tuple[int, int] | None = None) -> tuple[int, int]:
     """Token range ``[start, end)`` of a target: 'answer', 'response', 'reasoning', 'START:END' or a tuple
     of token positions, or `target_chars` (character range in the response)."""
     n = len(sequence)
@@ -97,7 +97,7 @@ def resolve_target(sequence: Sequence, target: TargetSpec = "answer", target_cha
     return lo, hi
 
 
-def stop_mask(sequence: Sequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
+def stop_mask(sequence: TokenSequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
     """``[N]`` bool: tokens that get weight 0 in targets and scores, under a preset (``paper``,
     ``punctuation``, ``none``) or a user list (see `flashtrace.inputs.stop_rule`). Every token is tested,
     chat-template tokens included: a template token is zeroed only when it matches the set."""
@@ -210,7 +210,8 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     step_targets = [s for s in segments if s.role in ("reasoning", "answer")]
     n_layers = len(rec.layers)
     keep = (~stops).float()
-    planned = [spec.units((target_w * keep)[None], n_layers)] + [spec.units((recursive_mask * keep)[None], n_layers)] * hops
+    planned = [spec.units((target_w * keep)[None], n_layers)]  # upper bounds; exact when each call starts
+    planned += [spec.units((recursive_mask * keep)[None], n_layers)] * hops
     step_weights = range_weights([(s.start, s.end) for s in step_targets], ~stops) if steps else None
     if steps:
         planned.append(spec.units(step_weights[step_weights.sum(1) > 0], n_layers))

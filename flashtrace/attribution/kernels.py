@@ -1,4 +1,5 @@
-"""The proximity kernel: ``p[b, h, j] = max(0, ‖y_b‖₁ − ‖y_b − ᾱ[b, h, j]·f[h, j]‖₁)`` for many spans.
+"""Proximity: the plain formula (`proximity`) and the kernel for many spans,
+``p[b, h, j] = max(0, ‖y_b‖₁ − ‖y_b − ᾱ[b, h, j]·f[h, j]‖₁)``.
 
 On the CPU a fused numba kernel reads each value vector once for all spans and sums the
 per-dimension differences ``|y_d| − |y_d − z_d|`` (small terms, so no cancellation); elsewhere (GPU)
@@ -32,6 +33,12 @@ def _proximity_cpu(f, abar, y, out):  # pragma: no cover - compiled
                 yd = y[b, d]
                 acc += abs(yd) - abs(yd - a * f[h, j, d])
             out[b, h, j] = max(acc, np.float32(0.0))
+
+
+def proximity(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
+    """Proximity of a part to a whole (ALTI / IFR), ``max(0, ‖y‖₁ − ‖y − z‖₁)`` over the last dim:
+    ``[..., D], [..., D] → [...]``; broadcasts like ``whole - part``."""
+    return (whole.abs().sum(-1) - (whole - part).abs().sum(-1)).clamp_min(0)
 
 
 def _proximity_torch(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -46,7 +46,8 @@ class Option:
                 raise ValueError
             parsed = self.kind(value)
         except (TypeError, ValueError):
-            raise ValueError(f"method {method}: option {self.name} must be {self.kind.__name__}, got {value!r}") from None
+            raise ValueError(f"method {method}: option {self.name} must be {self.kind.__name__}, "
+                             f"got {value!r}") from None
         too_high = self.high is not None and (parsed > self.high if self.high_inclusive else parsed >= self.high)
         if (self.low is not None and parsed < self.low) or too_high or parsed != parsed:
             bound = f"{self.low} <= {self.name} {'<=' if self.high_inclusive else '<'} {self.high}" \

@@ -17,8 +17,7 @@ import torch
 
 from ..models.attention import aggregate_attention
 from ..models.recording import Recording
-from .kernels import head_proximities
-from .proximity import proximity
+from .kernels import head_proximities, proximity
 
 DEFAULT_BUDGET = 256 * 2**20
 

@@ -83,7 +83,8 @@ def _ifr(ctx: EvalContext) -> torch.Tensor:
     return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=0, method="ifr").scores.final)
 
 
-def _baseline(name: str, options: Callable[[EvalContext], dict] = lambda ctx: {}) -> Callable[[EvalContext], torch.Tensor]:
+def _baseline(name: str, options: Callable[[EvalContext], dict] = lambda ctx: {}
+              ) -> Callable[[EvalContext], torch.Tensor]:
     """A registered baseline on the example's target weights (every target token, signed scores kept)."""
     def run(ctx: EvalContext) -> torch.Tensor:
         aggregate = get_method(name).aggregator(method_source(ctx.prepared), **options(ctx))

@@ -26,7 +26,7 @@ class Token:
 
 
 @dataclass
-class Sequence:
+class TokenSequence:
     prompt: str
     response: str
     tokens: list[Token]
@@ -72,6 +72,9 @@ class Sequence:
         return hit[0], hit[-1] + 1
 
 
+
+Sequence = TokenSequence  # the former name (it shadowed typing.Sequence); kept for existing imports
+
 def _encode(tokenizer, text: str, add_special_tokens: bool):
     enc = tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
     return enc["input_ids"], enc["offset_mapping"]
@@ -82,7 +85,7 @@ def _labels(tokenizer, ids: list[int]) -> list[str]:
 
 
 def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bool = True,
-                   spans: ResponseSpans | None = None) -> Sequence:
+                   spans: ResponseSpans | None = None) -> TokenSequence:
     """Tokenise `prompt` (inside the chat template when it has one and `chat_template`) followed by
     `response`; roles from `spans` (detected from the response when not given)."""
     if not prompt.strip():
@@ -110,7 +113,7 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
         for tid, label, (s, e) in zip(r_ids, _labels(tokenizer, r_ids), r_offsets):
             in_answer = answer is not None and s < answer[1] and e > answer[0]
             tokens.append(Token(tid, label, "answer" if in_answer else "reasoning", "response", s, e))
-    return Sequence(prompt=prompt, response=response, tokens=tokens, chat_template=bool(use_template), spans=spans)
+    return TokenSequence(prompt=prompt, response=response, tokens=tokens, chat_template=bool(use_template), spans=spans)
 
 
 _PUNCT = set(string.punctuation)

@@ -21,7 +21,8 @@ HALF_TOLERANCE = 0.25  # coarse: catches a wrong spec (heads, scales, biases), n
 
 def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
     """Relative error of each layer's reconstructed attention output: ``‖recon − actual‖`` over what
-    ``actual = x_mid − x_prev`` is known to, ``‖actual‖ + eps·(‖x_mid‖ + ‖x_prev‖)`` (eps of the stored dtype)."""
+    ``actual = x_mid − x_prev`` is known to, ``‖actual‖ + eps·(‖x_mid‖ + ‖x_prev‖)`` (eps of the stored
+    dtype)."""
     ids = list(loaded.tokenizer(CHECK_TEXT, add_special_tokens=False)["input_ids"])[:n_tokens]
     if len(ids) < 2:
         ids = list(range(1, n_tokens + 1))

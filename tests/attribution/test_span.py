@@ -137,6 +137,20 @@ def test_batched_and_rowwise_ifr_agree():
                           atol=1e-6)
 
 
+def test_tokenwise_aggregate_is_the_weighted_mean_of_normalised_rows():
+    """Token-wise IFR of a span: ``Σ_i w_i · row_i / Σ_j row_i[j]`` (so each result sums to 1)."""
+    rec = random_recording(seed=15)
+    w = torch.zeros(2, rec.n_tokens)
+    w[0, 10:20] = torch.linspace(0.1, 1.0, 10)
+    w[1, 3] = 1.0
+    got = tokenwise_aggregate(rec, w)
+    for b in range(2):
+        targets = torch.nonzero(w[b]).flatten().tolist()
+        rows = tokenwise_rows(rec, targets, batched=False)  # each row: the one-token span aggregate
+        expected = sum(w[b, t] / w[b].sum() * rows[i] / rows[i].sum() for i, t in enumerate(targets))
+        assert torch.allclose(got[b], expected, atol=1e-6) and got[b].sum() == pytest.approx(1.0, abs=1e-5)
+
+
 def test_span_aggregate_is_not_the_sum_of_token_scores():
     """Proximity is non-additive: aggregating first differs from summing normalised per-token rows."""
     rec = random_recording(seed=6)
