@@ -181,7 +181,7 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
     as the code behind the paper's tables (flashtrace 0.1.1) did.
     """
-    check_options(hops=hops, threshold=threshold, title=title, recursive=recursive)
+    check_options(hops=hops, title=title, recursive=recursive)  # the threshold is the method's option (below)
     if hop0 not in HOP0_SPANS:
         raise ValueError(f"hop0 must be 'answer' or 'generation', got {hop0!r}")
     seq, rec = prepared.sequence, prepared.recording
@@ -263,7 +263,11 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
 def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
           max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
     """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first)."""
-    check_options(**{k: options[k] for k in ("hops", "threshold", "title", "recursive") if k in options})
+    check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
+    method_options = dict(options.get("options") or {})
+    if options.get("threshold") is not None:
+        method_options["threshold"] = options["threshold"]
+    get_method(options.get("method", "flashtrace")).resolve_options(method_options)
     prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
                        chat_template=chat_template, hops=options.get("hops", 1))
     return attribute(prepared, **options)
