@@ -33,7 +33,7 @@ if picked:
                                "The combined view always has its own scale. Target tokens are never on it.")
     with options[1]:
         every = ui.synced(st.segmented_control, "Tokens", "tokens", ["salient", "all"], "salient",
-                          help="salient: rows and sentences without a salient token are folded "
+                          help="salient: heatmap rows, text sentences and segment bars without a salient token are folded "
                                "(the text view opens them on click); all: every token")
     values = view_values(trace, hop)
     positions = trace.positions("prompt") if hop is None else trace.positions("prompt", "reasoning", "answer")
@@ -57,9 +57,8 @@ if picked:
             text_html = tokens_html(trace, hop=hop, max_height_px=None, top=top, keep=keep, legend=note)
             st.html(text_html)
         else:
-            fig = segment_bars(trace, hop=hop)
-            box = st.container(height=640) if fig.layout.height > 640 else st.container()
-            box.plotly_chart(fig, key="segments", config={"displaylogo": False})
+            fig = segment_bars(trace, hop=hop, keep=keep)
+            st.plotly_chart(fig, key="segments", config={"displaylogo": False})
     with ui.shown_errors():
         export_buttons(f"{ref.name}-{view}", trace.title or ref.name, [b for b in (fig, text_html) if b is not None],
                        fig, key="explore_export")

@@ -176,3 +176,25 @@ def test_text_view_has_a_colour_legend_and_folds(open_page, vartrack):
     lo, hi = vartrack.settings.target
     assert page.count('class="ft-tok ft-target"') == hi - lo + 1  # + the legend's sample
     assert "max-height" not in page  # no inner scroll box
+
+
+def test_segments_view_folds_unsalient_runs_and_keeps_the_answer(open_page):
+    long = load_gallery_trace("long-vartrack")
+    at = open_page(EXPLORE, trace="gallery:long-vartrack", view="segments")
+    no_problems(at)
+    spec = charts(at)["segment_bars"]
+    bars = dict(zip(spec["data"][0]["y"], spec["data"][0]["x"]))
+    shown = [s for s in long.segments if s.role != "template"]
+    assert len(bars) <= 15 < len(shown)  # 170-odd segments fit the page without an inner scroll box
+    assert not scroll_boxes(at.main)
+    answer = next(s for s in shown if s.role == "answer")
+    assert any(k.startswith(f"{answer.id} ·") for k in bars)
+    folded = [k for k in bars if k.startswith("⋯ ·")]
+    assert folded and all("segments without a salient token" in k for k in folded)
+    values = view_values(long, None)
+    assert sum(bars.values()) == pytest.approx(sum(sum(values[s.start:s.end]) for s in shown))
+    top = long.top_prompt_tokens(1)[0][0]
+    top_segment = next(s for s in shown if s.start <= top < s.end)
+    assert any(k.startswith(f"{top_segment.id} ·") for k in bars)  # the peak's sentence is never folded
+    at.get("button_group")[2].set_value("all").run()
+    assert len(charts(at)["segment_bars"]["data"][0]["y"]) == len(shown)
