@@ -25,19 +25,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .distributed import kill_hook
 from .fileio import atomic_write_text, publish_text
 from .library import Library, sanitize_name
 from .trace import MAX_HOPS, Trace
 
 RECORD_DIR = "_batch"
 KEY_CHARS = 12
-# Test hooks (not user options): a worker exits at once (os._exit, as a killed process would) on a job
-# whose title is listed in $FLASHTRACE_TEST_KILL_ONCE (comma-separated; once per title, remembered by a
-# marker file <$FLASHTRACE_TEST_KILL_MARK>.<title>) or in $FLASHTRACE_TEST_KILL_ALWAYS.
-KILL_ONCE_ENV, KILL_ALWAYS_ENV, KILL_MARK_ENV = ("FLASHTRACE_TEST_KILL_ONCE", "FLASHTRACE_TEST_KILL_ALWAYS",
-                                                 "FLASHTRACE_TEST_KILL_MARK")
-
-
 class BatchLine(BaseModel):
     """One input line."""
 
@@ -191,21 +185,6 @@ def check_model(name: str) -> None:
         spec_for_model_type(json.loads(config.read_text(encoding="utf-8")).get("model_type", "unknown"))
 
 
-def _kill_hook(job: dict) -> None:
-    title = job["title"]
-    if not title:
-        return
-    if title in os.environ.get(KILL_ALWAYS_ENV, "").split(","):
-        os._exit(17)
-    mark = os.environ.get(KILL_MARK_ENV)
-    if mark and title in os.environ.get(KILL_ONCE_ENV, "").split(","):
-        try:
-            os.close(os.open(f"{mark}.{title}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:
-            return  # killed once already
-        os._exit(17)
-
-
 class TraceWorker:
     """Loads the model once; each call traces one job and returns ``{"trace": json}`` or ``{"error": msg}``
     (a failing example never raises out of a worker)."""
@@ -219,7 +198,7 @@ class TraceWorker:
     def __call__(self, job: dict) -> dict:
         from .tracing import attribute, prepare
 
-        _kill_hook(job)
+        kill_hook(job["title"])
         s, start = self.settings, time.perf_counter()
         try:
             prepared = prepare(self.loaded, job["prompt"], job["response"], generate=job["generate"],

@@ -22,12 +22,32 @@ from typing import Any, Callable, Iterable, Iterator
 from .errors import EXIT_USAGE, FlashTraceError
 
 FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
+# Test hooks (not user options): a worker exits at once (os._exit, as a killed process would) on a job
+# whose label is listed in $FLASHTRACE_TEST_KILL_ONCE (comma-separated; once per label, remembered by a
+# marker file <$FLASHTRACE_TEST_KILL_MARK>.<label>) or in $FLASHTRACE_TEST_KILL_ALWAYS.
+KILL_ONCE_ENV, KILL_ALWAYS_ENV, KILL_MARK_ENV = ("FLASHTRACE_TEST_KILL_ONCE", "FLASHTRACE_TEST_KILL_ALWAYS",
+                                                 "FLASHTRACE_TEST_KILL_MARK")
 
 
 class RayUnavailableError(FlashTraceError, RuntimeError):
     """``--ray`` was asked for but Ray is not installed, or the cluster cannot be reached."""
 
     exit_code = EXIT_USAGE
+
+
+def kill_hook(label: str) -> None:
+    """The test hook above; workers call it with their job's label (title, example id)."""
+    if not label:
+        return
+    if label in os.environ.get(KILL_ALWAYS_ENV, "").split(","):
+        os._exit(17)
+    mark = os.environ.get(KILL_MARK_ENV)
+    if mark and label in os.environ.get(KILL_ONCE_ENV, "").split(","):
+        try:
+            os.close(os.open(f"{mark}.{label}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return  # killed once already
+        os._exit(17)
 
 
 class _Host:
@@ -77,7 +97,7 @@ class RayPool:
                 raise RayUnavailableError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
         self.factory, self.args, self.max_retries = factory, args, max_retries
         self.num_cpus, self.num_gpus = num_cpus, num_gpus
-        self.n_workers = workers or self._fit(jobs)
+        self.n_workers = (min(workers, jobs) if jobs else workers) if workers else self._fit(jobs)
         if self.n_workers < 1:
             raise ValueError("--workers must be at least 1")
         self.remote = ray.remote(_Host).options(num_cpus=num_cpus, num_gpus=num_gpus,

@@ -54,3 +54,34 @@ def test_pool_retries_are_bounded_and_results_stream_once(cluster):
     assert by_job["die"][1] == 2 and "worker died 2 times" in by_job["die"][0]["error"]
     assert "worker raised" in by_job["raise"][0]["error"] and by_job["raise"][1] == 1  # not retried
     assert pool.replaced == 2
+
+
+def _eval(out, *extra):
+    from flashtrace.cli import main
+
+    return main(["eval", "--model", "tiny-llama", "--task", "needle,arithmetic", "--n", "2", "--length", "40",
+                 "--methods", "flashtrace-k1,attention", "--k", "4", "--out", str(out), "--no-progress", "--no-plots",
+                 *extra])
+
+
+def test_eval_ray_equals_serial_retries_and_resumes(tmp_path, cluster, monkeypatch):
+    assert _eval(tmp_path / "serial") == 0
+    monkeypatch.setenv("FLASHTRACE_TEST_KILL_ONCE", "needle-0001")
+    monkeypatch.setenv("FLASHTRACE_TEST_KILL_MARK", str(tmp_path / "killed"))
+    assert _eval(tmp_path / "ray", "--ray", "auto", "--workers", "2") == 0
+    assert (tmp_path / "killed.needle-0001").exists()
+    names = ["arithmetic-0000.json", "arithmetic-0001.json", "needle-0000.json", "needle-0001.json"]
+    for name in names:
+        a = json.loads((tmp_path / "serial" / "examples" / name).read_text())
+        b = json.loads((tmp_path / "ray" / "examples" / name).read_text())
+        for method in ("flashtrace-k1", "attention"):
+            ma, mb = a["methods"][method], b["methods"][method]
+            for key in ("rise", "mas", "recovery"):
+                assert abs(ma[key] - mb[key]) <= 1e-6, (name, method, key)
+            assert max(abs(x - y) for x, y in zip(ma["scores"], mb["scores"])) <= 1e-6
+    examples = tmp_path / "ray" / "examples"
+    (examples / "needle-0000.json").unlink()  # as if the run had been interrupted before it
+    stamps = {p.name: p.stat().st_mtime_ns for p in examples.glob("*.json")}
+    assert _eval(tmp_path / "ray", "--ray", "auto", "--workers", "2") == 0
+    assert sorted(p.name for p in examples.glob("*.json")) == names
+    assert all((examples / n).stat().st_mtime_ns == t for n, t in stamps.items())  # finished ones not recomputed

@@ -39,6 +39,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and plots of --out")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
+    ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                     help="run the examples on Ray: alone, a cluster started on this machine for the run; 'auto' "
+                          "joins the cluster of `ray start --head`; or ray://HOST:10001")
+    ray.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as the cluster holds)")
+    ray.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs Ray reserves for each worker")
+    ray.add_argument("--num-gpus-per-worker", type=float, default=0, help="GPUs Ray reserves for each worker "
+                     "(> 0: the worker runs on its GPU)")
+    ray.add_argument("--max-retries", type=int, default=2, help="retries of an example whose worker died")
 
 
 def _examples(args):
@@ -69,7 +78,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ..evaluate.methods import parse_methods
-    from ..evaluate.runner import run_eval
+    from ..evaluate.runner import run_eval, run_eval_ray
     from ..models import load_model
 
     if args.n < 1 or args.k < 2 or args.ig_steps < 1:
@@ -79,11 +88,19 @@ def run(args) -> int:
     hops = [int(h) for h in args.hops.split(",") if h.strip()]
     methods = parse_methods(args.methods, hops)
     examples = list(_examples(args))
-    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
-    settings = {"model": args.model, "dtype": str(loaded.dtype).replace("torch.", ""), "methods": ",".join(methods),
+    if args.ray:
+        loaded = None
+        dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
+    else:
+        loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+        dtype, threads = str(loaded.dtype).replace("torch.", ""), torch.get_num_threads()
+    settings = {"model": args.model, "dtype": dtype, "methods": ",".join(methods),
                 "n": args.n, "length": args.length, "seed": args.seed, "k": args.k, "ig_steps": args.ig_steps,
-                "target": args.target, "threads": torch.get_num_threads(),
+                "target": args.target, "threads": threads,
                 "source": str(args.jsonl) if args.jsonl else args.task}
+    if args.ray:
+        settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
+                           "num_gpus_per_worker": args.num_gpus_per_worker}
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.no_resume:  # a resumed or extended folder: list every method and task
         before = load_settings(args.out)
@@ -95,14 +112,25 @@ def run(args) -> int:
     bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
 
     def done(ex_id: str, record: dict) -> None:
+        if "error" in record:
+            bar.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
         bar.set_postfix_str(f"{ex_id} {record.get('total_s', 0):.1f}s" if record else f"{ex_id} (kept)")
         bar.update(1)
 
-    run_eval(loaded, examples, methods, args.out, k=args.k, ig_steps=args.ig_steps, batch_size=args.batch_size,
-             target=args.target, resume=not args.no_resume, on_example=done)
+    failed = {}
+    options = dict(k=args.k, ig_steps=args.ig_steps, batch_size=args.batch_size, target=args.target,
+                   resume=not args.no_resume, on_example=done)
+    if args.ray:
+        _, failed = run_eval_ray(args.model, examples, methods, args.out, dtype=args.dtype, address=args.ray,
+                                 workers=args.workers, num_cpus=args.num_cpus_per_worker,
+                                 num_gpus=args.num_gpus_per_worker, max_retries=args.max_retries, **options)
+    else:
+        run_eval(loaded, examples, methods, args.out, **options)
     bar.close()
     summary = write_report(args.out, settings, plots=not args.no_plots)
     print(markdown(summary))
     print(f"results in {args.out}/ (examples/*.json, summary.md, summary.json"
           f"{'' if args.no_plots else ', metrics.png, deletion_curves.png'})")
-    return 0
+    for ex_id, error in failed.items():
+        print(f"{ex_id}: failed: {error.splitlines()[0][:300]}")
+    return 1 if failed else 0

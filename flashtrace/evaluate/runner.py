@@ -89,6 +89,32 @@ def _existing(path: Path, example: Example, k: int, target: str) -> dict | None:
     return record if same and isinstance(record.get("methods"), dict) else None
 
 
+def _plan(examples: Iterable[tuple[str, Example]], methods: list[str], folder: Path, k: int, target: str,
+          resume: bool):
+    """``(id, example, path, previous record or None, methods to run)`` per example."""
+    for ex_id, example in examples:
+        path = folder / f"{ex_id}.json"
+        previous = _existing(path, example, k, target) if resume else None
+        yield ex_id, example, path, previous, [m for m in methods if previous is None or m not in previous["methods"]]
+
+
+def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str], *, k: int, ig_steps: int,
+             batch_size: int, target: str) -> dict:
+    start = time.perf_counter()
+    ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
+    record = evaluate_context(ctx, todo, k)
+    record.update(id=ex_id, target_spec=target, total_s=time.perf_counter() - start)
+    return record
+
+
+def _write(path: Path, record: dict, previous: dict | None) -> None:
+    if previous is not None:  # extend: earlier methods first, times add up
+        record["methods"] = {**previous["methods"], **record["methods"]}
+        for key in ("total_s", "deletion_s"):
+            record[key] = (previous.get(key) or 0.0) + record[key]
+    atomic_write_text(path, json.dumps(record))
+
+
 def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
              k: int = 20, ig_steps: int = 16, batch_size: int = 16, target: str = "answer",
              resume: bool = True, on_example: Callable[[str, dict], None] | None = None) -> list[Path]:
@@ -100,28 +126,77 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ex_id, example in examples:
-        path = folder / f"{ex_id}.json"
-        previous = _existing(path, example, k, target) if resume else None
-        todo = [m for m in methods if previous is None or m not in previous["methods"]]
-        if not todo:
-            paths.append(path)
-            if on_example:
-                on_example(ex_id, {})
-            continue
-        start = time.perf_counter()
-        ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
-        record = evaluate_context(ctx, todo, k)
-        record.update(id=ex_id, target_spec=target, total_s=time.perf_counter() - start)
-        if previous is not None:  # extend: earlier methods first, times add up
-            record["methods"] = {**previous["methods"], **record["methods"]}
-            for key in ("total_s", "deletion_s"):
-                record[key] = (previous.get(key) or 0.0) + record[key]
-        atomic_write_text(path, json.dumps(record))
+    for ex_id, example, path, previous, todo in _plan(examples, methods, folder, k, target, resume):
+        if todo:
+            record = _compute(loaded, ex_id, example, todo, k=k, ig_steps=ig_steps, batch_size=batch_size,
+                              target=target)
+            _write(path, record, previous)
         paths.append(path)
         if on_example:
-            on_example(ex_id, record)
+            on_example(ex_id, record if todo else {})
     return paths
 
 
-__all__ = ["score_masks", "score_deletions", "evaluate_context", "run_eval"]
+class EvalWorker:
+    """A Ray worker of `run_eval_ray`: loads the model once; each call evaluates one ``(id, example,
+    methods)`` job and returns its record, or ``{"error": message}``."""
+
+    def __init__(self, model: str, dtype: str | None, options: dict, device: str | None = None):
+        from ..models import load_model
+
+        self.loaded, self.options = load_model(model, device=device, dtype=dtype), options
+
+    def __call__(self, job: tuple) -> dict:
+        from ..distributed import kill_hook
+
+        ex_id, example, todo = job
+        kill_hook(ex_id)
+        try:
+            return _compute(self.loaded, ex_id, example, todo, **self.options)
+        except Exception as exc:  # noqa: BLE001 - reported per example
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
+                 dtype: str | None = None, k: int = 20, ig_steps: int = 16, batch_size: int = 16,
+                 target: str = "answer", resume: bool = True, address: str = "local", workers: int | None = None,
+                 num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2,
+                 on_example: Callable[[str, dict], None] | None = None) -> tuple[list[Path], dict[str, str]]:
+    """`run_eval` on Ray actors (`flashtrace.distributed.RayPool`), each loading `model` once; records come
+    back to this process, which alone writes them (same files, same resume rules). Returns the paths
+    written or kept and ``{id: error}`` for examples that failed (not written)."""
+    from ..distributed import RayPool
+
+    folder = Path(out) / "examples"
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = list(_plan(examples, methods, folder, k, target, resume))
+    paths, failed, jobs, by_id = [], {}, [], {}
+    for ex_id, example, path, previous, todo in plan:
+        by_id[ex_id] = (path, previous)
+        if todo:
+            jobs.append((ex_id, example, todo))
+        else:
+            paths.append(path)
+            if on_example:
+                on_example(ex_id, {})
+    if not jobs:
+        return paths, failed
+    options = dict(k=k, ig_steps=ig_steps, batch_size=batch_size, target=target)
+    pool = RayPool(EvalWorker, (model, dtype, options), address=address, workers=workers, num_cpus=num_cpus,
+                   num_gpus=num_gpus, max_retries=max_retries, jobs=len(jobs))
+    try:
+        for (ex_id, _, _), record, _attempts in pool.map(jobs):
+            if "error" in record:
+                failed[ex_id] = record["error"]
+            else:
+                path, previous = by_id[ex_id]
+                _write(path, record, previous)
+                paths.append(path)
+            if on_example:
+                on_example(ex_id, record)
+    finally:
+        pool.close()
+    return paths, failed
+
+
+__all__ = ["score_masks", "score_deletions", "evaluate_context", "run_eval", "run_eval_ray", "EvalWorker"]
