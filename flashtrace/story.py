@@ -223,8 +223,8 @@ def check_panel(trace: Trace, result: dict[str, Any] | None = None) -> Panel:
                f"log-probability from {result['before']:.2f} to {result['top']:.2f}; deleting {n} prompt tokens at "
                f"random moves it to {result['random_mean']:.2f} on average ({len(result['random'])} draws). ")
     if drop_top > drop_random + 0.1:
-        caption += (f"The evidence matters: removing it costs the answer {drop_top:.2f} nats, against "
-                    f"{drop_random:.2f} for random tokens.")
+        caption += (f"The evidence matters: removing it lowers the answer's log-probability by {drop_top:.2f}, "
+                    f"against {drop_random:.2f} for as many random tokens.")
     elif drop_top > drop_random:
         caption += "Removing the evidence hurts only slightly more than removing random tokens here."
     else:

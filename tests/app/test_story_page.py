@@ -93,3 +93,26 @@ def test_help_tooltips_link_the_glossary(open_page, page, anchors):
     shown = _helps(at)
     for anchor in anchors:
         assert f"(Glossary#{anchor})" in shown, (page, anchor)
+
+
+def test_a_precomputed_check_is_shown_without_a_model(open_page, tmp_path, monkeypatch):
+    import shutil
+
+    from flashtrace.gallery import GALLERY_ENV, gallery_dir
+    from flashtrace.trace import Trace
+
+    folder = tmp_path / "gallery"
+    shutil.copytree(gallery_dir(), folder)
+    trace = Trace.load(folder / "free-form.json")
+    trace.extra["faithfulness"] = {"version": 1, "fraction": 0.1, "n_prompt": 40, "n_deleted": 4, "before": -1.5,
+                                   "top": -5.0, "random": [-1.75, -2.0], "random_mean": -1.875, "seed": 0,
+                                   "model": trace.model.name}
+    trace.save(folder / "free-form.json")
+    monkeypatch.setenv(GALLERY_ENV, str(folder))
+    at = open_page(STORY, trace="gallery:free-form", step="5")
+    no_problems(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert "from \\-1\\.50 to \\-5\\.00" in text and "not precomputed" not in text
+    assert any("Precomputed when the gallery was built" in c.value for c in at.caption)
+    assert at.button(key="story_next").disabled  # the last step
+    assert at.get("plotly_chart") and not [b for b in at.button if b.key == "story_run_check"]
