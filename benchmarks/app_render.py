@@ -195,7 +195,8 @@ def report(args, n_tokens: int, results: dict[str, tuple[float, float]], externa
     print(f"| {'measurement':<48} | median s | best s |\n|{'-' * 50}|----------|--------|")
     for label, (median, best) in results.items():
         print(f"| {label:<48} | {median:8.2f} | {best:6.2f} |")
-    print(f"\nrequests to hosts other than 127.0.0.1: {len(external)}" + "".join(f"\n  {u}" for u in external))
+    if not args.no_browser:
+        print(f"\nrequests to hosts other than 127.0.0.1: {len(external)}" + "".join(f"\n  {u}" for u in external))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"trace": args.trace, "n_tokens": n_tokens, "repeats": args.repeats,
                                     "cpu_count": os.cpu_count(), "load_average": load, "external_requests": external,
