@@ -44,7 +44,7 @@ def using_model(message: str = "Waiting for the model: another tab is running a 
     """Hold the model lock; shows `message` while waiting for another session to finish."""
     lock = model_lock()
     if not lock.acquire(blocking=False):
-        with st.spinner(message):
+        with st.spinner(message):  # md-ok: a constant
             lock.acquire()
     try:
         yield
@@ -144,14 +144,14 @@ class Progress:
     """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled)."""
 
     def __init__(self, label: str):
-        self.bar = st.progress(0.0, text=label)
+        self.bar = st.progress(0.0, text=label)  # md-ok: callers pass a constant
         self.label = label
         self.last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         if now - self.last > 0.1 or done >= total:
-            self.bar.progress(min(done / max(total, 1), 1.0), text=f"{self.label} {done}/{total}")
+            self.bar.progress(min(done / max(total, 1), 1.0), text=f"{self.label} {done:d}/{total:d}")  # md-ok
             self.last = now
 
 

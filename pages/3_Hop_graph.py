@@ -74,7 +74,7 @@ if picked:
                          format_func=lambda n: n if n == NONE else f"{n}: {node_label(full if n in full.graph else graph, n)}")
         if node == OTHER:
             info = graph.graph.nodes[OTHER]
-            st.subheader(f"Other context: {len(info['folded'])} input sentences folded together", anchor=False)
+            st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together", anchor=False)
             influence = full.influence()
             st.dataframe([{"sentence": f"{n}: {node_label(full, n, 80)}", "influence": influence[n]}
                           for n in sorted(info["folded"], key=lambda n: -influence[n])], hide_index=True)
@@ -82,7 +82,7 @@ if picked:
             info = full.graph.nodes[node]
             role = ROLE_NAMES.get(info["role"], info["role"])
             label, text = node_label(full, node, 60), " ".join(info["text"].split())
-            st.subheader(f"{node}: {role} · “{ui.plain(label)}”", anchor=False)
+            st.subheader(f"{ui.plain(node)}: {ui.plain(role)} · “{ui.plain(label)}”", anchor=False)
             if label.rstrip("…") != text:
                 st.text(text)  # the whole text, when the heading had to shorten it
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
@@ -104,6 +104,6 @@ if picked:
                            for _src, dst, share in full.graph.out_edges(node, data="share")]
                 depth = full.hop_depths().get(node)
                 st.caption(f"Influence on the answer: {full.influence()[node]:.1%} · fewest hops from the answer: "
-                           f"{depth if depth is not None else 'not reached'}")
+                           + (f"{depth:d}" if depth is not None else "not reached"))
                 st.dataframe(used_by, hide_index=True)
     ui.nav_links(ref, "graph")

@@ -45,8 +45,8 @@ def hop_depths(trace) -> None:
     with left:
         st.plotly_chart(depth_agreement(comparison), key="depth_agreement", config=CHART)
         conv = comparison.convergence_depth
-        st.caption(f"Top-{k} prompt tokens: stable (overlap ≥ 90 % with every deeper depth) from K={conv}."
-                   if conv is not None else f"Top-{k} prompt tokens: still changing at the deepest hop computed.")
+        st.caption(f"Top-{k:d} prompt tokens: stable (overlap ≥ 90 % with every deeper depth) from K={conv:d}."
+                   if conv is not None else f"Top-{k:d} prompt tokens: still changing at the deepest hop computed.")
     with right:
         st.plotly_chart(reach_bars(additions), key="reach_bars", config=CHART)
         st.caption("Each bar: the share of the target's attribution on the prompt after hops 0..K, split by the hop "

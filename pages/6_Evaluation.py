@@ -33,7 +33,8 @@ ui.page_setup("Evaluation")
 st.title("Evaluation")
 root = Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
 st.caption(f"Faithfulness results written by `flashtrace eval` (RISE and MAS: lower is better; Recovery@10%: "
-           f"higher is better). Folders found under `{root}` (set `{ROOT_ENV}` to look elsewhere).")
+           f"higher is better). Folders found under {ui.code_text(str(root))} (set `FLASHTRACE_EVAL_ROOT` to look "
+           "elsewhere).")
 st.caption("What the metrics mean: " + " · ".join(help_link(k) for k in ("rise", "mas", "recovery")))  # md-ok: links
 with st.expander("Run an evaluation"):
     st.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their folders.")
@@ -45,12 +46,13 @@ custom = st.text_input("Another folder", key="eval_path", placeholder="path to a
 if custom.strip():
     folders = [Path(custom.strip()).expanduser()]
     if not any((folders[0] / "examples").glob("*.json")):
-        st.error(f"`{folders[0]}` has no `examples/*.json` written by `flashtrace eval`.")
+        st.error(f"{ui.code_text(str(folders[0]))} has no `examples/*.json` written by `flashtrace eval`.")
         st.stop()
 else:
     folders = find_eval_folders(root)
 if not folders:
-    st.info(f"No evaluation results under `{root}` yet: run `flashtrace eval ... --out {root}/NAME`.")
+    st.info(f"No evaluation results under {ui.code_text(str(root))} yet: run "
+            f"{ui.code_text(f'flashtrace eval ... --out {root}/NAME')}.")
     st.stop()
 
 labels = [str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in folders]
@@ -62,15 +64,15 @@ with ui.shown_errors("Could not read the results: "):
     if settings:
         shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "n", "length", "k", "ig_steps",
                                                                   "target", "threads", "seed")}
-        st.caption(" · ".join(f"{k} = {v}" for k, v in shown.items()))
+        st.caption(ui.plain(" · ".join(f"{k} = {v}" for k, v in shown.items())))
     tasks = list(summary["tasks"])
-    task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0])
+    task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0], format_func=ui.plain)
     info = summary["tasks"][task]
     all_methods = list(info["methods"])
     methods = st.multiselect("Methods", all_methods, [m for m in all_methods if not m.endswith("-nostop")],
                              key=f"eval_methods_{label}_{task}")
     tok, ex_s = info["tokens"], info["example_seconds"]
-    st.markdown(f"**{task}**: {info['n']} examples, {tok['mean']:.0f} ± {tok['std']:.0f} tokens "
+    st.markdown(f"**{ui.plain(task)}**: {info['n']:d} examples, {tok['mean']:.0f} ± {tok['std']:.0f} tokens "
                 f"({info['prompt_tokens']['mean']:.0f} prompt tokens)"
                 + (f", {ex_s['mean']:.1f} s per example for all methods and deletion curves" if ex_s["mean"] else ""))
     if not methods:
@@ -93,7 +95,7 @@ with ui.shown_errors("Could not read the results: "):
         left, right = st.columns(2)
         left.markdown("**Prompt**")
         left.code(record["prompt"], language=None, wrap_lines=True)
-        right.markdown(f"**Response** (explained: the answer `{record.get('answer', '')}`)")
+        right.markdown(f"**Response** (explained: the answer {ui.code_text(str(record.get('answer', '')))})")
         right.code(record["response"], language=None, wrap_lines=True)
     st.plotly_chart(example_strips(picked, methods), key="eval_strips", config=CHART)
     st.dataframe(method_table(picked), hide_index=True, key="eval_example_table")

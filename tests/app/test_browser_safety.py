@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+from urllib.parse import quote
 
 import pytest
 
@@ -56,7 +57,7 @@ def test_hostile_trace_fields_show_as_literal_text(tmp_path, listener):
     port, seen = listener
     bad = hostile(port)
     base = load_gallery_trace("arithmetic")
-    renamed = {s.id: (bad["segment"] if i == 1 else s.id) for i, s in enumerate(base.segments)}
+    renamed = {s.id: (bad["segment"] if s.id == "S1" else s.id) for s in base.segments}  # a reasoning step
     trace = base.model_copy(update={
         "title": bad["title"], "model": base.model.model_copy(update={"name": bad["model"], "family": bad["family"]}),
         "settings": base.settings.model_copy(update={"method": bad["method"]}),
@@ -70,7 +71,9 @@ def test_hostile_trace_fields_show_as_literal_text(tmp_path, listener):
              "library": ("Library", [":red[E]", "error.png"]),  # the title sits in the table (a canvas)
              "explore": (f"Explore?trace=lib:{name}", [bad["model"], bad["family"], bad["method"]]),
              "bad link": (f"Explore?trace={bad['url']}", [bad["url"]]),
-             "compare": (f"Compare?trace=lib:{name}", [bad["model"]])}
+             "compare": (f"Compare?trace=lib:{name}", [bad["model"]]),
+             "hop graph": (f"Hop_graph?trace=lib:{name}&node={quote(bad['segment'])}", [bad["segment"] + ": "]),
+             "story": (f"Story?trace=lib:{name}", [bad["model"]])}
     with app_server({LIBRARY_ENV: str(library)}) as url, playwright.sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from .conftest import ROOT, charts, no_problems
+from .conftest import ROOT, charts, literal, no_problems
 
 EVALUATION = "pages/6_Evaluation.py"
 
@@ -48,7 +48,7 @@ def test_summary_table_bars_curves_and_one_example(open_page, eval_root):
     assert strips["layout"]["meta"]["gold"] is True
     assert strips["data"][0]["y"] == ["gold", "flashtrace-k1", "attention"]
     assert strips["data"][0]["z"][0] == [0, 1, 1, 1, 1, 0, 0, 0, 0]  # " key is 42." is gold
-    assert any("settings" not in c.value and "model = tiny-llama" in c.value for c in at.caption)
+    assert any("settings" not in c.value and "model = tiny-llama" in literal(c.value) for c in at.caption)
 
 
 def test_switching_task_method_and_example(open_page, eval_root):
