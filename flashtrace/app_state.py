@@ -130,14 +130,13 @@ def trace_choices() -> dict[str, str]:
 
 
 def cost_estimate(loaded: LoadedModel, n_tokens: int, hops: int, n_target: int | None = None,
-                  n_recursive: int | None = None):
-    """`flashtrace.estimate.check_fits` (an `Estimate` with ``seconds``, ``peak_bytes``, ``describe()``), or
-    None where this version has no estimator. Raises the estimator's error when the run would not fit."""
-    try:
-        from .estimate import check_fits
-    except ImportError:
-        return None
-    return check_fits(loaded, n_tokens, hops, n_target, n_recursive=n_recursive)
+                  n_recursive: int | None = None, steps: bool = True):
+    """`flashtrace.estimate.check_fits` (an `Estimate` with ``seconds``, ``range()``, ``peak_bytes``,
+    ``describe()``): the whole run (warm-up on this server's first run, the step sweep with `steps`, the
+    machine's load). Raises the estimator's error when the run would not fit."""
+    from .estimate import check_fits
+
+    return check_fits(loaded, n_tokens, hops, n_target, n_recursive=n_recursive, steps=steps)
 
 
 class Progress:
@@ -183,7 +182,7 @@ def hop_graph(ref: TraceRef | str, threshold: float):
 
 
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
-                 chat_template: bool = True, target_chars: CharRange | None = None):
+                 chat_template: bool = True, target_chars: CharRange | None = None, steps: bool = True):
     """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be
     checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
     tokenising), the sequence against the model's context, the target (a non-empty span of the response),
@@ -198,7 +197,7 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     check_context(loaded, len(sequence))
     lo, hi = resolve_target(sequence, "answer" if target == "character range" else target, target_chars)
     estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
-                             n_recursive=len(sequence.positions("reasoning", "answer")))
+                             n_recursive=len(sequence.positions("reasoning", "answer")), steps=steps)
     return len(sequence), estimate
 
 

@@ -169,6 +169,12 @@ def output_projection(spec: FamilySpec, layer: torch.nn.Module, n_heads: int) ->
 
 
 _LOCAL = threading.local()  # per thread: the stack of recordings in progress
+_PASSES = [0]  # forward passes recorded by this process (the cost estimate's warm-up term)
+
+
+def forward_passes() -> int:
+    """How many forward passes this process has recorded (0: the next one pays the warm-up)."""
+    return _PASSES[0]
 
 
 def _stack() -> list[_Recorder]:
@@ -249,6 +255,7 @@ def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: boo
         kwargs = {} if keep_logits else {"logits_to_keep": 1}
         out = model(input_ids=ids, use_cache=False, **kwargs)
     seconds = time.perf_counter() - start
+    _PASSES[0] += 1
     logits = out.logits[0]
     return Recording(
         input_ids=ids[0].cpu(),
