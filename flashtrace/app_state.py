@@ -91,7 +91,7 @@ def _load_file(path: str, mtime_ns: int, size: int) -> Trace:
 
 @dataclass(frozen=True)
 class TraceRef:
-    """Where a trace lives: ``gallery:NAME`` or ``lib:NAME``."""
+    """Where a trace lives: ``gallery:NAME``, ``lib:NAME`` or ``lib:COLLECTION/NAME``."""
 
     source: str  # "gallery" | "lib"
     name: str
@@ -107,7 +107,10 @@ class TraceRef:
         return cls(source, name)
 
     def path(self):
-        return gallery_path(self.name) if self.source == "gallery" else library().path(self.name)
+        if self.source == "gallery":
+            return gallery_path(self.name)
+        collection, sep, name = self.name.rpartition("/")  # lib:COLLECTION/NAME: a trace in a collection
+        return (library().collection(collection) if sep else library()).path(name)
 
 
 def load_trace(ref: TraceRef | str) -> Trace:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
+from .library_index import LibraryIndex
 from .trace import MAX_FILE_BYTES, Trace, TraceValidationError
 
 LIBRARY_ENV = "FLASHTRACE_LIBRARY"
@@ -66,6 +67,8 @@ class Entry:
     created: str = ""
     prompt_head: str = ""
     error: str | None = None
+    task: str = ""
+    metrics: dict | None = None
 
     @property
     def readable(self) -> bool:
@@ -75,26 +78,6 @@ class Entry:
         words = query.lower().split()
         haystack = " ".join((self.name, self.title, self.model, self.method, self.prompt_head)).lower()
         return all(w in haystack for w in words)
-
-
-_ENTRY_CACHE: dict[Path, tuple[tuple[int, int], Entry]] = {}
-
-
-def _entry(path: Path) -> Entry:
-    stat = path.stat()
-    key = (stat.st_mtime_ns, stat.st_size)
-    cached = _ENTRY_CACHE.get(path)
-    if cached and cached[0] == key:
-        return cached[1]
-    base = dict(name=path.stem, path=path, size=stat.st_size, modified=stat.st_mtime)
-    try:
-        tr = Trace.load(path)
-        entry = Entry(**base, title=tr.title, model=tr.model.name, n_tokens=tr.n_tokens, hops=tr.settings.hops,
-                      method=tr.settings.method, created=tr.created, prompt_head=tr.prompt[:200])
-    except (TraceValidationError, OSError, UnicodeDecodeError) as exc:
-        entry = Entry(**base, error=str(exc)[:300] or type(exc).__name__)
-    _ENTRY_CACHE[path] = (key, entry)
-    return entry
 
 
 class Library:
@@ -114,20 +97,38 @@ class Library:
 
     def entries(self) -> list[Entry]:
         """All files, newest first; unreadable ones included with their `error`."""
-        if not self.root.is_dir():
-            return []
-        files = [p for p in self.root.glob("*.json") if p.is_file() and not p.name.startswith(".")]
-        found = []
-        for p in files:
-            try:
-                found.append(_entry(p))
-            except OSError:  # removed while listing
-                continue
-        return sorted(found, key=lambda e: (-e.modified, e.name))
+        return self.query()[0]
 
     def search(self, query: str) -> list[Entry]:
-        """Entries whose name, title, model, method or prompt contain every word of `query`."""
-        return [e for e in self.entries() if e.matches(query)] if query.strip() else self.entries()
+        """Entries whose name, title, model, method, task or prompt contain every word of `query`."""
+        return self.query(query)[0]
+
+    def query(self, search: str = "", model: str | None = None, task: str | None = None, sort: str = "modified",
+              limit: int | None = None, offset: int = 0) -> tuple[list[Entry], int]:
+        """One page of matching entries and the number of matches, from the folder's metadata index
+        (`flashtrace.library_index`: files re-read only when they change on disk)."""
+        if not self.root.is_dir():
+            return [], 0
+        rows, total = LibraryIndex(self.root).query(search, model=model, task=task, sort=sort, limit=limit,
+                                                    offset=offset)
+        return [Entry(path=self.root / f"{r['name']}.json", modified=r.pop("mtime_ns") / 1e9, **r) for r in rows], total
+
+    def facets(self) -> dict[str, list[str]]:
+        """The models and tasks present (for filters)."""
+        return LibraryIndex(self.root).facets() if self.root.is_dir() else {"model": [], "task": []}
+
+    def collection(self, name: str) -> "Library":
+        """The library of the collection `name` (a sub-folder; a sanitised name, never a path)."""
+        if not name or sanitize_name(name) != name:
+            raise LibraryError(f"invalid collection name {name!r}: use letters, digits, '.', '_' and '-' only")
+        return Library(self.root / name)
+
+    def collections(self) -> list[str]:
+        """Sub-folders holding traces (e.g. `flashtrace batch` outputs): open one with `Library(root / name)`."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and sanitize_name(p.name) == p.name
+                      and any(q.suffix == ".json" and not q.name.startswith(".") for q in p.iterdir()))
 
     def exists(self, name: str) -> bool:
         return self.path(name).is_file()
@@ -182,7 +183,6 @@ class Library:
         except FileNotFoundError:  # renamed or deleted meanwhile by someone else: undo our copy
             dst.unlink(missing_ok=True)
             raise LibraryError(f"no trace named '{old}' in the library") from None
-        _ENTRY_CACHE.pop(src, None)
         return new
 
     def delete(self, name: str) -> None:
@@ -190,7 +190,6 @@ class Library:
         if not path.is_file():
             raise LibraryError(f"no trace named '{name}' in the library")
         path.unlink()
-        _ENTRY_CACHE.pop(path, None)
 
     def import_json(self, data: bytes | str, name: str | None = None) -> str:
         """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""

@@ -10,6 +10,7 @@ from flashtrace.gallery import gallery_path, list_gallery
 from flashtrace.trace import Trace
 
 ss = st.session_state
+PAGE, ALL, MAIN = 50, "all", "(library)"  # rows per page; filter and collection choices meaning 'no filter'
 WIDTHS = {"name": 150, "title": 160, "model": 110, "tokens": 64, "hops": 48, "method": 84, "created": 124,
           "size kB": 66}  # pixels, 806 in all: every column shows in the 818-px page of a 1280-px window
 COLUMNS = {c: (st.column_config.NumberColumn if c in ("tokens", "hops", "size kB") else st.column_config.TextColumn)(
@@ -55,11 +56,28 @@ with st.expander("Export a gallery trace"):
     else:
         st.caption("The gallery is empty.")
 
-query = st.text_input("Search", key="search", placeholder="words in the name, title, model, method or prompt")
-entries = lib.search(query)
+root, prefix = lib, ""
+collections = root.collections()
+if collections:  # sub-folders of traces, e.g. `flashtrace batch --collection NAME` outputs
+    picked = st.selectbox("Collection", [MAIN] + collections, key="collection",
+                          help="the library's own traces, or a folder of traces inside it (a batch output)")
+    if picked != MAIN:
+        lib, prefix = root.collection(picked), f"{picked}/"
+query = st.text_input("Search", key="search", placeholder="words in the name, title, model, method, task or prompt")
+facets = lib.facets()
+c_model, c_task, c_page = st.columns(3)
+model = c_model.selectbox("Model", [ALL] + facets["model"], key="filter_model")
+task = c_task.selectbox("Task", [ALL] + facets["task"], key="filter_task", disabled=not facets["task"])
+filters = dict(search=query, model=None if model == ALL else model, task=None if task == ALL else task)
+total = lib.query(**filters, limit=0)[1]
+pages = max(1, -(-total // PAGE))
+if ss.get("library_page", 1) > pages:
+    ss["library_page"] = 1
+page = c_page.number_input(f"Page (of {pages}; {total} traces)", 1, pages, key="library_page")
+entries = lib.query(**filters, limit=PAGE, offset=(page - 1) * PAGE)[0]
 if not entries:
-    st.info("No traces match." if query.strip() else "The library is empty: run a trace on the Trace page, "
-            "or import a JSON file.")
+    st.info("No traces match." if query.strip() or filters["model"] or filters["task"] else
+            "The library is empty: run a trace on the Trace page, or import a JSON file.")
     st.stop()
 
 table = pd.DataFrame([{"name": e.name, "title": e.title if e.readable else "⚠ unreadable", "model": e.model,
@@ -79,7 +97,7 @@ ss["library_pick"], ss["library_v"] = chosen, ss.get("library_v", 0)
 entry = next(e for e in entries if e.name == chosen)
 if entry.readable:
     st.page_link(ui.PAGES["explore"], label="Open in Explore", icon=":material/search:",
-                 query_params={"trace": f"lib:{chosen}"})
+                 query_params={"trace": f"lib:{prefix}{chosen}"})
     export_buttons("export", chosen, lambda: lib.open(chosen))
 
 with st.form(f"rename_{chosen}"):

@@ -125,3 +125,28 @@ def test_gallery_traces_export_without_importing(open_page, library_dir, gallery
     assert exported.id == load_gallery_trace(gallery_items[1].name).id
     assert "<html" in downloads["gallery_html"][1]().lower()
     assert Library(library_dir).entries() == []  # nothing imported
+
+
+def test_collection_pages_and_filters(open_page, library_dir, tiny_trace):
+    """A batch output folder inside the library is a collection: paged 50 rows at a time, filtered by
+    model and task, and its traces open in Explore as lib:COLLECTION/NAME."""
+    from flashtrace.app_state import load_trace
+    from flashtrace.bench.synthetic import synthetic_library
+
+    Library(library_dir).save(tiny_trace, "loose")
+    synthetic_library(library_dir / "batch-1", 60, tiny_trace)
+    at = open_page(LIBRARY)
+    assert list(at.dataframe[0].value["name"]) == ["loose"]
+    at.selectbox(key="collection").select("batch-1").run()
+    assert len(at.dataframe[0].value) == 50
+    at.number_input(key="library_page").set_value(2).run()
+    assert sorted(at.dataframe[0].value["name"]) == [f"syn-{i:06d}" for i in range(60)][:10]  # newest first: the first written are last
+    at.selectbox(key="filter_task").select("multihop").run()  # page 2 no longer exists: back to 1
+    names = list(at.dataframe[0].value["name"])
+    assert sorted(names) == [f"syn-{i:06d}" for i in range(60) if i % 4 == 2]
+    at.selectbox(key="filter_model").select("qwen3-8b").run()
+    assert sorted(at.dataframe[0].value["name"]) == [f"syn-{i:06d}" for i in range(60) if i % 12 == 2]
+    link = next(e for e in at.get("page_link") if "Explore" in e.proto.label)
+    first = list(at.dataframe[0].value["name"])[0]
+    assert link.proto.query_string == f"trace=lib%3Abatch-1%2F{first}"
+    assert load_trace("lib:batch-1/syn-000002").title.startswith("synthetic 2 ")
