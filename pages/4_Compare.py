@@ -77,8 +77,9 @@ def methods(ref, trace) -> None:
     if st.button("Run the comparison", type="primary", disabled=not pending, key="run_methods"):
         ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
     if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):
-        st.button("Cancel", key="cancel_methods", help="stops when the running method finishes; results so far stay",
-                  on_click=lambda: ss.update(methods_cancelled=True))
+        cancel = st.empty()  # cleared when the run ends
+        cancel.button("Cancel", key="cancel_methods", help="stops when the running method finishes; results so far "
+                      "stay", on_click=lambda: ss.update(methods_cancelled=True))
         with ui.shown_errors("Comparison failed: "), st.status("Running the methods…", expanded=True) as status:
             ticker, bar = st.empty(), st.progress(0.0)
             with app_methods.ticking(ticker, "Warm-up"):
@@ -91,6 +92,7 @@ def methods(ref, trace) -> None:
                 st.write(f"{ui.plain(name)}: {results[name]['seconds']:.2f} s, deletion curve "
                          f"{results[name]['deletion_s']:.1f} s")
             ticker.empty()
+            cancel.empty()
             status.update(label=f"Ran {len(pending):d} method(s)", state="complete")
     elif pending and ss.get("methods_cancelled") and results:
         st.info("Cancelled. Shown: what finished; run the comparison again for the rest.")

@@ -64,6 +64,8 @@ def test_warm_up_is_timed_apart_from_each_method(open_page, tiny_ref, monkeypatc
     assert setup >= 1.0
     status = " ".join(literal(m.value) for m in at.markdown)
     assert "flashtrace-k0: " in status and "attention: " in status  # one progress line per finished method
+    with pytest.raises(KeyError):  # the run is over: no Cancel button left behind
+        at.button(key="cancel_methods")
 
 
 def test_cancel_keeps_what_finished_and_runs_nothing_more(open_page, tiny_ref, monkeypatch):
