@@ -69,7 +69,8 @@ with ui.shown_errors("Could not read the results: "):
     task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0], format_func=ui.plain)
     info = summary["tasks"][task]
     all_methods = list(info["methods"])
-    methods = st.multiselect("Methods", all_methods, [m for m in all_methods if not m.endswith("-nostop")],
+    variants = ("-nostop", "-punct", "-gen")  # FlashTrace variants are opt-in
+    methods = st.multiselect("Methods", all_methods, [m for m in all_methods if not m.endswith(variants)],
                              key=f"eval_methods_{label}_{task}")
     tok, ex_s = info["tokens"], info["example_seconds"]
     st.markdown(f"**{ui.plain(task)}**: {info['n']:d} examples, {tok['mean']:.0f} ± {tok['std']:.0f} tokens "

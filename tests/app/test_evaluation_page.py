@@ -27,7 +27,8 @@ def eval_root(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     for seed in range(3):
         for task in ("needle", "vartrack"):
-            rec = record(task, seed, {"flashtrace-k1": 0.2 + 0.1 * seed, "attention": 0.4, "flashtrace-k1-nostop": 0.3})
+            rec = record(task, seed, {"flashtrace-k1": 0.2 + 0.1 * seed, "attention": 0.4, "flashtrace-k1-nostop": 0.3,
+                                      "flashtrace-k1-gen": 0.25, "flashtrace-k1-punct": 0.35})
             (run / f"{rec['id']}.json").write_text(json.dumps(rec))
     (root / "run_a" / "settings.json").write_text(json.dumps({"model": "tiny-llama", "n": 3, "k": 2}))
     monkeypatch.setenv("FLASHTRACE_EVAL_ROOT", str(root))
@@ -39,7 +40,7 @@ def test_summary_table_bars_curves_and_one_example(open_page, eval_root):
     no_problems(at)
     assert at.selectbox(key="qp_run").options == ["run_a"]
     table = at.dataframe[0].value
-    assert list(table["method"]) == ["flashtrace-k1", "attention"]  # the -nostop variant is opt-in
+    assert list(table["method"]) == ["flashtrace-k1", "attention"]  # the -nostop, -gen, -punct variants are opt-in
     assert table["RISE ↓"][0] == pytest.approx(0.3)  # mean of 0.2, 0.3, 0.4
     figs = charts(at)
     assert figs["metric_bars"]["layout"]["meta"]["task"] == "needle"
