@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text, is_device
+from .trace_views import TraceViews
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
@@ -160,7 +161,7 @@ class StepRecord(_Strict):
     seconds: float = Field(ge=0)
 
 
-class Trace(_Strict):
+class Trace(TraceViews, _Strict):
     schema_version: int = SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -1,0 +1,95 @@
+"""A trace in a notebook: escaped self-contained HTML display, Plotly figures, a pandas table, and the
+example notebook run end to end (nbclient) on a tiny model."""
+
+import os
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+from nbclient import NotebookClient
+
+import flashtrace
+from flashtrace.compare import hop_additions
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = '<script>alert(1)</script> " onmouseover="x" <img src=http://127.0.0.1:9/leak.png>'
+
+
+def _tags(page: str) -> list[tuple[str, list]]:
+    """Every element the browser would build from `page`: (tag, attributes)."""
+    found = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, attrs))
+
+    Collect().feed(page)
+    return found
+
+
+@pytest.fixture(scope="module")
+def hostile_trace():
+    from tests.conftest import _load
+
+    return flashtrace.trace(_load("tiny-llama"), f"Why? {HOSTILE} Count the apples.", "2 + 2 = 4.\nAnswer: 4",
+                            hops=2, steps=True, title=f"title {HOSTILE}")
+
+
+def test_html_display_escapes_every_text_and_needs_nothing_from_outside(hostile_trace):
+    page = hostile_trace._repr_html_()
+    assert "<script>alert" not in page and "<img src=" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the title, shown as text
+    tags = _tags(page)
+    assert not {"script", "img", "link", "iframe", "object"} & {tag for tag, _ in tags}
+    assert not [(tag, name) for tag, attrs in tags for name, _ in attrs if name in ("src", "href") or name.startswith("on")]
+    assert "@import" not in page and "url(" not in page
+
+
+def test_html_display_says_what_reached_the_prompt_and_lists_the_top_tokens(hostile_trace):
+    page = hostile_trace._repr_html_()
+    reached = hop_additions(hostile_trace).reached
+    assert f"hop 2: {100 * reached[2]:.1f} %" in page
+    position, text, score = hostile_trace.top_prompt_tokens(1)[0]
+    assert f"<td>{position}</td>" in page and f"{100 * score:.1f} %" in page
+
+
+def test_figures_are_the_app_views(hostile_trace):
+    heat = hostile_trace.heatmap()
+    assert isinstance(heat, go.Figure) and {t.name for t in heat.data} >= {"prompt"}
+    graph = hostile_trace.hop_graph()
+    assert isinstance(graph, go.Figure) and any("A" == getattr(t, "name", None) or t.text for t in graph.data)
+    strips = hostile_trace.compare_depths()
+    assert isinstance(strips, go.Figure)
+    assert len(strips.data[0].z) == 3  # hop 0 and what hops 1 and 2 add
+
+
+def test_pandas_table_holds_every_token_and_the_hop_contributions(hostile_trace):
+    table = hostile_trace.to_pandas()
+    assert isinstance(table, pd.DataFrame) and len(table) == hostile_trace.n_tokens
+    assert list(table["token"]) == [t.text for t in hostile_trace.tokens]
+    summed = table[[f"hop{k}_contribution" for k in range(3)]].sum(axis=1)
+    assert summed.to_numpy() == pytest.approx(table["final"].to_numpy(), abs=1e-6)
+    assert table.loc[table.role == "prompt", "prompt_score"].sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_hop_graph_needs_step_data():
+    from tests.conftest import _load
+
+    tr = flashtrace.trace(_load("tiny-llama"), "Count the apples.", "Answer: 4", hops=1)
+    with pytest.raises(ValueError, match="steps=True"):
+        tr.hop_graph()
+
+
+def test_example_notebook_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLASHTRACE_NOTEBOOK_MODEL", "tiny-llama")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    shown = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
+    assert any("flashtrace-trace" in d.get("text/html", "") for d in shown)
+    assert sum("application/vnd.plotly.v1+json" in d for d in shown) == 3
