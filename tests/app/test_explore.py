@@ -28,6 +28,9 @@ def test_gallery_trace_heatmap_equals_its_scores(open_page, free_form):
     assert [values[i] for i in prompt] == [free_form.scores.prompt[i] for i in prompt]
     assert sum(values[i] for i in prompt) == pytest.approx(1.0, abs=1e-4)
     assert "hop" not in at.query_params  # defaults stay out of the URL
+    settings = " ".join(c.value for c in at.caption)
+    assert f"stop tokens {free_form.settings.stop_tokens} · hop 0 over the {free_form.settings.hop0}" in settings
+    assert ("written before these settings were recorded" in settings) == bool(free_form.settings.assumed)
 
 
 def test_hop_selector_changes_the_figure_and_the_url(open_page, free_form):
