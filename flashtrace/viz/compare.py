@@ -4,14 +4,13 @@ methods side by side as aligned strips, and deletion curves with their faithfuln
 
 from __future__ import annotations
 
-import html
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..compare import HopAdditions, HopDepthComparison
 from .colors import PROMPT, PROMPT_SCALE, REASONING
-from .tokens import visible_label
+from .tokens import plotly_text, visible_label
 
 METHOD_COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#db2777", "#0891b2", "#65a30d", "#b45309", "#475569"]
 
@@ -28,7 +27,7 @@ def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) ->
         raw.append(values)
     fig = go.Figure(go.Heatmap(
         z=z, y=labels, x=list(range(len(tokens))), customdata=raw, colorscale=PROMPT_SCALE, zmin=0, zmax=1,
-        text=[[html.escape(visible_label(t, 30)) for t in tokens] for _ in labels], xgap=0, ygap=2,
+        text=[[plotly_text(visible_label(t, 30)) for t in tokens] for _ in labels], xgap=0, ygap=2,
         hovertemplate="%{y} · token %{text}<br>score %{customdata:.4g} (%{z:.0%} of the row's max)<extra></extra>",
         colorbar={"title": {"text": "of row max", "side": "right"}, "thickness": 12}))
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=90 + 34 * len(labels),
@@ -84,7 +83,7 @@ def hop_token_strips(additions: HopAdditions, token_texts: list[str], view: str 
     labels, values, _seg = _hop_rows(additions, view)
     cols = strongest_positions(additions, view, limit)
     shares, z, zmax = _scaled(values[:, cols], additions.unit, shared, axis=1)
-    ticks = [html.escape(visible_label(token_texts[i], 14)) for i in cols]
+    ticks = [plotly_text(visible_label(token_texts[i], 14)) for i in cols]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), y=labels, x=list(range(len(cols))), customdata=shares.tolist(), zmin=0, zmax=zmax,
         colorscale=PROMPT_SCALE, xgap=1, ygap=2,
@@ -115,7 +114,7 @@ def hop_segment_strips(additions: HopAdditions, view: str = "added", shared: boo
     rows = sorted(sorted(range(len(additions.segments)), key=lambda j: (-best[j], j))[:limit])
     shares, z, zmax = _scaled(seg[:, rows].T, additions.unit, shared, axis=0)  # [rows, hops]
     segs = [additions.segments[j] for j in rows]
-    names = [f"{s.id} · {html.escape(visible_label(' '.join(s.text.split()), label_chars))}" for s in segs]
+    names = [f"{s.id} · {plotly_text(visible_label(' '.join(s.text.split()), label_chars))}" for s in segs]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
         xgap=2, ygap=2, text=[[f"{v:.0%}" for v in row] for row in shares], texttemplate="%{text}",

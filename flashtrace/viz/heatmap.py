@@ -4,13 +4,12 @@ folded away; and the top-k table rows for the same view."""
 
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
 from ..trace import Trace
 from .colors import PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
-from .tokens import scale_maxima, target_positions, token_class, token_grid, view_values, visible_label
+from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
+                     visible_label)
 
 ROW_PX = 24
 LABEL_CHARS = 8  # what fits a cell at 16 cells per row on a laptop-wide page
@@ -21,7 +20,7 @@ _CLASSES = (("prompt", "prompt", PROMPT_SCALE), ("generated", "reasoning + answe
 
 def _hover(i: int, tok, target: range) -> list:
     mark = " · target (not on the colour scale)" if i in target else ""
-    return [i, html.escape(repr(tok.text)), tok.role + mark]
+    return [i, plotly_text(show_controls(repr(tok.text))), tok.role + mark]
 
 
 def heatmap_cells(trace: Trace, width: int, token_range: tuple[int, int], keep: set[int] | None = None
@@ -106,7 +105,7 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
                 continue
             present = True
             z[r][c] = values[i]
-            text[r][c] = html.escape(visible_label(tok.text, LABEL_CHARS))
+            text[r][c] = plotly_text(visible_label(tok.text, LABEL_CHARS))
             custom[r][c] = _hover(i, tok, target)
         if not present:
             continue

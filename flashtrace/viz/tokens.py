@@ -11,6 +11,20 @@ from ..trace import Trace
 from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
+# bidirectional controls (LRE..RLO, LRI..PDI, LRM/RLM/ALM) would reorder the tokens shown after them
+_BIDI = {chr(c): f"⟨U+{c:04X}⟩" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)}
+_BIDI_TABLE = str.maketrans(_BIDI)
+
+
+def show_controls(text: str) -> str:
+    """`text` with bidirectional control characters written out (``⟨U+202E⟩``) instead of applied."""
+    return text.translate(_BIDI_TABLE)
+
+
+def plotly_text(text: str) -> str:
+    """`text` for a Plotly label: ``&``, ``<`` and ``>`` escaped (Plotly reads a small HTML subset and
+    decodes those three), quotes left alone (Plotly would show ``&quot;`` literally)."""
+    return html.escape(text, quote=False)
 
 
 def token_class(role: str) -> str:
@@ -111,7 +125,9 @@ def fold_runs(units: list[tuple[int, int]], keep: set[int] | range, min_tokens: 
 
 
 def visible_label(text: str, max_chars: int | None = 10) -> str:
-    """Token text with whitespace made visible (· ↵ →) and long tokens shortened; not escaped."""
+    """Token text with whitespace and bidirectional controls made visible (· ↵ → ⟨U+202E⟩) and long tokens
+    shortened; not escaped."""
+    text = show_controls(text)
     label = "".join(VISIBLE.get(ch, ch) for ch in text) if not text.strip() else \
         text.replace("\n", "↵").replace("\t", "→").replace("\r", "␍")
     if max_chars and len(label) > max_chars:
@@ -151,8 +167,9 @@ def text_units(trace: Trace, lo: int, hi: int) -> list[tuple[int, int]]:
 def _token_span(trace: Trace, i: int, value: float, top: dict[str, float], target: range) -> str:
     tok = trace.tokens[i]
     cls = token_class(tok.role)
-    shown = visible_label(tok.text, None) if not tok.text.strip() else tok.text.replace("\n", "↵")
-    title = f"#{i} {tok.role}{' (target, not on the colour scale)' if i in target else ''}: {tok.text!r} score {value:.4g}"
+    shown = visible_label(tok.text, None) if not tok.text.strip() else show_controls(tok.text).replace("\n", "↵")
+    title = (f"#{i} {tok.role}{' (target, not on the colour scale)' if i in target else ''}: "
+             f"{show_controls(repr(tok.text))} score {value:.4g}")
     if i in target:
         cls_attr, style = "ft-tok ft-target", ""
     else:
