@@ -204,9 +204,8 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     return len(sequence), estimate
 
 
-def time_range(seconds: float) -> str:
-    """An estimate shown as the range it is good for (half to twice the prediction)."""
-    lo, hi = seconds / 2, seconds * 2
+def time_range(lo: float, hi: float) -> str:
+    """Seconds ``lo`` to ``hi`` in words: "under 1 s", "2.0–8.0 s", "12–48 s" or minutes."""
     if hi < 1:
         return "under 1 s"
     if hi < 120:
@@ -219,8 +218,10 @@ def describe_estimate(n_tokens: int, estimate) -> str:
     """One line for the page: the time as a range, the peak memory and the size."""
     if estimate is None:
         return f"{n_tokens:,} tokens (no cost estimate in this version)"
-    return (f"{time_range(estimate.seconds)} for {n_tokens:,} tokens, peak memory about "
-            f"{estimate.peak_bytes / 2**30:.1f} GiB")
+    one_time = " and ".join(what for what, s in (("model load", estimate.load_s), ("warm-up", estimate.warmup_s)) if s)
+    return (f"{time_range(*estimate.range())} for {n_tokens:,} tokens"
+            + (f" (with the {one_time})" if one_time else "")
+            + f", peak memory about {estimate.peak_bytes / 2**30:.1f} GiB")
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -124,7 +124,7 @@ fits = True
 if not missing and model_name in MODEL_ALIASES:  # built-in models load in a second; others are checked on Run
     try:
         n_tokens, estimate = app_state.run_estimate(app_state.cached_model(model_name), prompt, response, spans,
-                                                    target, hops, chat_template, target_chars)
+                                                    target, hops, chat_template, target_chars, steps)
         st.info(f"Estimated cost: {app_state.describe_estimate(n_tokens, estimate)}.")  # md-ok: numbers only
     except Exception as exc:  # noqa: BLE001 - shown, and the run is refused
         fits = False
@@ -140,7 +140,7 @@ if st.button("Run trace", type="primary", disabled=bool(missing) or not fits, ke
             st.write(f"Loading {ui.plain(model_name)}…")
             loaded = app_state.cached_model(model_name)
             n_tokens, estimate = app_state.run_estimate(loaded, prompt, response, spans, target, hops, chat_template,
-                                                        target_chars)  # every check before the forward pass
+                                                        target_chars, steps)  # every check before the forward pass
             st.write(f"Recording the forward pass ({app_state.describe_estimate(n_tokens, estimate)})…")  # md-ok
             prepared = app_state.cached_prepared(model_name, prompt, response, chat_template, spans.reasoning,
                                                  spans.answer, spans.rule)

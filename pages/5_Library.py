@@ -73,7 +73,7 @@ total = lib.query(**filters, limit=0)[1]
 pages = max(1, -(-total // PAGE))
 if ss.get("library_page", 1) > pages:
     ss["library_page"] = 1
-page = c_page.number_input(f"Page (of {pages}; {total} traces)", 1, pages, key="library_page")
+page = c_page.number_input(f"Page (of {pages:d}; {total:,} traces)", 1, pages, key="library_page")
 entries = lib.query(**filters, limit=PAGE, offset=(page - 1) * PAGE)[0]
 if not entries:
     st.info("No traces match." if query.strip() or filters["model"] or filters["task"] else

@@ -71,7 +71,8 @@ def test_the_estimate_is_shown_as_a_range(open_page, monkeypatch):
     real = estimate_module.estimate
 
     def four_seconds(*args, **kwargs):
-        return dataclasses.replace(real(*args, **kwargs), forward_s=1.5, attribution_s=2.5)
+        return dataclasses.replace(real(*args, **kwargs), forward_s=1.5, attribution_s=2.5, load_s=0.0, warmup_s=0.0,
+                                   steps_s=0.0, overhead_s=0.0)
 
     monkeypatch.setattr(estimate_module, "estimate", four_seconds)
     at = _fill(open_page(TRACE))
