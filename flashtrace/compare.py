@@ -250,6 +250,20 @@ def top_segment_sentence(additions: HopAdditions) -> str:
     return text[0].upper() + text[1:]
 
 
+def depth_change(trace: Trace, k: int = 10) -> dict:
+    """How much the hops change the picture, depth 0 against the trace's deepest: the top-k overlap of
+    the prompt tokens, and the top prompt segment at both ends (JSON-ready; the gallery index keeps it)."""
+    comparison = compare_depths(trace, k=k)
+    additions = hop_additions(trace)
+    first, last = additions.top_segment[0], additions.top_segment[-1]
+    ids = [None if t is None else additions.segments[t].id for t in (first, last)]
+    return {"k": k, "max_hops": comparison.depths[-1],
+            "overlap": top_k_overlap(comparison.prompt_scores[0], comparison.prompt_scores[-1],
+                                     comparison.prompt_positions, k),
+            "top_segment_k0": ids[0], "top_segment_kmax": ids[1], "top_segment_changed": ids[0] != ids[1],
+            "reached": additions.reached}
+
+
 def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
     """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
     ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
@@ -257,6 +271,6 @@ def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **o
     return compare_depths(trace, k=k, max_hops=max_hops)
 
 
-__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "hop_additions", "hop_depth_comparison",
-           "input_shares", "reach_sentence", "reached_input", "spearman", "top_k", "top_k_overlap",
-           "top_segment_sentence", "CONVERGED_OVERLAP"]
+__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "depth_change", "hop_additions",
+           "hop_depth_comparison", "input_shares", "reach_sentence", "reached_input", "spearman", "top_k",
+           "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]

@@ -1,9 +1,11 @@
 """The gallery: precomputed traces shipped in ``assets/gallery/`` so the app works with no model loaded.
 
-`GALLERY` lists what is built: one example of each task family, a free-form prompt, and a long
-retrieval trace of more than 2,000 tokens, all from SmolLM2-135M-Instruct with step-level attribution
-(for the hop graph) and 3 hops (for the hop-depth comparison). ``flashtrace gallery`` rebuilds them;
-floats are rounded to 6 significant digits to keep the files small.
+`GALLERY` lists what is built: one example of each task family, a free-form prompt, a long retrieval
+trace of more than 2,000 tokens, and three examples where deeper hops visibly change the prompt
+attribution (found by searching task seeds; each card says from the data whether hops change the
+picture), all from SmolLM2-135M-Instruct with step-level attribution (for the hop graph) and 3 hops (for
+the hop-depth comparison). Each trace also stores the Story page's faithfulness check. ``flashtrace
+gallery`` rebuilds them; floats are rounded to 6 significant digits to keep the files small.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from .trace import Trace
 GALLERY_ENV = "FLASHTRACE_GALLERY"
 INDEX = "index.json"
 HOPS = 3
+CHANGE_K = 10  # the index records the top-10 overlap between K=0 and K=HOPS
+CHANGED_OVERLAP = 0.7  # at or below: "deeper hops change the picture"
 
 FREE_FORM_PROMPT = ("A train leaves at 3 pm and the trip takes 2 hours. The café at the station closes at 6 pm. "
                     "Can a passenger on that train still get a coffee there after arriving?")
@@ -60,6 +64,11 @@ GALLERY: tuple[GallerySpec, ...] = (
     GallerySpec("long-vartrack", "Long trace: variable tracking in 2,000+ tokens", "A 6-assignment chain hidden "
                 "in about 2,200 tokens of filler: the long-trace demo.", task="vartrack", seed=7, length=2200,
                 options={"hops": 6}),
+    *(GallerySpec(f"needle-values-{seed}", f"Three magic numbers for one key (seed {seed})",
+                  "Three special magic numbers for the same key in a short text; the reasoning quotes each needle "
+                  "sentence before the answer lists the numbers, so later hops pass attribution from the quotes "
+                  "back to the needles.", task="needle", seed=seed, length=100, options={"variant": "multivalue"})
+      for seed in (14, 18, 46)),
 )
 
 
@@ -75,6 +84,10 @@ class GalleryItem:
     n_tokens: int
     hops: int
     size: int
+    overlap: float | None = None  # top-10 prompt-token overlap between K=0 and K=max (`compare.depth_change`)
+    top_segment_changed: bool | None = None  # whether the top prompt segment differs between K=0 and K=max
+    top_segment_k0: str | None = None
+    top_segment_kmax: str | None = None
 
 
 def gallery_dir() -> Path:
@@ -84,10 +97,26 @@ def gallery_dir() -> Path:
 
 
 def _item(name: str, trace: Trace, size: int) -> GalleryItem:
+    from .compare import depth_change
+
     info = trace.extra.get("gallery", {})
+    change = depth_change(trace, k=CHANGE_K)
     return GalleryItem(name=name, title=trace.title, description=str(info.get("description", "")),
                        task=str(info.get("task", "")), model=trace.model.name, n_tokens=trace.n_tokens,
-                       hops=trace.settings.hops, size=size)
+                       hops=trace.settings.hops, size=size, overlap=change["overlap"],
+                       top_segment_changed=change["top_segment_changed"], top_segment_k0=change["top_segment_k0"],
+                       top_segment_kmax=change["top_segment_kmax"])
+
+
+def change_note(change: dict) -> str:
+    """One sentence for a gallery card: do deeper hops change the picture (top-k overlap at most
+    `CHANGED_OVERLAP`, or another top prompt segment), or not?"""
+    k, last, overlap = change["k"], change["max_hops"], change["overlap"]
+    moved = (f"; the top prompt sentence moves from {change['top_segment_k0']} to {change['top_segment_kmax']}"
+             if change["top_segment_changed"] else "; the top prompt sentence stays the same")
+    if overlap <= CHANGED_OVERLAP or change["top_segment_changed"]:
+        return f"Deeper hops change the picture: top-{k} prompt tokens at K=0 and K={last} overlap {overlap:.0%}{moved}."
+    return f"Hops change little here: top-{k} prompt tokens at K=0 and K={last} overlap {overlap:.0%}{moved}."
 
 
 def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
@@ -137,7 +166,11 @@ def round_floats(value, digits: int = 6):
 
 
 def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] | None = None) -> Trace:
-    """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors)."""
+    """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors), with
+    a description that says whether deeper hops change the picture, and the Story page's faithfulness
+    check (answer log-probability after deleting the top 10 % of prompt tokens vs 10 % at random)."""
+    from .compare import depth_change
+    from .evaluate.faithfulness import FAITHFULNESS_KEY, faithfulness_check
     from .tracing import attribute, prepare
 
     extra = {"task": spec.task or "free-form", "description": spec.description}
@@ -153,6 +186,9 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
     trace = attribute(prepared, target="answer", hops=HOPS, steps=True, title=spec.title, progress=progress)
     data = round_floats(json.loads(trace.to_json()))
     data["extra"] = {"gallery": extra}
+    rounded = Trace.from_dict(data)  # what ships: the checks below read exactly these numbers
+    extra["description"] = f"{spec.description} {change_note(depth_change(rounded, k=CHANGE_K))}"
+    data["extra"][FAITHFULNESS_KEY] = round_floats(faithfulness_check(loaded, rounded))
     return Trace.from_dict(data)
 
 

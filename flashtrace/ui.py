@@ -128,10 +128,6 @@ def trace_header(trace: Trace) -> None:
     st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
                f"method {plain(trace.settings.method)} · {trace.settings.hops:d} hop(s) · ρ "
                + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho"))  # md-ok: numbers, link
-    settings = trace.settings
-    stops = settings.stop_tokens if isinstance(settings.stop_tokens, str) else "list " + " ".join(settings.stop_tokens)
-    assumed = f" ({settings.describe_assumed()})" if settings.assumed else ""
-    st.caption(plain(f"stop tokens {stops} · hop 0 over the {settings.hop0}{assumed}"))
     st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
 
 

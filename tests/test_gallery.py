@@ -1,9 +1,13 @@
 import json
+import math
 
+import numpy as np
 import pytest
 
-from flashtrace.gallery import (GALLERY, PRESETS, build_gallery, build_trace, gallery_dir, list_gallery,
-                                load_gallery_trace, preset_text, round_floats)
+from flashtrace.compare import depth_change
+from flashtrace.evaluate.faithfulness import FAITHFULNESS_KEY
+from flashtrace.gallery import (CHANGED_OVERLAP, GALLERY, PRESETS, build_gallery, build_trace, change_note, gallery_dir,
+                                list_gallery, load_gallery_trace, preset_text, round_floats)
 
 
 def test_shipped_gallery_covers_every_family_a_free_form_prompt_and_a_long_trace():
@@ -28,6 +32,47 @@ def test_each_gallery_trace_is_complete(spec):
     if spec.task:
         gold = trace.extra["gallery"]["gold"]
         assert gold and all(0 <= a < b <= len(trace.prompt) for a, b in gold)
+
+
+def _top10_overlap(trace) -> float:
+    """Top-10 prompt tokens at K=0 (hop 0's contribution) vs K=max (all hops), from the stored hops."""
+    prompt = trace.positions("prompt")
+    first = np.asarray(trace.hops[0].contribution)[prompt]
+    last = np.sum([h.contribution for h in trace.hops], axis=0)[prompt]
+    top = [set(sorted(range(len(prompt)), key=lambda j: (-v[j], j))[:10]) for v in (first, last)]
+    return len(top[0] & top[1]) / 10
+
+
+def test_index_records_how_much_deeper_hops_change_each_trace():
+    rows = json.loads((gallery_dir() / "index.json").read_text(encoding="utf-8"))
+    assert [r["name"] for r in rows] == [s.name for s in GALLERY]
+    changed = []
+    for row in rows:
+        trace = load_gallery_trace(row["name"])
+        overlap = _top10_overlap(trace)
+        assert row["overlap"] == pytest.approx(overlap), row["name"]  # the index agrees with the trace file
+        change = depth_change(trace, k=10)
+        assert change["overlap"] == pytest.approx(overlap) and change["max_hops"] == trace.settings.hops
+        assert (row["top_segment_changed"], row["top_segment_k0"], row["top_segment_kmax"]) == \
+            (change["top_segment_changed"], change["top_segment_k0"], change["top_segment_kmax"])
+        assert row["description"].endswith(change_note(change))  # the card says whether hops change much
+        if overlap <= CHANGED_OVERLAP:
+            assert row["description"].endswith(change_note(change)) and "change the picture" in row["description"]
+            changed.append(row["name"])
+        elif not change["top_segment_changed"]:
+            assert "Hops change little here" in row["description"]
+    assert len(changed) >= 3, f"only {changed} have a top-10 overlap <= {CHANGED_OVERLAP} between K=0 and K=max"
+
+
+def test_gallery_traces_carry_the_story_faithfulness_check():
+    for item in list_gallery():
+        trace = load_gallery_trace(item.name)
+        check = trace.extra[FAITHFULNESS_KEY]
+        n_prompt = len(trace.positions("prompt"))
+        assert check["n_prompt"] == n_prompt and check["n_deleted"] == math.ceil(0.1 * n_prompt)
+        assert check["model"] == trace.model.name and len(check["random"]) == 5
+        assert check["random_mean"] == pytest.approx(sum(check["random"]) / 5, rel=1e-5)
+        assert all(v <= 0 for v in [check["before"], check["top"], *check["random"]])  # log-probabilities
 
 
 def test_unknown_gallery_name_is_refused():
@@ -56,6 +101,10 @@ def test_builder_with_a_tiny_model(tmp_path):
     assert [it.name for it in list_gallery(tmp_path)] == ["arithmetic", "free-form"]
     trace = load_gallery_trace("arithmetic", tmp_path)
     assert trace.model.name == "tiny-llama" and trace.steps is not None
+    row = json.loads((tmp_path / "index.json").read_text())[0]
+    assert row["overlap"] == pytest.approx(_top10_overlap(trace)) and row["description"].endswith(
+        change_note(depth_change(trace)))
+    assert trace.extra[FAITHFULNESS_KEY]["model"] == "tiny-llama"
     assert all(v == float(f"{v:.6g}") for v in trace.scores.final + trace.hops[1].raw)  # rounded, still valid
     with pytest.raises(ValueError, match="unknown gallery entries"):
         build_gallery(tmp_path, model="tiny-llama", only=["nope"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with the built-in model, or list it"
@@ -34,7 +35,12 @@ def run(args) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    start = time.perf_counter()
     items = build_gallery(args.out, model=args.model, only=args.only)
     total = sum(it.size for it in items)
-    print(f"gallery: {len(items)} traces, {total / 1e6:.2f} MB in {args.out or gallery_dir()}")
+    print(f"gallery: {len(items)} traces, {total / 1e6:.2f} MB in {args.out or gallery_dir()}, "
+          f"{time.perf_counter() - start:.0f} s")
+    for it in items:
+        moved = f"  (top segment {it.top_segment_k0} -> {it.top_segment_kmax})" if it.top_segment_changed else ""
+        print(f"  {it.name:<18} top-10 overlap K=0 vs K={it.hops}: {it.overlap:.1f}{moved}")
     return 0
