@@ -98,8 +98,9 @@ MUTANTS = [
 
 def _copy_tree(dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "results", ".hypothesis")
-    for name in ("flashtrace", "tests", "benchmarks"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("flashtrace", "tests", "benchmarks", "assets"):  # assets: the gallery some graph tests read
+        if (ROOT / name).exists():
+            shutil.copytree(ROOT / name, dest / name, ignore=ignore)
     for name in ("pyproject.toml",):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, dest / name)

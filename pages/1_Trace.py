@@ -101,6 +101,10 @@ hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help=help_link("hop", "Recursi
 method = c_method.selectbox("Method", sorted(METHODS), key="method", format_func=lambda m: f"{m}",
                             help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))  # md-ok
 steps = c_steps.checkbox("Step-level data for the hop graph", True, key="steps")
+spec = METHODS[method]
+if not (spec.hops and spec.steps):  # the registry says what a method can do: baselines that run the model
+    hops, steps = (hops if spec.hops else 0), steps and spec.steps
+    st.caption(f"{method} runs without recursive hops or step-level data (hops 0).")  # md-ok: registry name
 c_stops, c_hop0 = st.columns(2)
 stop_choice = c_stops.selectbox("Stop tokens (weight 0)", [*STOP_PRESETS, "list"], key="stop_tokens",
                                 help="paper (default): ',' '.' and whitespace, the authors' set; punctuation: every "

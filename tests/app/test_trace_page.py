@@ -37,6 +37,19 @@ def test_run_with_a_tiny_model_saves_to_the_library(open_page, library_dir):
     assert any(plain(entries[0].name) in s.value for s in at.success)
 
 
+def test_a_baseline_from_the_registry_runs_without_hops(open_page, library_dir):
+    """Every registered method is offered; one without hops (perturbation) runs with 0 hops and no step data."""
+    at = _fill(open_page(TRACE))
+    assert {"flashtrace", "ifr", "attention", "rollout", "ig", "perturbation"} <= set(at.selectbox(key="method").options)
+    at.slider(key="hops").set_value(2).run()
+    at.selectbox(key="method").set_value("perturbation").run()
+    assert any("runs without recursive hops" in c.value for c in at.caption)
+    at.button(key="run").click().run()
+    no_problems(at)
+    saved = Library(library_dir).open(Library(library_dir).entries()[0].name)
+    assert (saved.settings.method, saved.settings.hops, saved.steps) == ("perturbation", 0, None)
+
+
 def test_adjusted_answer_span_and_character_target(open_page, library_dir):
     at = _fill(open_page(TRACE))
     at.radio(key="span_mode").set_value("set the answer text").run()
