@@ -55,6 +55,7 @@ def test_the_answer_after_the_last_answer_mark_is_detected(open_page):
 
 def test_text_areas_are_bounded(open_page):
     at = open_page(TRACE)
+    assert at.selectbox(key="method").value == "flashtrace"  # the default method is the product's own
     assert at.text_area(key="prompt").proto.max_chars == at.text_area(key="response").proto.max_chars == MAX_INPUT_CHARS
     assert at.text_input(key="title").proto.max_chars == 500
 
