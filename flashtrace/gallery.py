@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .app_files import bundled_gallery
 from .fileio import atomic_write_text
 from .trace import Trace
 
@@ -91,9 +92,9 @@ class GalleryItem:
 
 
 def gallery_dir() -> Path:
-    """``$FLASHTRACE_GALLERY`` or the checkout's ``assets/gallery``."""
+    """``$FLASHTRACE_GALLERY``, or the checkout's ``assets/gallery`` (the wheel's copy when installed)."""
     env = os.environ.get(GALLERY_ENV)
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "assets" / "gallery"
+    return Path(env) if env else bundled_gallery()
 
 
 def _item(name: str, trace: Trace, size: int) -> GalleryItem:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
 
@@ -16,11 +15,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    app = Path(__file__).resolve().parents[2] / "app.py"
-    if not app.is_file():
-        raise RuntimeError(f"app.py not found next to the package ({app}); run from a source checkout")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
+    from ..app_files import app_root
+
+    root = app_root()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port),
            "--server.address", args.address, "--browser.gatherUsageStats", "false",
            "--client.showSidebarNavigation", "false", "--server.fileWatcherType", "none",
            "--server.headless", "true" if args.headless else "false"]
-    return subprocess.call(cmd)
+    return subprocess.call(cmd, cwd=root)  # the app's .streamlit/config.toml is read from there
