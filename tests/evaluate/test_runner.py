@@ -1,6 +1,7 @@
 """Evaluation contexts, the shared deletion set, per-example records, reports and the CLI (tiny model)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -204,3 +205,26 @@ def test_find_eval_folders_and_gold_token_mask(tmp_path):
     assert gold_token_mask({**rec, "gold_tokens": [True, False, False]}) == [True, False, False]  # stored wins
     assert gold_token_mask({**rec, "tokens": ["ab", " c"]}) is None  # tokens do not rebuild the prompt
     assert gold_token_mask({**rec, "gold": []}) is None
+
+
+def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
+    """A write that fails at the last step leaves the previous summary whole and no temporary file
+    behind (issue 18 item 9: fileio.atomic_write_text instead of plain or hand-rolled writes)."""
+    import shutil
+
+    from flashtrace import fileio
+
+    source = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "eval_smollm2" / "examples"
+    (tmp_path / "examples").mkdir()
+    shutil.copy(source / "arithmetic-0000.json", tmp_path / "examples")
+    write_report(tmp_path, {"model": "smollm2-135m"}, plots=False)
+    before = {name: (tmp_path / name).read_text() for name in ("summary.json", "summary.md")}
+
+    def fail(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(fileio.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_report(tmp_path, {"model": "another"}, plots=False)
+    assert {name: (tmp_path / name).read_text() for name in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["examples", "summary.json", "summary.md"]
