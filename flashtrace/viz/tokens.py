@@ -185,7 +185,7 @@ def legend_html(top: dict[str, float], classes: list[str], note: str = "") -> st
     names = {"prompt": "prompt", "generated": "reasoning + answer", "template": "chat template"}
     items = [f'<span class="ft-key">{names[c]} 0 <span class="ft-bar" style="background:{chip_gradient(c)}"></span> '
              f'{top[c]:.3g}</span>' for c in classes if top.get(c, 0) > 0]
-    items.append('<span class="ft-key"><span class="ft-tok ft-target">target</span> outlined, not on the scale</span>')
+    items.append('<span class="ft-key"><span class="ft-sample ft-target">target</span> outlined, not on the scale</span>')
     if note:
         items.append(f'<span class="ft-key ft-note">{html.escape(note)}</span>')
     return f'<div class="ft-legend">{"".join(items)}</div>'
@@ -236,6 +236,6 @@ TOKEN_CSS = ("<style>.ft-tok{border-radius:3px;padding:1px 0;margin:0 1px}"
              ".ft-fold summary{display:inline;cursor:pointer;font-size:0.75rem;padding:0 4px;border-radius:3px;"
              "border:1px dashed rgba(128,128,128,0.6);list-style:none}"
              ".ft-legend{display:flex;flex-wrap:wrap;gap:4px 18px;font-size:0.8rem;margin:0 0 6px 0;align-items:center}"
-             ".ft-key{display:inline-flex;align-items:center;gap:6px}.ft-note{opacity:0.75}"
+             ".ft-key{display:inline-flex;align-items:center;gap:6px}.ft-sample{border-radius:3px;padding:0 2px}.ft-note{opacity:0.75}"
              ".ft-bar{display:inline-block;width:90px;height:12px;border-radius:2px;"
              "border:1px solid rgba(128,128,128,0.35)}</style>")

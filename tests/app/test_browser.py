@@ -122,7 +122,7 @@ def test_dark_theme_explore_and_graph(server, browser):
     page.goto(f"{url}/Explore?trace=gallery:free-form&view=text", timeout=90_000)
     page.get_by_role("heading", name="Explore a trace").wait_for(timeout=90_000)
     settle(page)
-    page.locator(".ft-tok").nth(100).wait_for(timeout=30_000)  # every token rendered as escaped text
+    page.locator(".ft-tok").nth(100).wait_for(state="attached", timeout=30_000)  # every token rendered (folded runs too)
     assert page.locator(".ft-tok").count() == 150
     page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
     settle(page)
