@@ -4,6 +4,7 @@ honouring the chat-template checkbox (issue 18 item 5)."""
 import dataclasses
 
 import pytest
+from streamlit.proto.Block_pb2 import Block
 
 from flashtrace import estimate as estimate_module
 from flashtrace.inputs import build_sequence
@@ -113,3 +114,13 @@ def test_the_reasoning_instruction_is_added_only_when_missing(prompt, added):
 
     out = generation.prompt_for_generation(Tok(), prompt)
     assert (out != prompt) == added and (generation.REASONING_INSTRUCTION in out) == added
+
+
+def test_a_failing_run_ends_with_an_error_status(open_page, library_dir, tmp_path):
+    at = _fill(open_page(TRACE), model="Other: Hugging Face id or local folder")
+    at.text_input(key="model_other").input(str(tmp_path / "no-such-model")).run()
+    at.button(key="run").click().run()
+    statuses = [n for n in at.main.children.values() if type(n).__name__ == "Status"]
+    error = Block.Expandable.State.Value("ERROR")  # not "Tracing…" left running
+    assert [(s.proto.label, s.proto.state) for s in statuses] == [("Trace failed (nothing was saved)", error)]
+    assert Library(library_dir).entries() == []
