@@ -222,7 +222,10 @@ def check_panel(trace: Trace, result: dict[str, Any] | None = None) -> Panel:
     caption = (f"Deleting the {n} prompt tokens the attribution ranks highest (the top {pct(frac)}) moves the answer's "
                f"log-probability from {result['before']:.2f} to {result['top']:.2f}; deleting {n} prompt tokens at "
                f"random moves it to {result['random_mean']:.2f} on average ({len(result['random'])} draws). ")
-    if drop_top > drop_random + 0.1:
+    if drop_top <= 0:
+        caption += (f"Removing the top tokens did not lower the answer's log-probability here (it changed by "
+                    f"{-drop_top:+.2f}): treat the highlighted evidence with caution for this trace.")
+    elif drop_top > drop_random + 0.1:
         caption += (f"The evidence matters: removing it lowers the answer's log-probability by {drop_top:.2f}, "
                     f"against {drop_random:.2f} for as many random tokens.")
     elif drop_top > drop_random:

@@ -98,3 +98,16 @@ def test_captions_name_a_target_that_is_not_the_answer_and_a_generation_hop0():
     question, direct = story_panels(other)[:2]
     assert "the part explained here (the target)" in question.caption
     assert "hop 0 was taken over the whole generated text" in direct.caption
+
+
+@pytest.mark.parametrize("top, random, says", [(-6.25, -0.75, "The evidence matters"),
+                                               (-0.9, -0.8, "only slightly more"),
+                                               (-0.7, -0.9, "no more than removing random"),
+                                               (-0.4, -0.3, "did not lower")])  # both deletions raised it
+def test_check_verdict_follows_the_drops(top, random, says):
+    trace = load_gallery_trace("free-form").model_copy(deep=True)
+    trace.extra["faithfulness"] = {**CHECK, "before": -0.5, "top": top, "random": [random], "random_mean": random}
+    caption = check_panel(trace).caption
+    assert says in caption
+    if says != "The evidence matters":
+        assert "matters" not in caption
