@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,7 +116,8 @@ def _run_tests(folder: Path, tests: tuple[str, ...], timeout: int) -> tuple[int,
     except subprocess.TimeoutExpired:
         return -1, "timeout"
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    return proc.returncode, lines[-1] if lines else proc.stderr.strip()[-200:]
+    summary = lines[-1] if lines else proc.stderr.strip()[-200:]
+    return proc.returncode, re.sub(r" in [\d.]+s.*$", "", summary)  # counts only: run times depend on the load
 
 
 def run_mutant(mutant: Mutant | None, timeout: int) -> dict:
@@ -140,14 +142,15 @@ def run_mutant(mutant: Mutant | None, timeout: int) -> dict:
     return {**asdict(mutant), "result": result, "detail": detail, "seconds": seconds}
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict], label: str = "") -> str:
     lines = ["# Mutation check (benchmarks/mutation.py)", "", "| mutant | file | what it breaks | result | tests |",
              "|---|---|---|---|---|"]
     for r in rows:
         tests = " ".join(r.get("tests", ())).replace("|", "\\|")
         lines.append(f"| {r['id']} | {r.get('file', '')} | {r.get('breaks', '')} | {r['result']} | {tests} |")
     killed = sum(r["result"] == "killed" for r in rows)
-    lines += ["", f"{killed} of {len(rows) - 1} mutants killed by the fast tests."]
+    lines += ["", f"{killed} of {sum(r['id'] != 'baseline' for r in rows)} mutants killed by the fast tests."
+              + (f" Source: {label}." if label else "")]
     return "\n".join(lines) + "\n"
 
 
@@ -157,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for mutation.json and mutation.md")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per test run")
     parser.add_argument("--skip-baseline", action="store_true", help="do not run the unmutated tests first")
+    parser.add_argument("--label", default="", help="what was tested (e.g. a commit), written under the table")
     args = parser.parse_args(argv)
     chosen = [m for m in MUTANTS if not args.only or m.id in args.only.split(",")]
     rows = [] if args.skip_baseline else [run_mutant(None, args.timeout)]
@@ -169,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     kept = [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
     (args.out / "mutation.json").write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
-    (args.out / "mutation.md").write_text(markdown(rows), encoding="utf-8")
+    (args.out / "mutation.md").write_text(markdown(rows, args.label), encoding="utf-8")
     return 0 if all(r["result"] in ("killed", "pass") for r in rows) else 1
 
 
