@@ -65,6 +65,11 @@ def _scaled(values: np.ndarray, unit: float, shared: bool, axis: int) -> tuple[n
     return shares, np.divide(shares, top, out=np.zeros_like(shares), where=top > 0), 1.0
 
 
+def _pct_format(top: float) -> str:
+    """Colour-bar tick format: whole percents, or one decimal when the scale tops below 10 %."""
+    return ".0%" if top >= 0.1 else ".1%"
+
+
 def strongest_positions(additions: HopAdditions, view: str = "added", limit: int = 30) -> list[int]:
     """The `limit` prompt positions with the largest value in any row of `view`, in text order."""
     _labels, values, _seg = _hop_rows(additions, view)
@@ -90,7 +95,7 @@ def hop_token_strips(additions: HopAdditions, token_texts: list[str], view: str 
         text=[[f"{t} (token {i})" for t, i in zip(ticks, cols)] for _ in labels],
         hovertemplate="%{y} · %{text}<br>%{customdata:.1%} of the final prompt attribution<extra></extra>",
         colorbar={"title": {"text": "share of final" if shared else "of the row's max", "side": "right"},
-                  "thickness": 12, "tickformat": ".0%" if shared else None}))
+                  "thickness": 12, "tickformat": _pct_format(zmax) if shared else None}))
     what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
     fig.update_layout(
         title={"text": f"{what}: the {len(cols)} strongest prompt tokens "
@@ -117,10 +122,11 @@ def hop_segment_strips(additions: HopAdditions, view: str = "added", shared: boo
     names = [f"{s.id} · {plotly_text(visible_label(' '.join(s.text.split()), label_chars))}" for s in segs]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
-        xgap=2, ygap=2, text=[[f"{v:.0%}" for v in row] for row in shares], texttemplate="%{text}",
+        xgap=2, ygap=2, text=[[f"{v:.0%}" if v >= 0.01 or v == 0 else f"{v:.1%}" for v in row] for row in shares],
+        texttemplate="%{text}",
         hovertemplate="%{y}<br>%{x}: %{customdata:.1%} of the final prompt attribution<extra></extra>",
         colorbar={"title": {"text": "share of final" if shared else "of the column's max", "side": "right"},
-                  "thickness": 12, "tickformat": ".0%" if shared else None}))
+                  "thickness": 12, "tickformat": _pct_format(zmax) if shared else None}))
     what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
     fig.update_layout(
         title={"text": f"{what}, per prompt sentence (top {len(rows)} of {len(additions.segments)})",
