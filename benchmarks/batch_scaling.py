@@ -3,12 +3,14 @@
     python benchmarks/batch_scaling.py            # SmolLM2, 8 examples, 1,000 synthetic traces
     python benchmarks/batch_scaling.py --n 4 --model tiny-llama --traces 200   # a quick check
 
-Part 1 traces the same N teacher-forced examples three times with `flashtrace.batch.run_batch`:
-in this process (torch's default threads), and on a local Ray cluster (``ray.init(num_cpus=2)``) with
-1 and 2 workers of one CPU each. "wall" includes loading the model (and, for Ray, starting the
+Part 1 traces the same N teacher-forced examples four times with `flashtrace.batch.run_batch`:
+in this process with torch's default threads and with one thread, and on a local Ray cluster
+(``ray.init(num_cpus=2)``) with 1 and 2 workers of one CPU (one torch thread) each. "wall" includes loading the model (and, for Ray, starting the
 actors); "steady" leaves that out: N / (last result - first result + one example's mean time).
-Expect little or no gain from 2 workers on a 2-core machine: a serial run already uses both cores
-(torch threads), Ray workers get one thread each, and each worker loads its own copy of the model.
+Expect little or no gain from 2 workers on a 2-core machine: a serial run can already use both cores
+(torch threads), each worker loads its own copy of the model, and on a machine busy with other work
+two threads per process can be much slower than one (they wait for each other), so compare the
+1-thread rows.
 
 Part 2 builds a library of M synthetic traces (variants of one real trace) and times, on its SQLite
 index: the first listing (reads every file), a warm listing, a word search, a model+task filter and a
@@ -73,7 +75,13 @@ def part_batch(args, tmp: Path) -> dict:
 
     src = write_input(tmp / "input.jsonl", args.n)
     settings = BatchSettings(model=args.model, hops=args.hops)
-    rows = {"serial": timed_batch(src, tmp / "serial", settings)}
+    import torch
+
+    default_threads = torch.get_num_threads()
+    rows = {f"serial-{default_threads}t": timed_batch(src, tmp / "serial", settings)}
+    torch.set_num_threads(1)  # what each Ray worker gets (OMP_NUM_THREADS=1 for a 1-CPU actor)
+    rows["serial-1t"] = timed_batch(src, tmp / "serial1", settings)
+    torch.set_num_threads(default_threads)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         for workers in (1, 2):
@@ -125,7 +133,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         batch = part_batch(args, tmp)
-        base = Trace.load(sorted((tmp / "serial").glob("*.json"))[0])
+        base = Trace.load(sorted((tmp / "serial1").glob("*.json"))[0])
         index = part_index(args, tmp, base)
     load_after = os.getloadavg()
     result = {"command": "python " + " ".join(sys.argv), "model": args.model, "hops": args.hops,
@@ -136,9 +144,9 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"{args.model}, {args.n} examples, hops {args.hops}; {os.cpu_count()} CPUs, load average "
           f"{load_before[0]:.1f} before / {load_after[0]:.1f} after (indicative timings)\n")
-    print(f"{'run':<8} {'wall s':>8} {'ex/s wall':>10} {'ex/s steady':>12} {'s/example':>10}")
+    print(f"{'run':<10} {'wall s':>8} {'ex/s wall':>10} {'ex/s steady':>12} {'s/example':>10}")
     for name, row in batch.items():
-        print(f"{name:<8} {row['wall_s']:>8.1f} {row['examples_per_s_wall']:>10.3f} "
+        print(f"{name:<10} {row['wall_s']:>8.1f} {row['examples_per_s_wall']:>10.3f} "
               f"{row['examples_per_s_steady']:>12.3f} {row['mean_example_s']:>10.2f}")
     print(f"\nLibrary index, {index['traces']} traces of {index['trace_kB']} kB:")
     for key in ("first_listing_s", "list_s", "search_s", "filter_s", "sorted_page_s", "validate_every_file_s"):

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .distributed import kill_hook
 from .fileio import atomic_write_text, publish_text
 from .library import Library, sanitize_name
+from .library_index import LibraryIndex
 from .trace import MAX_HOPS, Trace
 
 RECORD_DIR = "_batch"
@@ -240,6 +241,7 @@ class _Writer:
         self.records_dir.mkdir(parents=True, exist_ok=True)
         self.errors = open(self.records_dir / "errors.jsonl", "w", encoding="utf-8")
         self.records: list[dict] = []
+        self.index = LibraryIndex(out)
 
     def record(self, job: dict, status: str, **extra) -> None:
         rec = {"line": job["line"], "key": job["key"], "title": job["title"], "status": status, **extra}
@@ -255,12 +257,13 @@ class _Writer:
             self.record(job, "failed", error=outcome.get("error", "unknown error")[:2000], attempts=attempts)
             return
         stem = file_stem(job)
-        text = Trace.from_json(outcome["trace"]).to_json()  # validated before it is written
+        trace = Trace.from_json(outcome["trace"])  # validated before it is written
         try:
-            publish_text(self.out, [stem], text)
+            publish_text(self.out, [stem], trace.to_json())
         except FileExistsError:  # written meanwhile by another run of the same batch: keep that one
             self.record(job, "skipped", file=f"{stem}.json")
             return
+        self.index.add(stem, trace)  # the Library lists it without reading it back
         self.record(job, "done", file=f"{stem}.json", seconds=round(outcome.get("seconds", 0.0), 3),
                     attempts=attempts)
 

@@ -30,20 +30,20 @@ _MEMORY: dict[str, sqlite3.Connection] = {}  # read-only folders: one in-memory 
 _LOCK = threading.RLock()  # guards the shared in-memory connections
 
 
+def _row(tr: Trace) -> dict:
+    metrics, task = tr.extra.get("metrics"), tr.extra.get("task")
+    return dict(title=tr.title, model=tr.model.name, task=task if isinstance(task, str) else "", n_tokens=tr.n_tokens,
+                hops=tr.settings.hops, method=tr.settings.method, created=tr.created, prompt_head=tr.prompt[:200],
+                metrics=json.dumps(metrics) if isinstance(metrics, dict) else None, error=None)
+
+
 def read_meta(path: Path) -> dict:
     """The index row of one trace file (``error`` set, other fields empty, when it does not load)."""
-    row = dict(title="", model="", task="", n_tokens=0, hops=0, method="", created="", prompt_head="",
-               metrics=None, error=None)
     try:
-        tr = Trace.load(path)
-        metrics = tr.extra.get("metrics")
-        task = tr.extra.get("task")
-        row.update(title=tr.title, model=tr.model.name, task=task if isinstance(task, str) else "",
-                   n_tokens=tr.n_tokens, hops=tr.settings.hops, method=tr.settings.method, created=tr.created,
-                   prompt_head=tr.prompt[:200], metrics=json.dumps(metrics) if isinstance(metrics, dict) else None)
+        return _row(Trace.load(path))
     except (TraceValidationError, OSError, UnicodeDecodeError) as exc:
-        row["error"] = str(exc)[:300] or type(exc).__name__
-    return row
+        return dict(title="", model="", task="", n_tokens=0, hops=0, method="", created="", prompt_head="",
+                    metrics=None, error=str(exc)[:300] or type(exc).__name__)
 
 
 def _haystack(name: str, row: dict) -> str:
@@ -137,6 +137,18 @@ class LibraryIndex:
             conn.execute("ROLLBACK")
             raise
         return len(changed)
+
+    def add(self, name: str, trace: Trace) -> None:
+        """Index a trace this process has just written as ``<name>.json`` (already validated), so the next
+        listing need not read it back. The index is a cache: a failure here is ignored."""
+        try:
+            st = (self.folder / f"{name}.json").stat()
+            row = _row(trace)
+            with self._session() as conn:
+                conn.execute(f"INSERT OR REPLACE INTO traces VALUES ({', '.join('?' * len(FIELDS))})",
+                             (name, st.st_mtime_ns, st.st_size, *(row[f] for f in FIELDS[3:13]), _haystack(name, row)))
+        except (OSError, sqlite3.Error):
+            pass
 
     def query(self, search: str = "", model: str | None = None, task: str | None = None, sort: str = "modified",
               descending: bool | None = None, limit: int | None = None, offset: int = 0) -> tuple[list[dict], int]:

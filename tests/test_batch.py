@@ -8,6 +8,7 @@ from flashtrace import batch as batch_mod
 from flashtrace.batch import BatchSettings, run_batch
 from flashtrace.cli import main
 from flashtrace.library import Library
+from flashtrace.library_index import LibraryIndex
 
 from .batch_helpers import traces, write_input
 
@@ -25,6 +26,7 @@ def test_batch_writes_validated_traces_and_records_bad_lines(tmp_path, capsys):
     assert sorted(t.title for t in found.values()) == ["ex0", "ex1", "ex2"]
     assert {t.settings.hops for t in found.values()} == {0, 1, 2}
     assert all(t.extra["batch"]["line"] in (1, 2, 3) for t in found.values())
+    assert LibraryIndex(out).sync() == 0  # the driver indexed what it wrote: the Library need not reread it
     assert [e.name for e in Library(out).entries() if not e.readable] == []  # the folder is a library collection
     summary = json.loads((out / "_batch" / "summary.json").read_text())
     assert summary["counts"]["done"] == 3 and summary["counts"]["bad_lines"] == len(BAD)

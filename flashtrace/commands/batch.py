@@ -37,6 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit")
     parser.add_argument("--steps", action="store_true", help="also attribute every reasoning step (hop graph data)")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads without --ray (on a busy "
+                        "machine 1 can be much faster than 2; a Ray worker uses --num-cpus-per-worker threads)")
     parser.add_argument("--device", default=None, help="torch device without --ray (Ray GPU workers use their GPU)")
     ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
     ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
@@ -63,6 +65,12 @@ def run(args) -> int:
         raise FileNotFoundError(f"no input file {args.input}")
     if args.ray is None and (args.workers or args.num_gpus_per_worker):
         raise ValueError("--workers and --num-gpus-per-worker need --ray")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(args.threads)
     out = args.out if args.out is not None else default_root() / sanitize_name(args.collection)
     settings = BatchSettings(
         model=args.model, method=args.method, options=_options(args.option), hops=args.hops, target=args.target,
