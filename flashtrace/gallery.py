@@ -1,7 +1,7 @@
 """The gallery: precomputed traces shipped in ``assets/gallery/`` so the app works with no model loaded.
 
 `GALLERY` lists what is built: one example of each task family, a free-form prompt, a long retrieval
-trace of more than 2,000 tokens, and three examples where deeper hops visibly change the prompt
+trace of more than 2,000 tokens, and four examples where deeper hops visibly change the prompt
 attribution (found by searching task seeds; each card says from the data whether hops change the
 picture), all from SmolLM2-135M-Instruct with step-level attribution (for the hop graph) and 3 hops (for
 the hop-depth comparison). Each trace also stores the Story page's faithfulness check. ``flashtrace
@@ -69,7 +69,7 @@ GALLERY: tuple[GallerySpec, ...] = (
                   "Three special magic numbers for the same key in a short text; the reasoning quotes each needle "
                   "sentence before the answer lists the numbers, so later hops pass attribution from the quotes "
                   "back to the needles.", task="needle", seed=seed, length=100, options={"variant": "multivalue"})
-      for seed in (14, 18, 46)),
+      for seed in (14, 18, 46, 74)),
 )
 
 
