@@ -217,9 +217,18 @@ def _pct(value: float) -> str:
     return f"{100 * value:.0f} %"
 
 
-def _quoted(text: str, limit: int = 60) -> str:
+def short_text(text: str, limit: int = 70) -> str:
+    """`text` on one line, shortened in the middle when longer than `limit` (a sentence's end often holds
+    what tells it apart, e.g. the number a needle sentence states)."""
     text = " ".join(text.split())
-    return "'" + (text if len(text) <= limit else text[: limit - 1] + "…") + "'"
+    if len(text) <= limit:
+        return text
+    head = (limit - 3) * 2 // 5
+    return text[:head].rstrip() + " … " + text[len(text) - (limit - 3 - head):].lstrip()
+
+
+def _quoted(text: str, limit: int = 70) -> str:
+    return "'" + short_text(text, limit) + "'"
 
 
 def reach_sentence(additions: HopAdditions) -> str:
@@ -272,5 +281,5 @@ def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **o
 
 
 __all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "depth_change", "hop_additions",
-           "hop_depth_comparison", "input_shares", "reach_sentence", "reached_input", "spearman", "top_k",
-           "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]
+           "hop_depth_comparison", "input_shares", "reach_sentence", "reached_input", "short_text", "spearman",
+           "top_k", "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]

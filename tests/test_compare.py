@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from flashtrace.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
-                                hop_depth_comparison, reach_sentence, spearman, top_k_overlap, top_segment_sentence)
+                                hop_depth_comparison, reach_sentence, short_text, spearman, top_k_overlap,
+                                top_segment_sentence)
 from flashtrace.tracing import attribute, prepare
 from flashtrace.viz import visible_label
 from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
@@ -197,3 +198,10 @@ def test_depth_agreement_names_rank_correlation_not_rho(three_hops):
     assert names[0] == "rank correlation (Spearman)" and "ρ" not in json.dumps(fig, ensure_ascii=False)
     bars = reach_bars(hop_additions(three_hops)).to_plotly_json()
     assert [sum(t["y"][d] for t in bars["data"]) for d in range(4)] == pytest.approx(hop_additions(three_hops).reached)
+
+
+def test_short_text_keeps_both_ends_of_a_long_sentence():
+    sentence = "One of the special magic numbers for velvet-meadow is:\n 2950138."
+    assert short_text(sentence, 80) == "One of the special magic numbers for velvet-meadow is: 2950138."
+    short = short_text(sentence, 40)
+    assert len(short) <= 40 and short.startswith("One of the") and short.endswith("is: 2950138.") and " … " in short

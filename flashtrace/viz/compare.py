@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..compare import HopAdditions, HopDepthComparison
+from ..compare import HopAdditions, HopDepthComparison, short_text
 from .colors import PROMPT, PROMPT_SCALE, REASONING
 from .tokens import plotly_text, visible_label
 
@@ -119,7 +119,7 @@ def hop_segment_strips(additions: HopAdditions, view: str = "added", shared: boo
     rows = sorted(sorted(range(len(additions.segments)), key=lambda j: (-best[j], j))[:limit])
     shares, z, zmax = _scaled(seg[:, rows].T, additions.unit, shared, axis=0)  # [rows, hops]
     segs = [additions.segments[j] for j in rows]
-    names = [f"{s.id} · {plotly_text(visible_label(' '.join(s.text.split()), label_chars))}" for s in segs]
+    names = [f"{s.id} · {plotly_text(short_text(s.text, label_chars))}" for s in segs]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
         xgap=2, ygap=2, text=[[f"{v:.0%}" if v >= 0.01 or v == 0 else f"{v:.1%}" for v in row] for row in shares],
