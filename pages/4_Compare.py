@@ -94,8 +94,9 @@ def methods(ref, trace) -> None:
             ticker.empty()
             cancel.empty()
             status.update(label=f"Ran {len(pending):d} method(s)", state="complete")
-    elif pending and ss.get("methods_cancelled") and results:
-        st.info("Cancelled. Shown: what finished; run the comparison again for the rest.")
+    elif pending and ss.get("methods_cancelled"):
+        st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
+                + " the comparison again for the rest.")
     record = app_methods.combined(results, chosen)
     if ss.get("methods_warmup"):
         st.caption("Warm-up, once for this trace and in no method's time: "

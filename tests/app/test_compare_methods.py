@@ -91,3 +91,16 @@ def test_cancel_keeps_what_finished_and_runs_nothing_more(open_page, tiny_ref, m
     assert list(at.dataframe[-1].value["method"]) == ["flashtrace-k0"]
     with pytest.raises(KeyError):
         at.button(key="cancel_methods")
+
+
+def test_cancel_during_the_warm_up_says_so(open_page, tiny_ref, monkeypatch):
+    def interrupted(key):  # Cancel clicked while the model loads and the trace is recorded
+        raise StopException()
+
+    monkeypatch.setattr(app_methods, "warm_context", interrupted)
+    at = open_page(COMPARE, trace=tiny_ref)
+    at.button(key="run_methods").click().run()
+    at.button(key="cancel_methods").click().run()
+    no_problems(at)
+    assert "Cancelled. Run the comparison again for the rest." in _methods_text(at)
+    assert not any("RISE ↓" in d.value.columns for d in at.dataframe)  # nothing finished, no method table
