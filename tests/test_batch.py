@@ -52,6 +52,8 @@ def test_batch_checks_settings_before_work(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="bert"):
         run_batch(src, tmp_path / "o", BatchSettings(model=str(folder)))
     assert loads == [] and not (tmp_path / "o").exists()
+    assert main(["batch", str(src), "--out", str(tmp_path / "o"), "--workers", "2"]) == 2  # needs --ray
+    assert main(["batch", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "o")]) == 2
 
 
 def test_interrupted_batch_resumes_without_recomputing(tmp_path, monkeypatch):

@@ -4,13 +4,12 @@ die are replaced and their example retried (bounded), results written once by th
 import json
 
 import pytest
+import ray  # the dev extra installs it (`make setup`): a missing Ray fails here, it is not skipped
 
-ray = pytest.importorskip("ray")
+from flashtrace.batch import BatchSettings, run_batch
+from flashtrace.distributed import RayPool
 
-from flashtrace.batch import BatchSettings, run_batch  # noqa: E402
-from flashtrace.distributed import RayPool  # noqa: E402
-
-from .batch_helpers import Flaky, assert_same_traces, traces, write_input  # noqa: E402
+from .batch_helpers import Flaky, assert_same_traces, traces, write_input
 
 pytestmark = pytest.mark.ray
 
