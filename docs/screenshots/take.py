@@ -1,9 +1,12 @@
 """Retake the README screenshots: ``.venv/bin/python docs/screenshots/take.py`` (needs chromium).
 
-Starts the app on a free loopback port with an empty temporary library and captures the Explore and
-Hop graph views of the gallery's variable-tracking trace (light theme), the text view (dark theme) and
-the Evaluation page on the committed SmolLM2 results. Name files to retake only those:
-``take.py evaluation.png``.
+Starts the app on a free loopback port with an empty temporary library and captures, 1280 px wide (a
+projector): Explore on the gallery's variable-tracking trace at hop 1 (folded rows, the answer outlined,
+the colour scale shared across hops), the free-form trace's text view in the dark theme, the Hop graph,
+Compare's "what each hop adds" on the long variable-tracking trace (its top sentence moves from the
+question to the value), the Story's third panel and the Evaluation page on
+the committed SmolLM2 results. Each picture holds the whole page (up to 1,600 px tall). Name files to
+retake only those: ``take.py evaluation.png``.
 """
 
 import sys
@@ -14,11 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.app.browser import app_server, launch, settle  # noqa: E402
+from tests.app.test_browser_pages import FULL_HEIGHT  # noqa: E402
 
+WIDTH, FIRST_SCREEN, MAX_HEIGHT = 1280, 720, 1600
 SHOTS = [  # (file, URL path + query, colour scheme, something to wait for)
-    ("explore.png", "Explore?trace=gallery:vartrack", "light", ".heatmaplayer"),
+    ("explore.png", "Explore?trace=gallery:vartrack&hop=1", "light", ".heatmaplayer"),
+    ("explore_text_dark.png", "Explore?trace=gallery:free-form&view=text&hop=1", "dark", ".ft-tokens"),
     ("hop_graph.png", "Hop_graph?trace=gallery:vartrack&node=S1", "light", ".heatmaplayer"),
-    ("explore_text_dark.png", "Explore?trace=gallery:free-form&view=text&hop=1", "dark", ".ft-tok"),
+    ("compare.png", "Compare?trace=gallery:long-vartrack", "light", ".heatmaplayer"),
+    ("story.png", "Story?trace=gallery:vartrack&step=3", "light", ".barlayer"),
     ("evaluation.png", "Evaluation?run=eval_smollm2&task=arithmetic", "light", ".main-svg"),
 ]
 
@@ -31,10 +38,12 @@ def main() -> int:
         for name, path, scheme, selector in SHOTS:
             if sys.argv[1:] and name not in sys.argv[1:]:
                 continue
-            page = browser.new_page(viewport={"width": 1400, "height": 1500}, color_scheme=scheme)
+            page = browser.new_page(viewport={"width": WIDTH, "height": FIRST_SCREEN}, color_scheme=scheme)
             page.goto(f"{url}/{path}", timeout=180_000)
             page.locator(selector).first.wait_for(timeout=180_000)
             settle(page, timeout=180_000)
+            page.set_viewport_size({"width": WIDTH, "height": min(max(page.evaluate(FULL_HEIGHT), FIRST_SCREEN),
+                                                                 MAX_HEIGHT)})
             page.wait_for_timeout(1500)
             page.screenshot(path=str(Path(__file__).parent / name))
             print(f"wrote docs/screenshots/{name}")

@@ -26,7 +26,7 @@ PAGES = [  # (name, URL path + query, heading to wait for, selector that shows t
     ("home", "", "FlashTrace Studio", '[data-testid="stPageLink"]'),
     ("trace", "Trace", "Run a trace", '[data-testid="stTextArea"]'),
     ("explore", "Explore?trace=gallery:vartrack", "Explore a trace", ".heatmaplayer"),
-    ("explore_text", "Explore?trace=gallery:free-form&view=text&hop=1", "Explore a trace", ".ft-tok"),
+    ("explore_text", "Explore?trace=gallery:free-form&view=text&hop=1", "Explore a trace", ".ft-tokens"),
     ("hop_graph", "Hop_graph?trace=gallery:vartrack&node=S1", "Hop graph", ".scatterlayer"),
     ("compare", "Compare?trace=gallery:vartrack", "Compare", ".js-plotly-plot"),
     ("library", "Library", "Library", '[data-testid="stDataFrame"]'),
