@@ -91,14 +91,18 @@ def test_interrupted_batch_resumes_without_recomputing(tmp_path, monkeypatch):
 
 
 def test_batch_without_ray_never_imports_ray(tmp_path):
+    """A plain run (here into a collection of the app's library) never imports Ray."""
+    import os
     import subprocess
     import sys
 
     src = write_input(tmp_path / "in.jsonl", n=1)
-    code = ("import sys; from flashtrace.cli import main; rc = main(['batch', sys.argv[1], '--out', sys.argv[2], "
+    code = ("import sys; from flashtrace.cli import main; rc = main(['batch', sys.argv[1], '--collection', 'my batch', "
             "'--model', 'tiny-llama', '--no-progress']); print('RAY', 'ray' in sys.modules); sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "out")], capture_output=True,
-                          text=True, timeout=300)
+    env = {**os.environ, "FLASHTRACE_LIBRARY": str(tmp_path / "lib")}
+    done = subprocess.run([sys.executable, "-c", code, str(src)], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "RAY False" in done.stdout and "1 traced" in done.stdout
-    assert len(traces(tmp_path / "out")) == 1
+    root = Library(tmp_path / "lib")
+    assert root.collections() == ["my-batch"]  # the name is sanitised, as trace names are
+    assert [e.title for e in root.collection("my-batch").entries()] == ["ex0"]
