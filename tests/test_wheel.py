@@ -8,13 +8,11 @@ import os
 import subprocess
 import sys
 import sysconfig
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.app.browser import free_port, launch, settle
+from tests.app.browser import free_port, launch, serving, settle
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -61,22 +59,8 @@ def test_flashtrace_app_serves_the_gallery_outside_the_checkout(installed):
     port = free_port()
     index = json.loads((ROOT / "assets" / "gallery" / "index.json").read_text())
     titles = [item["title"] for item in (index["items"] if isinstance(index, dict) else index)]
-    proc = subprocess.Popen([str(venv / "bin" / "flashtrace"), "app", "--headless", "--port", str(port),
-                             "--address", "127.0.0.1"], cwd=tmp,
-                            env=_clean_env(FLASHTRACE_LIBRARY=str(tmp / "library")),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as resp:
-                    assert resp.status == 200
-                    break
-            except OSError:
-                assert proc.poll() is None, "flashtrace app exited"
-                assert time.time() < deadline, "the app did not answer its health check"
-                time.sleep(0.5)
+    command = [str(venv / "bin" / "flashtrace"), "app", "--headless", "--port", str(port), "--address", "127.0.0.1"]
+    with serving(command, port, tmp, _clean_env(FLASHTRACE_LIBRARY=str(tmp / "library")), timeout=120) as url:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
@@ -89,9 +73,3 @@ def test_flashtrace_app_serves_the_gallery_outside_the_checkout(installed):
             browser.close()
         assert "Traceback" not in body
         assert all(title in body for title in titles[:3]), body[:2000]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 
 HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
@@ -22,4 +22,5 @@ def run(args) -> int:
            "--server.address", args.address, "--browser.gatherUsageStats", "false",
            "--client.showSidebarNavigation", "false", "--server.fileWatcherType", "none",
            "--server.headless", "true" if args.headless else "false"]
-    return subprocess.call(cmd, cwd=root)  # the app's .streamlit/config.toml is read from there
+    os.chdir(root)  # the app's .streamlit/config.toml is read from there
+    os.execv(sys.executable, cmd)  # become the server: signals (Ctrl-C, terminate) reach Streamlit itself

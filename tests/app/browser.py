@@ -26,14 +26,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def app_server(env: dict | None = None, timeout: float = 180):
-    """Run ``streamlit run app.py`` headless on a free loopback port; yields its base URL."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.address", "127.0.0.1", "--server.port", str(port),
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+def serving(command: list[str], port: int, cwd, env: dict, timeout: float = 180):
+    """Run `command` (a Streamlit server on loopback `port`) until Streamlit's health check answers;
+    yields its base URL and stops it afterwards."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -54,6 +50,17 @@ def app_server(env: dict | None = None, timeout: float = 180):
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextmanager
+def app_server(env: dict | None = None, timeout: float = 180):
+    """Run ``streamlit run app.py`` headless on a free loopback port; yields its base URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.address",
+               "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none"]
+    with serving(command, port, ROOT, {**os.environ, **(env or {})}, timeout) as url:
+        yield url
 
 
 def launch(playwright):
