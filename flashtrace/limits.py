@@ -6,7 +6,8 @@
   than the tokenizer's longest vocabulary entry), so a 16 MB prompt is refused before it is tokenised;
   the app uses `max_input_chars` as its text areas' ``max_chars``;
 - `context_length` / `check_context`: the token count against the model's context;
-- `check_options`: attribution options (hops, threshold, title, recursive) before the run that needs them.
+- `check_options`: attribution options (hops, title, recursive) before the run that needs them (a method's
+  own options, such as the threshold, are checked by the method registry).
 """
 
 from __future__ import annotations
@@ -102,13 +103,10 @@ def check_context(loaded, n_tokens: int) -> None:
                          "shorten the prompt or response")
 
 
-def check_options(hops: int = 1, threshold: float | None = None, title: str = "",
-                  recursive: str = "reasoning+answer") -> None:
+def check_options(hops: int = 1, title: str = "", recursive: str = "reasoning+answer") -> None:
     """`ValueError` for attribution options the run would reject only at its end."""
     if not 0 <= hops <= MAX_HOPS:
         raise ValueError(f"hops must be between 0 and {MAX_HOPS}, got {hops}")
-    if threshold is not None and not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be between 0 and 1, got {threshold}")
     if len(title or "") > MAX_TITLE:
         raise ValueError(f"the title has {len(title)} characters; at most {MAX_TITLE}")
     if recursive not in ("reasoning+answer", "reasoning"):

@@ -87,7 +87,7 @@ def _check_arguments(args) -> None:
         raise ValueError(f"--top must be at least 1, got {args.top}")
     if args.generate and args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
-    check_options(threshold=args.threshold, recursive=args.recursive)
+    check_options(recursive=args.recursive)
     check_device(args.device)
     if args.json:
         check_destination(args.json, "--json")
