@@ -8,7 +8,7 @@ import streamlit as st
 
 from flashtrace import ui
 from flashtrace.glossary import help_link
-from flashtrace.evaluate.report import find_eval_folders, load_records, load_settings, summarise
+from flashtrace.evaluate.report import featured_first, find_eval_folders, load_records, load_settings, summarise
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows
 
@@ -49,7 +49,7 @@ if custom.strip():
         st.error(f"{ui.code_text(str(folders[0]))} has no `examples/*.json` written by `flashtrace eval`.")
         st.stop()
 else:
-    folders = find_eval_folders(root)
+    folders = featured_first(find_eval_folders(root))  # the current default run opens first
 if not folders:
     st.info(f"No evaluation results under {ui.code_text(str(root))} yet: run "
             f"{ui.code_text(f'flashtrace eval ... --out {root}/NAME')}.")
@@ -65,6 +65,8 @@ with ui.shown_errors("Could not read the results: "):
         shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "n", "length", "k", "ig_steps",
                                                                   "target", "threads", "seed")}
         st.caption(ui.plain(" · ".join(f"{k} = {v}" for k, v in shown.items())))
+        if settings.get("note"):
+            st.caption(ui.plain(str(settings["note"])))
     tasks = list(summary["tasks"])
     task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0], format_func=ui.plain)
     info = summary["tasks"][task]

@@ -36,6 +36,11 @@ def find_eval_folders(root: str | Path) -> list[Path]:
     return sorted(found)
 
 
+def featured_first(folders: list[Path]) -> list[Path]:
+    """`folders` with those whose settings say ``"featured": true`` (the current default run) first."""
+    return sorted(folders, key=lambda f: not load_settings(f).get("featured"))
+
+
 def gold_token_mask(record: dict) -> list[bool] | None:
     """Which of the record's prompt tokens overlap a gold character range (None without gold).
 

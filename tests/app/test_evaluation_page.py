@@ -65,6 +65,24 @@ def test_switching_task_method_and_example(open_page, eval_root):
     assert example["RISE ↓"][list(example["method"]).index("flashtrace-k1")] == pytest.approx(0.4)
 
 
+def test_featured_run_opens_first_and_its_note_is_plain_text(open_page, eval_root):
+    """The run marked ``featured`` in its settings (the current default) is selected on opening, and its
+    note is shown as written (no Markdown)."""
+    featured = eval_root / "run_b"
+    (featured / "examples").mkdir(parents=True)
+    for seed in range(2):
+        rec = record("needle", seed, {"flashtrace-k1": 0.6, "attention": 0.4})
+        (featured / "examples" / f"{rec['id']}.json").write_text(json.dumps(rec))
+    note = "rerun with **paper** stop tokens"
+    (featured / "settings.json").write_text(json.dumps({"model": "tiny-llama", "featured": True, "note": note}))
+    at = open_page(EVALUATION)
+    no_problems(at)
+    assert at.selectbox(key="qp_run").options == ["run_b", "run_a"]
+    assert at.selectbox(key="qp_run").value == "run_b"
+    assert at.dataframe[0].value["RISE ↓"][0] == pytest.approx(0.6)
+    assert any(literal(c.value) == note for c in at.caption)
+
+
 def test_empty_root_and_bad_folder(open_page, tmp_path, monkeypatch):
     monkeypatch.setenv("FLASHTRACE_EVAL_ROOT", str(tmp_path / "nothing"))
     at = open_page(EVALUATION)
