@@ -48,7 +48,7 @@ def timed(fn, repeats: int) -> tuple[float, float]:
 def figures(name: str) -> None:
     from flashtrace.gallery import gallery_path
     from flashtrace.graph import HopGraph
-    from flashtrace.trace import Trace
+    from flashtrace.schema import Trace
     from flashtrace.viz import token_heatmap
     from flashtrace.viz.graph import hop_graph_figure
 

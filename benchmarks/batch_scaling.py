@@ -34,7 +34,7 @@ from pathlib import Path
 from flashtrace.batch import BatchSettings, run_batch
 from flashtrace.bench.synthetic import synthetic_library
 from flashtrace.library import Library
-from flashtrace.trace import Trace
+from flashtrace.schema import Trace
 
 QUESTIONS = [
     ("A train leaves at 9:00 and the trip takes 2 hours and 30 minutes. When does it arrive?",

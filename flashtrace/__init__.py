@@ -11,7 +11,7 @@ Quick start::
 from importlib import import_module
 
 from .errors import FlashTraceError
-from .trace import Trace, TraceValidationError
+from .schema import Trace, TraceValidationError
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
 _LAZY = {"LoadedModel": "models", "ModelLoadError": "models", "UnsupportedModelError": "models",

@@ -22,7 +22,7 @@ from .gallery import gallery_path, list_gallery
 from .inputs import ResponseSpans, build_sequence
 from .library import Library
 from .limits import check_text_size
-from .trace import Trace
+from .schema import Trace
 
 if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
     from .models import LoadedModel

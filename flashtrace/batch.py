@@ -29,7 +29,7 @@ from .distributed import kill_hook
 from .fileio import atomic_write_text, publish_text
 from .library import Library, sanitize_name
 from .library_index import LibraryIndex
-from .trace import MAX_HOPS, Trace
+from .schema import MAX_HOPS, Trace
 
 RECORD_DIR = "_batch"
 KEY_CHARS = 12

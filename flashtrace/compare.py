@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .trace import Trace, normalised
+from .schema import Trace, normalised
 from .tracing import Prepared, attribute
 
 CONVERGED_OVERLAP = 0.9

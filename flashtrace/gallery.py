@@ -19,7 +19,7 @@ from typing import Callable
 
 from .app_files import bundled_gallery
 from .fileio import atomic_write_text
-from .trace import Trace
+from .schema import Trace
 
 GALLERY_ENV = "FLASHTRACE_GALLERY"
 INDEX = "index.json"

@@ -30,7 +30,7 @@ from itertools import islice
 import networkx as nx
 import numpy as np
 
-from .trace import Trace
+from .schema import Trace
 
 _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")

@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import EXIT_USAGE, FlashTraceError
 from .fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
 from .library_index import LibraryIndex
-from .trace import MAX_FILE_BYTES, Trace, TraceValidationError
+from .schema import MAX_FILE_BYTES, Trace, TraceValidationError
 
 LIBRARY_ENV = "FLASHTRACE_LIBRARY"
 MAX_NAME = 80

@@ -18,7 +18,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from .trace import Trace, TraceValidationError
+from .schema import Trace, TraceValidationError
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = 1

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .fileio import is_device
-from .trace import MAX_HOPS, MAX_TEXT
+from .schema import MAX_HOPS, MAX_TEXT
 
 MAX_INPUT_CHARS = MAX_TEXT  # a Trace stores at most this many characters of prompt, and of response
 MAX_INPUT_BYTES = 4 * MAX_INPUT_CHARS  # UTF-8 needs at most 4 bytes a character

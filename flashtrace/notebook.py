@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from .compare import hop_additions, reach_sentence
-from .trace import Trace
+from .schema import Trace
 
 
 def _percent(value: float) -> str:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .trace import Trace
+from .schema import Trace
 
 FAITHFULNESS_KEY = "faithfulness"  # the same key as flashtrace.evaluate.faithfulness (kept torch-free here)
 STEPS = ("question", "direct", "hops", "evidence", "check")

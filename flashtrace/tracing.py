@@ -21,7 +21,7 @@ from .limits import check_context, check_options, check_text_size
 from .models import LoadedModel, Recording, load_model, record_forward
 from .models.generation import generate as generate_text
 from .segments import segment_sequence
-from .trace import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
+from .schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
                     normalised)
 
 TargetSpec = str | tuple[int, int]

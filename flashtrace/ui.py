@@ -12,7 +12,7 @@ import streamlit as st
 
 from .app_state import TraceRef, load_trace, trace_choices
 from .glossary import help_link
-from .trace import Trace
+from .schema import Trace
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",

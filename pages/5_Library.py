@@ -7,7 +7,7 @@ import streamlit as st
 from flashtrace import ui
 from flashtrace.app_state import library
 from flashtrace.gallery import gallery_path, list_gallery
-from flashtrace.trace import Trace
+from flashtrace.schema import Trace
 
 ss = st.session_state
 PAGE, ALL, MAIN = 50, "all", "(library)"  # rows per page; filter and collection choices meaning 'no filter'

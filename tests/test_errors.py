@@ -9,7 +9,7 @@ from flashtrace.estimate import ResourceError
 from flashtrace.library import LibraryError
 from flashtrace.models import ModelLoadError, UnsupportedModelError
 from flashtrace.models.default_model import DefaultModelMissingError
-from flashtrace.trace import TraceValidationError
+from flashtrace.schema import TraceValidationError
 from flashtrace.tracing import prepare
 
 

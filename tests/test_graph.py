@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flashtrace.graph import OTHER, HopGraph, incoming_shares
-from flashtrace.trace import StepRecord
+from flashtrace.schema import StepRecord
 from flashtrace.tracing import attribute, prepare
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. Cid has 9 green balls. How many do Ann and Ben have?"

@@ -121,16 +121,3 @@ def test_stop_token_values_from_the_command_line():
     with pytest.raises(ValueError, match="paper, punctuation, none"):
         stop_rule("default")
 
-
-def test_names_do_not_shadow_a_module_or_typing():
-    """Issue 18 item 8 (in part): `attribution.proximity` is only the function (its module was merged into
-    `kernels`); the token sequence class is `TokenSequence` (`Sequence` stays as an alias for old imports)."""
-    import importlib.util
-    import typing
-
-    import flashtrace.attribution as attribution
-    from flashtrace.inputs import Sequence, TokenSequence
-
-    assert callable(attribution.proximity) and importlib.util.find_spec("flashtrace.attribution.proximity") is None
-    assert Sequence is TokenSequence and TokenSequence is not typing.Sequence
-    assert TokenSequence.__name__ == "TokenSequence"

@@ -4,7 +4,7 @@ import pytest
 
 import flashtrace
 from flashtrace.library import LIBRARY_ENV, Library, LibraryError, default_root, sanitize_name
-from flashtrace.trace import TraceValidationError
+from flashtrace.schema import TraceValidationError
 
 
 @pytest.fixture(scope="module")

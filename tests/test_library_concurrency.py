@@ -15,7 +15,7 @@ import pytest
 import flashtrace
 from flashtrace.fileio import remove_stale_temps
 from flashtrace.library import Library, LibraryError
-from flashtrace.trace import Trace
+from flashtrace.schema import Trace
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ _KILLED_WRITER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
     from flashtrace.library import Library
-    from flashtrace.trace import Trace
+    from flashtrace.schema import Trace
 
     root, source, ready = sys.argv[1:4]
     trace = Trace.load(source)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..trace import Trace
+from ..schema import Trace
 
 MODELS = ("tiny-llama", "smollm2-135m", "qwen3-8b")
 TASKS = ("needle", "arithmetic", "multihop", "vartrack")

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ..fileio import atomic_write_text, check_destination
-    from ..trace import Trace
+    from ..schema import Trace
 
     if not any((args.html, args.json, args.png, args.svg)):
         raise ValueError("nothing to do: give at least one of --html, --json, --png, --svg")

@@ -72,9 +72,6 @@ class TokenSequence:
         return hit[0], hit[-1] + 1
 
 
-
-Sequence = TokenSequence  # the former name (it shadowed typing.Sequence); kept for existing imports
-
 def _encode(tokenizer, text: str, add_special_tokens: bool):
     enc = tokenizer(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
     return enc["input_ids"], enc["offset_mapping"]

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..graph import INPUT_ROLES, OTHER, HopGraph, HopPath
-from ..trace import Trace
+from ..schema import Trace
 from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths

@@ -10,7 +10,7 @@ import re
 
 import plotly.graph_objects as go
 
-from ..trace import Trace
+from ..schema import Trace
 from .heatmap import token_heatmap, top_tokens
 from .export import standalone_html
 from .mass import mass_per_hop

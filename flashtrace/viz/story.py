@@ -8,7 +8,7 @@ import html
 import plotly.graph_objects as go
 
 from ..story import Panel, Piece, pct
-from ..trace import Trace
+from ..schema import Trace
 from .colors import PROMPT, REASONING, TEMPLATE
 from .tokens import tokens_html
 

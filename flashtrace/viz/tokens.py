@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from ..trace import Trace
+from ..schema import Trace
 from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}

@@ -5,7 +5,7 @@ import pytest
 import flashtrace
 from flashtrace.gallery import load_gallery_trace
 from flashtrace.library import Library
-from flashtrace.trace import Trace
+from flashtrace.schema import Trace
 
 from .conftest import literal, no_problems
 

@@ -99,7 +99,7 @@ def test_a_precomputed_check_is_shown_without_a_model(open_page, tmp_path, monke
     import shutil
 
     from flashtrace.gallery import GALLERY_ENV, gallery_dir
-    from flashtrace.trace import Trace
+    from flashtrace.schema import Trace
 
     folder = tmp_path / "gallery"
     shutil.copytree(gallery_dir(), folder)
