@@ -34,9 +34,10 @@ _TEMP_PID = re.compile(r"^\.tmp-(\d+)-")
 
 
 class _TempFile:
-    """A locked temporary file in `folder` holding `text`; removed on exit unless published."""
+    """A locked temporary file in `folder` holding `text` (str as UTF-8, or bytes); removed on exit unless
+    published."""
 
-    def __init__(self, folder: Path, suffix: str, text: str):
+    def __init__(self, folder: Path, suffix: str, text: str | bytes):
         folder.mkdir(parents=True, exist_ok=True)
         umask = os.umask(0)
         os.umask(umask)
@@ -50,7 +51,7 @@ class _TempFile:
         try:
             if fcntl is not None:
                 fcntl.flock(self.fd, fcntl.LOCK_EX)
-            data = text.encode("utf-8")
+            data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd, view):]
@@ -71,12 +72,17 @@ class _TempFile:
         self.close()
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
+def atomic_write_text(path: str | Path, text: str | bytes) -> Path:
     """Write `text` to `path`, replacing any file there; readers see the old or the new file, never a part."""
     path = Path(path)
     with _TempFile(path.parent, path.suffix, text) as tmp:
         os.replace(tmp.path, path)
     return path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """`atomic_write_text` for bytes (an image)."""
+    return atomic_write_text(path, data)
 
 
 def link_exclusive(src: Path, dst: Path) -> bool:

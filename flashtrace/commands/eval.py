@@ -36,8 +36,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out (by default an example "
                         "written for the same prompt, --target and --k is kept, and only methods it lacks are added)")
-    parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and plots of --out")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and charts of --out")
+    parser.add_argument("--no-plots", action="store_true", help="skip the charts (report.html, metrics.png, deletion_curves.png)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
     ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
@@ -64,6 +64,16 @@ def _examples(args):
     for seed in range(args.seed, args.seed + args.n):  # seed-major: every task advances together
         for t in tasks:
             yield f"{t}-{seed:04d}", make_example(t, seed, length=args.length)
+
+
+def _charts(args) -> str:
+    """The chart files `write_report` wrote, as listed after the run (and why there are no PNGs)."""
+    if args.no_plots:
+        return ""
+    from ..viz.export import image_export_problem
+
+    problem = image_export_problem()
+    return ", report.html" + (f"; no PNG charts: {problem}" if problem else ", metrics.png, deletion_curves.png")
 
 
 def run(args) -> int:
@@ -129,8 +139,7 @@ def run(args) -> int:
     bar.close()
     summary = write_report(args.out, settings, plots=not args.no_plots)
     print(markdown(summary))
-    print(f"results in {args.out}/ (examples/*.json, summary.md, summary.json"
-          f"{'' if args.no_plots else ', metrics.png, deletion_curves.png'})")
+    print(f"results in {args.out}/ (examples/*.json, summary.md, summary.json{_charts(args)})")
     for ex_id, error in failed.items():
         print(f"{ex_id}: failed: {error.splitlines()[0][:300]}")
     return 1 if failed else 0

@@ -1,4 +1,4 @@
-"""Summaries of an evaluation folder: mean ± std per task × method × metric (Markdown + JSON) and plots."""
+"""Summaries of an evaluation folder: mean ± std per task × method × metric (Markdown + JSON) and charts."""
 
 from __future__ import annotations
 
@@ -166,82 +166,35 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def _styles(methods: list[str]) -> dict[str, dict]:
-    """One distinct colour per method (a FlashTrace variant shares its K's colour, hatched / dashed)."""
-    from matplotlib import colormaps
-
-    palette = colormaps["tab10"].colors
-    base = list(dict.fromkeys(m.split("-nostop")[0] for m in methods))
-    styles = {}
-    for m in methods:
-        variant = m.endswith("-nostop")
-        styles[m] = {"color": palette[base.index(m.split("-nostop")[0]) % len(palette)],
-                     "hatch": "//" if variant else None, "linestyle": "--" if variant else "-"}
-    return styles
-
-
 def ci95(stat: dict) -> float:
     """Half-width of the normal-approximation 95 % interval of a mean."""
     return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat.get("std") is not None else 0.0
 
 
 def plot(summary: dict, out: str | Path) -> list[Path]:
-    """``metrics.png`` (mean ± 95 % interval per task × method, chance level of Recovery) and
-    ``deletion_curves.png`` (mean normalised deletion curves)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The charts of the app's Evaluation page (`viz.evaluation`) for every task: ``report.html`` (offline,
+    interactive) and, where kaleido can draw (a Chromium on the machine), ``metrics.png`` (mean ± 95 %
+    interval per task × method, Recovery's random-ranking and best-achievable levels) and
+    ``deletion_curves.png`` (mean normalised deletion curves), the tasks one under the other. Returns the
+    paths written."""
+    from ..fileio import atomic_write_bytes
+    from ..viz.evaluation import report_html, stacked_png, task_figures
+    from ..viz.export import image_export_problem
 
     out = Path(out)
-    tasks = list(summary["tasks"])
-    methods = list(dict.fromkeys(m for t in tasks for m in summary["tasks"][t]["methods"]))
-    styles = _styles(methods)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
-    width = 0.8 / max(1, len(methods))
-    for ax, metric in zip(axes, ("rise", "mas", "recovery")):
-        for i, m in enumerate(methods):
-            stats = [summary["tasks"][t]["methods"].get(m, {}).get(metric) or {"mean": None} for t in tasks]
-            ax.bar([x + i * width for x in range(len(tasks))], [st["mean"] or 0.0 for st in stats], width,
-                   yerr=[ci95(st) if st["mean"] is not None else 0.0 for st in stats], label=m, capsize=1.5,
-                   color=styles[m]["color"], hatch=styles[m]["hatch"], edgecolor="white", linewidth=0.3,
-                   error_kw={"elinewidth": 0.8})
-        if metric == "recovery":
-            for x, t in enumerate(tasks):
-                chance = (summary["tasks"][t].get("recovery_chance") or {}).get("mean")
-                if chance is not None:
-                    ax.hlines(chance, x - width / 2, x + 0.8 - width / 2, colors="black", linestyles=":",
-                              label="random ranking" if x == 0 else None)
-        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(tasks))], tasks)
-        ax.set_title(f"{LABELS[metric]} (mean ± 95 % CI)")
-        ax.set_ylim(bottom=0)
-    handles, labels = axes[2].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.06 * (1 + (len(labels) - 1) // 6), 1, 1))
-    bars = out / "metrics.png"
-    fig.savefig(bars, dpi=110)
-    plt.close(fig)
-    width = max(4 * len(tasks), 9)  # room for the legend under a single task
-    fig, axes = plt.subplots(1, len(tasks), figsize=(width, 4.2), squeeze=False)
-    for ax, t in zip(axes[0], tasks):
-        for m, curve in summary["tasks"][t]["mean_deletion_curve"].items():
-            ax.plot([i / (len(curve) - 1) for i in range(len(curve))], curve, label=m, color=styles[m]["color"],
-                    linestyle=styles[m]["linestyle"])
-        ax.set_title(f"{t}: mean deletion curve")
-        ax.set_xlabel("fraction of prompt deleted")
-    axes[0][0].set_ylabel("normalised target log-prob")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    ncol = max(1, min(6, len(labels), int(width // 2.4)))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07 * (1 + (len(labels) - 1) // ncol), 1, 1))
-    curves = out / "deletion_curves.png"
-    fig.savefig(curves, dpi=110)
-    plt.close(fig)
-    return [bars, curves]
+    written = [out / "report.html"]
+    atomic_write_text(written[0], report_html(summary))
+    if image_export_problem() is None:
+        figures = task_figures(summary)
+        for name, index in (("metrics.png", 0), ("deletion_curves.png", 1)):
+            atomic_write_bytes(out / name, stacked_png([pair[index] for pair in figures.values()]))
+            written.append(out / name)
+    return written
 
 
 def write_report(out: str | Path, settings: dict | None = None, plots: bool = True) -> dict:
-    """Summarise ``out/examples`` into ``summary.json``, ``summary.md`` (and PNG plots); returns the summary."""
+    """Summarise ``out/examples`` into ``summary.json``, ``summary.md`` (and the charts of `plot`); returns
+    the summary."""
     out = Path(out)
     records = load_records(out)
     if not records:

@@ -112,4 +112,45 @@ def example_strips(record: dict, methods: list[str]) -> go.Figure:
     return fig
 
 
-__all__ = ["summary_columns", "summary_rows", "metric_bars", "mean_deletion_curves", "example_strips"]
+def task_figures(summary: dict) -> dict[str, tuple[go.Figure, go.Figure]]:
+    """Per task of a summary: its `metric_bars` and `mean_deletion_curves` over every method it holds (the
+    charts of the app's Evaluation page, and of the report `flashtrace eval` writes)."""
+    figures = {}
+    for task, info in summary["tasks"].items():
+        methods = list(info["methods"])
+        figures[task] = (metric_bars(summary, task, methods), mean_deletion_curves(summary, task, methods))
+    return figures
+
+
+def report_html(summary: dict) -> str:
+    """The figures of `task_figures` as one offline HTML page (the vendored plotly.js, no network)."""
+    from .export import standalone_html
+
+    model = (summary.get("settings") or {}).get("model")
+    blocks = [fig for pair in task_figures(summary).values() for fig in pair]
+    intro = ("Mean ± 95 % interval of each metric per task and method (Recovery with the random-ranking and "
+             "best-achievable levels), then the mean deletion curves." + (f" Model: {model}." if model else ""))
+    return standalone_html("FlashTrace evaluation", blocks, intro=intro)
+
+
+def stacked_png(figures: list[go.Figure], width: int = 1100) -> bytes:
+    """The figures drawn as PNG (kaleido) one under the other in one image."""
+    import io
+
+    from PIL import Image
+
+    from .export import figure_image
+
+    images = [Image.open(io.BytesIO(figure_image(fig, "png", width=width, scale=1.0))) for fig in figures]
+    sheet = Image.new("RGB", (max(i.width for i in images), sum(i.height for i in images)), "white")
+    top = 0
+    for image in images:
+        sheet.paste(image, (0, top))
+        top += image.height
+    buffer = io.BytesIO()
+    sheet.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+__all__ = ["summary_columns", "summary_rows", "metric_bars", "mean_deletion_curves", "example_strips", "task_figures",
+           "report_html", "stacked_png"]
