@@ -1,10 +1,6 @@
 """The hop graph: edge shares, DAG and threshold properties, strongest paths, hop depths, JSON."""
 
-import functools
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -13,6 +9,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flashtrace.evaluate.paths import make_examples, path_hits, value_line
 from flashtrace.graph import OTHER, HopGraph, incoming_shares
 from flashtrace.schema import StepRecord
 from flashtrace.tracing import attribute, prepare
@@ -153,35 +150,26 @@ def test_trace_without_steps_is_refused(prepared):
         HopGraph.from_trace(attribute(prepared, hops=1))
 
 
-@functools.lru_cache(maxsize=1)
-def _vartrack():
-    """The benchmark script as a module (it generates the variable-tracking examples)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "vartrack_paths.py"
-    spec = importlib.util.spec_from_file_location("vartrack_paths", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_vartrack_examples_are_deterministic():
-    module = _vartrack()
-    a, b = module.make_examples(20, seed=0), module.make_examples(20, seed=0)
+    a, b = make_examples(20, seed=0), make_examples(20, seed=0)
     assert a == b and len({ex.prompt for ex in a}) == 20
     for ex in a:
-        assert ex.gold_line in ex.prompt.splitlines() and ex.response.endswith(f"Answer: {ex.value}")
+        lines = ex.prompt.splitlines()
+        assert value_line(ex) in lines and ex.response.endswith(f"Answer: {ex.answer}")
+        assert ex.gold_texts() and all(text in lines for text in ex.gold_texts())
+        chain = ex.meta["chain"]  # the response restates the chain from the asked variable back to the value
+        assert ex.response.splitlines()[:-1] == [f"VAR {chain[i]} = VAR {chain[i - 1]}." for i in
+                                                 range(len(chain) - 1, 0, -1)] + [value_line(ex)]
 
 
 @pytest.mark.slow
 def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
-    """Measured on SmolLM2 with the default `paper` stop tokens (benchmarks/vartrack_paths.py): direct path 20/20,
-    through the reasoning 15/20 (20/20 under the older `punctuation` rule, which zeroed the question's "?").
-    The floors guard against regressions."""
-    module = _vartrack()
+    """Measured on SmolLM2 with the default `paper` stop tokens (benchmarks/vartrack_paths.py, `lines`
+    layout of the vartrack task): FLOORS_NOTE. The floors guard against regressions."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on a busy machine one thread is much faster than two
     try:
-        result = module.evaluate(smollm, module.make_examples(20, seed=0))
+        result = path_hits(smollm, make_examples(20, seed=0))
     finally:
         torch.set_num_threads(threads)
     assert result["hit_rate"] >= 0.85

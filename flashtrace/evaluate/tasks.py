@@ -10,7 +10,8 @@ Tasks (`TASKS`):
   (distractor needles with other keys), ``multivalue`` (several values for one key, all asked),
   ``multiquery`` (two keys asked). Gold = the queried needle sentences.
 - ``vartrack``: chains of assignments ``VAR X = VAR Y.`` (2 to 10 hops) among distractor chains;
-  asks the value of the chain's last variable. Gold = the chain's statements.
+  asks the value of the chain's last variable. Gold = the chain's statements. Layout ``text`` (in filler
+  prose, the default) or ``lines`` (one statement per line, the hop-graph benchmark's form); see `vartrack`.
 - ``multihop``: a synthetic knowledge text (people → birth cities → countries → populations); a
   2-hop question with a letter count, or a 3-hop comparison of two people. Gold = the facts used.
 - ``arithmetic``: a 2-4 step word problem among distractor quantities and filler sentences.
@@ -25,107 +26,11 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-CharRange = tuple[int, int]
-CHARS_PER_TOKEN = 4.0
-
-
-@dataclass
-class Example:
-    """One evaluation example. `gold` holds character ranges ``[start, end)`` into `prompt`."""
-
-    prompt: str
-    response: str
-    answer: str
-    gold: list[CharRange]
-    task: str
-    meta: dict = field(default_factory=dict)
-
-    def gold_texts(self) -> list[str]:
-        return [self.prompt[a:b] for a, b in self.gold]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class _Builder:
-    """Joins sentences into a prompt while recording the character range of each marked piece."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.size = 0
-        self.marks: dict[str, list[CharRange]] = {}
-
-    def add(self, text: str, mark: str | None = None, sep: str = " ") -> CharRange:
-        if self.parts and sep:
-            self.parts.append(sep)
-            self.size += len(sep)
-        rng = (self.size, self.size + len(text))
-        self.parts.append(text)
-        self.size += len(text)
-        if mark:
-            self.marks.setdefault(mark, []).append(rng)
-        return rng
-
-    def text(self) -> str:
-        return "".join(self.parts)
-
-
-# ---- filler text: varied, digit-free sentences from small word lists ----------------------------
-
-_SUBJECTS = ["The old bridge", "A quiet river", "The morning train", "A tall lighthouse", "The village baker",
-             "A patient gardener", "The north wind", "A small library", "The city market", "A wandering poet",
-             "The mountain road", "A curious child", "The harbour crane", "A painted door", "The evening choir"]
-_VERBS = ["waits beside", "looks over", "drifts past", "leans toward", "hums near", "stands behind",
-          "circles around", "rests under", "glows above", "follows along"]
-_OBJECTS = ["the sleepy square", "a field of barley", "the stone wall", "the silver lake", "a row of lanterns",
-            "the crowded pier", "an empty garden", "the winding stairs", "a wooden fence", "the distant hills",
-            "the open window", "a basket of apples"]
-_TAILS = ["", "", " every autumn", " without a sound", " as the light fades", " on most days", " in the rain"]
-
-
-def filler_sentence(rng: random.Random) -> str:
-    return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
-
-
-def _chars(length: int) -> int:
-    return int(length * CHARS_PER_TOKEN)
-
-
-def _interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
-                filler: Callable[[random.Random], str] = filler_sentence) -> list[tuple[str, str | None]]:
-    """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters."""
-    used = sum(len(t) + 1 for t, _ in items)
-    fill: list[str] = []
-    while used < budget:
-        s = filler(rng)
-        fill.append(s)
-        used += len(s) + 1
-    slots = sorted(rng.sample(range(len(fill) + len(items)), len(items)))
-    out, fi, ii = [], 0, 0
-    for pos in range(len(fill) + len(items)):
-        if ii < len(items) and slots[ii] == pos:
-            out.append(items[ii])
-            ii += 1
-        else:
-            out.append((fill[fi], None))
-            fi += 1
-    return out
-
-
-def _build(header: str, body: list[tuple[str, str | None]], question: str) -> _Builder:
-    b = _Builder()
-    b.add(header)
-    first = True
-    for text, mark in body:
-        b.add(text, mark, sep="\n\n" if first else " ")
-        first = False
-    b.add(question, sep="\n\n")
-    return b
-
+from .textgen import CharRange, Example, _build, _chars, _Builder, _interleave, filler_sentence
+from .vartrack import VARTRACK_LAYOUTS, vartrack_example
 
 # ---- needle -------------------------------------------------------------------------------------
 
@@ -172,51 +77,6 @@ def _needle(seed: int, length: int | None = None, variant: str | None = None, **
     response = "\n".join(lines + [f"Answer: {answer}"])
     return Example(b.text(), response, answer, b.marks["gold"], "needle",
                    {"variant": variant, "keys": asked, "distractors": len(b.marks.get("distractor", []))})
-
-
-# ---- variable tracking --------------------------------------------------------------------------
-
-def _var_names(rng: random.Random, n: int) -> list[str]:
-    names: list[str] = []
-    while len(names) < n:
-        name = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(5))
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def _vartrack(seed: int, length: int | None = None, hops: int | None = None, distractors: int = 2, **_) -> Example:
-    rng = random.Random(f"vartrack:{seed}")
-    hops = hops if hops is not None else rng.randint(2, 5)
-    if not 2 <= hops <= 10:
-        raise ValueError(f"vartrack hops must be between 2 and 10, got {hops}")
-    chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
-    names = _var_names(rng, sum(chains))
-    values = rng.sample(range(10_000, 99_999), len(chains))
-    statements: list[list[tuple[str, str | None]]] = []
-    chain_vars: list[list[str]] = []
-    pos = 0
-    for c, (size, value) in enumerate(zip(chains, values)):
-        vs = names[pos:pos + size]
-        pos += size
-        chain_vars.append(vs)
-        mark = "gold" if c == 0 else "distractor"
-        statements.append([(f"VAR {vs[0]} = {value}.", mark)]
-                          + [(f"VAR {vs[i]} = VAR {vs[i - 1]}.", mark) for i in range(1, size)])
-    merged: list[tuple[str, str | None]] = []  # random merge keeping each chain in order
-    queues = [list(s) for s in statements]
-    while any(queues):
-        q = rng.choice([q for q in queues if q])
-        merged.append(q.pop(0))
-    body = _interleave(rng, merged, _chars(length or 384) - 160)
-    target = chain_vars[0][-1]
-    header = "Memorize and track the chain(s) of variable assignments hidden in the following text."
-    b = _build(header, body, f"Question: What is the value of VAR {target}?")
-    vs = chain_vars[0]
-    lines = [f"VAR {vs[i]} = VAR {vs[i - 1]}." for i in range(len(vs) - 1, 0, -1)]
-    lines += [f"VAR {vs[0]} = {values[0]}.", f"So VAR {target} = {values[0]}.", f"Answer: {values[0]}"]
-    return Example(b.text(), "\n".join(lines), str(values[0]), b.marks["gold"], "vartrack",
-                   {"hops": hops, "chain": vs, "distractor_chains": distractors})
 
 
 # ---- multi-hop facts ----------------------------------------------------------------------------
@@ -347,7 +207,7 @@ def _arithmetic(seed: int, length: int | None = None, steps: int | None = None, 
 
 TASKS: dict[str, Callable[..., Example]] = {
     "needle": _needle,
-    "vartrack": _vartrack,
+    "vartrack": vartrack_example,
     "multihop": _multihop,
     "arithmetic": _arithmetic,
 }
@@ -357,7 +217,7 @@ def make_example(task: str, seed: int, length: int | None = None, **options) -> 
     """Build example `seed` of `task` ("needle", "vartrack", "multihop", "arithmetic").
 
     `length`: approximate prompt length in tokens (task default when None). Task options: needle
-    ``variant``; vartrack ``hops`` (2-10), ``distractors``; multihop ``kind`` ("count"/"compare");
+    ``variant``; vartrack ``hops`` (2-10), ``distractors``, ``layout`` ("text"/"lines"); multihop ``kind`` ("count"/"compare");
     arithmetic ``steps`` (2-4). Unset options vary with the seed.
     """
     try:
@@ -398,4 +258,4 @@ def load_jsonl(path: str | Path) -> list[Example]:
     return examples
 
 
-__all__ = ["Example", "TASKS", "NEEDLE_VARIANTS", "make_example", "load_jsonl", "filler_sentence"]
+__all__ = ["Example", "TASKS", "NEEDLE_VARIANTS", "VARTRACK_LAYOUTS", "make_example", "load_jsonl", "filler_sentence"]

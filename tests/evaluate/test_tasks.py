@@ -115,6 +115,22 @@ def test_options_and_errors():
         make_example("vartrack", 0, hops=11)
 
 
+def test_vartrack_layouts_lay_out_the_same_chains():
+    """One generator: the `lines` layout (the hop-graph benchmark's) holds the same chains and answer as the
+    evaluation's `text` layout, one statement per line, no filler, no closing "So" line."""
+    for seed in SEEDS:
+        text, lines = make_example("vartrack", seed), make_example("vartrack", seed, layout="lines")
+        assert lines.answer == text.answer and lines.meta["chain"] == text.meta["chain"]
+        assert lines.gold_texts() == text.gold_texts() and _solve_vartrack(lines) == lines.answer
+        statements = re.findall(r"VAR \w+ = (?:VAR )?\w+\.", text.prompt)
+        assert lines.prompt.splitlines()[1:-1] == statements  # header, statements, question
+        assert lines.meta["value_line"] == lines.gold_texts()[0] and lines.meta["value_line"] in lines.prompt.splitlines()
+        assert text.response.splitlines()[-2].startswith("So VAR ") and not lines.response.count("So VAR")
+        assert lines.response.splitlines() == [s for s in text.response.splitlines() if not s.startswith("So VAR ")]
+    with pytest.raises(ValueError, match="layout"):
+        make_example("vartrack", 0, layout="table")
+
+
 def test_load_jsonl(tmp_path):
     path = tmp_path / "ex.jsonl"
     rows = [{"prompt": "Paris is in France. Rome is in Italy. Where is Rome?", "response": "Answer: Italy",

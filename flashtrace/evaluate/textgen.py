@@ -1,0 +1,108 @@
+"""Shared pieces of the synthetic tasks: the `Example` record, a prompt builder that records the
+character ranges of marked pieces, and digit-free filler text."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+CharRange = tuple[int, int]
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class Example:
+    """One evaluation example. `gold` holds character ranges ``[start, end)`` into `prompt`."""
+
+    prompt: str
+    response: str
+    answer: str
+    gold: list[CharRange]
+    task: str
+    meta: dict = field(default_factory=dict)
+
+    def gold_texts(self) -> list[str]:
+        return [self.prompt[a:b] for a, b in self.gold]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Builder:
+    """Joins sentences into a prompt while recording the character range of each marked piece."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.marks: dict[str, list[CharRange]] = {}
+
+    def add(self, text: str, mark: str | None = None, sep: str = " ") -> CharRange:
+        if self.parts and sep:
+            self.parts.append(sep)
+            self.size += len(sep)
+        rng = (self.size, self.size + len(text))
+        self.parts.append(text)
+        self.size += len(text)
+        if mark:
+            self.marks.setdefault(mark, []).append(rng)
+        return rng
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+# ---- filler text: varied, digit-free sentences from small word lists ----------------------------
+
+_SUBJECTS = ["The old bridge", "A quiet river", "The morning train", "A tall lighthouse", "The village baker",
+             "A patient gardener", "The north wind", "A small library", "The city market", "A wandering poet",
+             "The mountain road", "A curious child", "The harbour crane", "A painted door", "The evening choir"]
+_VERBS = ["waits beside", "looks over", "drifts past", "leans toward", "hums near", "stands behind",
+          "circles around", "rests under", "glows above", "follows along"]
+_OBJECTS = ["the sleepy square", "a field of barley", "the stone wall", "the silver lake", "a row of lanterns",
+            "the crowded pier", "an empty garden", "the winding stairs", "a wooden fence", "the distant hills",
+            "the open window", "a basket of apples"]
+_TAILS = ["", "", " every autumn", " without a sound", " as the light fades", " on most days", " in the rain"]
+
+
+def filler_sentence(rng: random.Random) -> str:
+    return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
+
+
+def _chars(length: int) -> int:
+    return int(length * CHARS_PER_TOKEN)
+
+
+def _interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
+                filler: Callable[[random.Random], str] = filler_sentence) -> list[tuple[str, str | None]]:
+    """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters."""
+    used = sum(len(t) + 1 for t, _ in items)
+    fill: list[str] = []
+    while used < budget:
+        s = filler(rng)
+        fill.append(s)
+        used += len(s) + 1
+    slots = sorted(rng.sample(range(len(fill) + len(items)), len(items)))
+    out, fi, ii = [], 0, 0
+    for pos in range(len(fill) + len(items)):
+        if ii < len(items) and slots[ii] == pos:
+            out.append(items[ii])
+            ii += 1
+        else:
+            out.append((fill[fi], None))
+            fi += 1
+    return out
+
+
+def _build(header: str, body: list[tuple[str, str | None]], question: str) -> _Builder:
+    b = _Builder()
+    b.add(header)
+    first = True
+    for text, mark in body:
+        b.add(text, mark, sep="\n\n" if first else " ")
+        first = False
+    b.add(question, sep="\n\n")
+    return b
+
+
+__all__ = ["CharRange", "CHARS_PER_TOKEN", "Example", "filler_sentence"]
