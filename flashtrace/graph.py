@@ -248,7 +248,7 @@ class HopGraph:
             graph.add_node(OTHER, id=OTHER, role="other", text=f"other context ({len(folded)} sentences)",
                            start=min(m["start"] for m in members), end=max(m["end"] for m in members),
                            order=max(m["order"] for m in members), folded=folded,
-                           influence=sum(influence[n] for n in folded), self_share=None)
+                           influence=sum(influence[n] for n in folded))
         flows: dict[tuple[str, str], float] = {}
         shares: dict[tuple[str, str], float] = {}
         for src, dst, share in self.graph.edges(data="share"):

@@ -286,6 +286,7 @@ def test_pruning_on_the_long_gallery_trace():
     folded = graph.graph.nodes[OTHER]["folded"]
     assert len(folded) == n_inputs - (len(inputs) - 1)
     assert graph.graph.nodes[OTHER]["text"] == f"other context ({len(folded)} sentences)"
+    assert set(graph.graph.nodes[OTHER]) == {"id", "role", "text", "start", "end", "order", "folded", "influence"}
     value = next(s.id for s in trace.segments if s.role == "prompt" and s.text.strip() == "VAR BLYUX = 47977.")
     assert value in inputs and graph.strongest_path_to(value) is not None  # the value sentence and its path stay
     assert len(full.pruned(fold=False).graph) == len(trace.segments)

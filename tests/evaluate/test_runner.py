@@ -231,3 +231,23 @@ def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
         write_report(tmp_path, {"model": "another"}, plots=False)
     assert {name: (tmp_path / name).read_text() for name in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["examples", "summary.json", "summary.md"]
+
+
+def test_example_records_are_replaced_atomically(tmp_path, monkeypatch):
+    """The runner's per-example write extends a record in one replace: a write that fails at the last step
+    leaves the previous record whole and no temporary file (issue 18 item 9, `runner._write`)."""
+    from flashtrace import fileio
+    from flashtrace.evaluate import runner
+
+    path = tmp_path / "needle-0000.json"
+    previous = {"id": "needle-0000", "methods": {"attention": {"rise": 0.5}}, "total_s": 1.0, "deletion_s": 0.5}
+    runner._write(path, dict(previous), None)
+    record = {"id": "needle-0000", "methods": {"ifr": {"rise": 0.25}}, "total_s": 2.0, "deletion_s": 1.0}
+    monkeypatch.setattr(fileio.os, "replace", lambda *_: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError, match="disk full"):
+        runner._write(path, dict(record), previous)
+    assert json.loads(path.read_text()) == previous and [p.name for p in tmp_path.iterdir()] == [path.name]
+    monkeypatch.undo()
+    runner._write(path, dict(record), previous)
+    assert json.loads(path.read_text()) == {"id": "needle-0000", "methods": {"attention": {"rise": 0.5}, "ifr": {"rise": 0.25}},
+                                            "total_s": 3.0, "deletion_s": 1.5}
