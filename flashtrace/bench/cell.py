@@ -4,6 +4,8 @@ Prints one JSON line: wall times of the phases, peak resident memory (``ru_maxrs
 Modes: ``forward`` (plain SDPA forward, no recording), ``record`` (the recording pass only), ``flashtrace`` (record + K hops over the whole
 response), ``ifr`` / ``ifr-rowwise`` (record + token-wise IFR rows of every target token; with
 ``max_rows`` only the first rows are timed and the rest extrapolated linearly, flagged in the output).
+``ifr-rowwise`` with ``sample_rows`` = S times S rows at evenly spaced positions over the target span, one at a
+time (after one untimed warm-up row), and extrapolates with `extrapolate_rows`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,22 @@ def _peak_rss_bytes() -> int:
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def spread_positions(start: int, m: int, s: int) -> list[int]:
+    """`s` positions evenly spaced over ``[start, start + m)``, first and last included (all when s >= m)."""
+    if s >= m:
+        return list(range(start, start + m))
+    if s == 1:
+        return [start + (m - 1) // 2]
+    return [start + round(i * (m - 1) / (s - 1)) for i in range(s)]
+
+
+def extrapolate_rows(row_seconds: list[float], m: int) -> float:
+    """Total seconds for all `m` target rows from per-row times at evenly spaced positions: their sum
+    scaled by m / S (= m × mean). Exact when a row's cost is linear in its position, which is how row-wise
+    IFR grows (a row at position p reads p sources)."""
+    return sum(row_seconds) * m / len(row_seconds)
 
 
 def run_cell(spec: dict) -> dict:
@@ -74,6 +92,18 @@ def run_cell(spec: dict) -> dict:
                            hops=spec.get("hops", 1))
             sync()
             result["attribution_s"] = time.perf_counter() - start
+        elif mode == "ifr-rowwise" and spec.get("sample_rows"):
+            positions = spread_positions(n_prompt, n_resp, spec["sample_rows"])
+            tokenwise_rows(rec, positions[:1], batched=False)  # warm-up, not timed
+            sync()
+            row_seconds = []
+            for p in positions:
+                tick = time.perf_counter()
+                tokenwise_rows(rec, [p], batched=False)
+                sync()
+                row_seconds.append(time.perf_counter() - tick)
+            result.update(row_positions=positions, row_seconds=row_seconds, rows_timed=len(positions),
+                          extrapolated=len(positions) < n_resp, attribution_s=extrapolate_rows(row_seconds, n_resp))
         else:
             timed = targets[: spec["max_rows"]] if spec.get("max_rows") else targets
             tokenwise_rows(rec, timed, batched=(mode == "ifr"))

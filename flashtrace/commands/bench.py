@@ -19,9 +19,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--modes", default="forward,flashtrace,ifr,ifr-rowwise",
                         help="comma-separated subset of forward, flashtrace, ifr, ifr-rowwise")
     parser.add_argument("--hops", type=int, default=1, help="FlashTrace hops")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per cell")
+    parser.add_argument("--threads", type=_ints, default=[1],
+                        help="torch threads per cell; a comma-separated list (e.g. 2,1) runs the grid once per "
+                             "count and writes one table per count")
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="before each cell, wait up to this many seconds for the 1-minute load to fall to the "
+                             "idle rule (0.5 x max(1, CPUs - threads + 1)); a cell that starts above it is flagged")
     parser.add_argument("--ifr-max-rows", type=int, default=None,
                         help="time only this many IFR target rows per cell and extrapolate (marked *)")
+    parser.add_argument("--ifr-sample-rows", type=int, default=None,
+                        help="row-wise IFR: time this many rows at evenly spaced positions, one at a time, and "
+                             "scale their sum to all target rows (marked *)")
     parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
@@ -36,9 +44,10 @@ def run(args) -> int:
     bad = sorted(set(modes) - set(MODES))
     if bad:
         raise ValueError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
-    cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=args.threads,
-                  device=args.device, dtype=args.dtype, max_rows=args.ifr_max_rows if m.startswith("ifr") else None)
-             for p in args.prompt_lengths for r in args.response_lengths for m in modes]
-    report = run_sweep(cells, args.out, args.name, timeout=args.cell_timeout)
+    cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=t,
+                  device=args.device, dtype=args.dtype, max_rows=args.ifr_max_rows if m.startswith("ifr") else None,
+                  **({"sample_rows": args.ifr_sample_rows} if m == "ifr-rowwise" and args.ifr_sample_rows else {}))
+             for t in args.threads for p in args.prompt_lengths for r in args.response_lengths for m in modes]
+    report = run_sweep(cells, args.out, args.name, timeout=args.cell_timeout, settle=args.settle)
     print((args.out / f"{args.name}.md").read_text())
     return 1 if any("error" in c for c in report["cells"]) else 0

@@ -1,0 +1,77 @@
+"""Benchmark tooling: the busy-machine rule, row sampling and extrapolation, table rendering (no timing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flashtrace.bench.cell import extrapolate_rows, spread_positions
+from flashtrace.bench.sweep import busy_threshold, load_warning, markdown_report, wait_for_quiet
+
+
+@pytest.mark.parametrize("cpus, threads, limit", [(2, 2, 0.5), (2, 1, 1.0), (16, 2, 7.5), (1, 4, 0.5)])
+def test_busy_threshold(cpus, threads, limit):
+    assert busy_threshold(cpus, threads) == limit
+
+
+def test_load_warning_one_line_only_when_busy():
+    assert load_warning(0.5, 2, 2) is None
+    text = load_warning(0.51, 2, 2, "flashtrace N=512+1536")
+    assert text is not None and "\n" not in text
+    assert "0.51" in text and "0.50" in text and "flashtrace N=512+1536" in text
+    assert load_warning(0.9, 2, 1) is None and load_warning(1.1, 2, 1) is not None
+
+
+def test_wait_for_quiet_stops_when_quiet_and_at_the_limit():
+    loads = iter([2.0, 1.0, 0.4, 0.1])
+    slept = []
+    waited = wait_for_quiet(0.5, 60, getload=lambda: (next(loads),), sleep=slept.append, step=5)
+    assert waited == 10 and slept == [5, 5]
+    slept.clear()
+    assert wait_for_quiet(0.5, 12, getload=lambda: (3.0,), sleep=slept.append, step=5) == 12
+    assert slept == [5, 5, 2]
+    assert wait_for_quiet(0.5, 0, getload=lambda: (3.0,), sleep=slept.append) == 0
+
+
+def test_spread_positions():
+    assert spread_positions(512, 1000, 5) == [512, 762, 1012, 1261, 1511]
+    assert spread_positions(10, 3, 8) == [10, 11, 12]
+    assert spread_positions(0, 9, 1) == [4]
+    pos = spread_positions(100, 5000, 24)
+    assert pos[0] == 100 and pos[-1] == 5099 and len(set(pos)) == 24
+
+
+def test_extrapolation_exact_for_linear_cost():
+    m, start = 5000, 512
+    cost = lambda p: 0.01 + 1e-4 * p  # noqa: E731 - per-row cost linear in position
+    exact = sum(cost(p) for p in range(start, start + m))
+    sample = [cost(p) for p in spread_positions(start, m, 24)]
+    assert extrapolate_rows(sample, m) == pytest.approx(exact, rel=1e-4)
+    assert extrapolate_rows([1.0, 3.0], 10) == 20.0
+
+
+def _cell(mode, threads, busy=False, **extra):
+    base = dict(mode=mode, n_prompt=512, n_response=1536, threads=threads, hops=1, peak_rss_bytes=2**30,
+                load_before=[0.8 if busy else 0.1, 0.2, 0.3], load_after=[1.9, 0.5, 0.3], load_busy=busy)
+    return {**base, **extra}
+
+
+def test_markdown_report_sections_ratio_and_load():
+    cells = [_cell("forward", 2, forward_s=4.0, total_s=4.0),
+             _cell("flashtrace", 2, record_s=3.0, attribution_s=1.0, total_s=4.0),
+             _cell("ifr-rowwise", 2, record_s=3.0, attribution_s=300.0, total_s=303.0, extrapolated=True),
+             _cell("forward", 1, busy=True, forward_s=8.0, total_s=8.0),
+             _cell("flashtrace", 1, record_s=6.0, attribution_s=3.0, total_s=9.0)]
+    text = markdown_report(cells, cpus=2)
+    two, one = text.split("### 1 thread per cell")
+    assert two.startswith("### 2 threads per cell (2 CPUs)")
+    assert "0.10–0.10" in two and "0 of 3 cells started on a busy machine." in two
+    assert "| 512 | 1536 | 2048 | 4.00 | 4.00 (3.00 + 1.00) | **0.25x** | 1.00x | – | 300.0* | – | 300x |" in two
+    assert "| 0.10 → 1.90 |" in two
+    assert "1 of 2 cells started on a busy machine (marked !)" in one
+    assert "**0.38x**" in one and "0.80 → 1.90 ! |" in one
+
+
+def test_markdown_report_keeps_errors_readable():
+    cells = [_cell("forward", 1, forward_s=1.0, total_s=1.0), {**_cell("flashtrace", 1), "error": "MemoryError"}]
+    row = [line for line in markdown_report(cells, cpus=2).splitlines() if line.startswith("| 512")][0]
+    assert row.count("–") >= 5 and "MemoryError" not in row
