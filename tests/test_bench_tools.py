@@ -75,3 +75,39 @@ def test_markdown_report_keeps_errors_readable():
     cells = [_cell("forward", 1, forward_s=1.0, total_s=1.0), {**_cell("flashtrace", 1), "error": "MemoryError"}]
     row = [line for line in markdown_report(cells, cpus=2).splitlines() if line.startswith("| 512")][0]
     assert row.count("–") >= 5 and "MemoryError" not in row
+
+
+def _script(name):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_paper_protocol_speedups_and_table():
+    pp = _script("paper_protocol")
+    cells = pp.build_cells("smollm2-135m", 512, [5000], 24, 2, None)
+    assert [(c["mode"], c["hops"]) for c in cells] == [("forward", 0), ("flashtrace", 0), ("flashtrace", 1),
+                                                        ("ifr-rowwise", 0)]
+    assert cells[3]["sample_rows"] == 24 and all(c["threads"] == 2 for c in cells)
+    load = dict(load_before=[0.1, 0, 0], load_after=[1.0, 0, 0], load_busy=False, peak_rss_bytes=2**31)
+    common = dict(n_prompt=512, n_response=5000, **load)
+    results = [dict(common, mode="forward", forward_s=10.0, total_s=10.0),
+               dict(common, mode="flashtrace", hops=0, record_s=9.0, attribution_s=2.0, total_s=11.0),
+               dict(common, mode="flashtrace", hops=1, record_s=9.0, attribution_s=5.0, total_s=14.0),
+               dict(common, mode="ifr-rowwise", record_s=9.0, attribution_s=600.0, total_s=609.0, rows_timed=24,
+                    row_seconds=[0.05] + [0.1] * 22 + [0.2])]
+    (row,) = pp.summarise(results)
+    assert row["speedup_attribution"] == 300.0 and row["speedup_total"] == pytest.approx(609 / 11)
+    meta = dict(model="smollm2-135m", dtype=None, threads=2, cpus=2, prompt=512, load_min=0.1, load_max=0.1,
+                busy_cells=0, n_cells=4, memory_check={"n_tokens": 5512, "predicted_gib": 2.4, "available_gib": 20.0})
+    text = pp.markdown([row], meta)
+    assert ("| 5,000 | 5,512 | 10.00 | 11.00 (9.00 + 2.00) | 14.00 (9.00 + 5.00) | 24, 0.050 → 0.200 "
+            "| 609.0 (9.00 + 600.0*) | **300.0×** | 55.4× | 2.00 / 2.00 |") in text
+    assert "sum × M / S" in text and "2.40 GiB" in text and "0 of 4 cells" in text

@@ -51,9 +51,9 @@ def wait_for_quiet(limit: float, settle_s: float, getload: Callable[[], tuple] =
     return waited
 
 
-def run_sweep(cells: list[dict], out_dir: Path, name: str, timeout: float = 3600, settle: float = 0.0) -> dict:
-    """Run `cells` (dicts for `flashtrace.bench.cell`), write ``<name>.json`` and ``<name>.md``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+def run_cells(cells: list[dict], timeout: float = 3600, settle: float = 0.0,
+              cwd: str | Path | None = None) -> list[dict]:
+    """Run each cell in its own process (`flashtrace.bench.cell`), with the load before/after it."""
     cpus = _cpu_count()
     results = []
     for spec in tqdm(cells, desc="benchmark cells", unit="cell"):
@@ -64,7 +64,7 @@ def run_sweep(cells: list[dict], out_dir: Path, name: str, timeout: float = 3600
         if warning:
             tqdm.write(warning, file=sys.stderr)
         proc = subprocess.run([sys.executable, "-m", "flashtrace.bench.cell", json.dumps(spec)],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, cwd=cwd)
         if proc.returncode != 0:
             result = {**spec, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
         else:
@@ -73,15 +73,29 @@ def run_sweep(cells: list[dict], out_dir: Path, name: str, timeout: float = 3600
                       load_busy=warning is not None, settle_wait_s=round(waited, 1))
         results.append(result)
         tqdm.write(_one_line(result))
+    return results
+
+
+def machine() -> dict:
+    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": _cpu_count()}
+
+
+BUSY_RULE = "1-minute load before a cell > 0.5 * max(1, cpus - threads + 1)"
+
+
+def run_sweep(cells: list[dict], out_dir: Path, name: str, timeout: float = 3600, settle: float = 0.0) -> dict:
+    """Run `cells` (dicts for `flashtrace.bench.cell`), write ``<name>.json`` and ``<name>.md``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results = run_cells(cells, timeout, settle)
     report = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": cpus},
+        "machine": machine(),
         "command": "flashtrace " + " ".join(sys.argv[1:]),
-        "busy_rule": "1-minute load before a cell > 0.5 * max(1, cpus - threads + 1)",
+        "busy_rule": BUSY_RULE,
         "cells": results,
     }
     (out_dir / f"{name}.json").write_text(json.dumps(report, indent=1))
-    (out_dir / f"{name}.md").write_text(markdown_report(results, cpus))
+    (out_dir / f"{name}.md").write_text(markdown_report(results, _cpu_count()))
     return report
 
 
