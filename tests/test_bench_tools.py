@@ -111,3 +111,36 @@ def test_paper_protocol_speedups_and_table():
     assert ("| 5,000 | 5,512 | 10.00 | 11.00 (9.00 + 2.00) | 14.00 (9.00 + 5.00) | 24, 0.050 → 0.200 "
             "| 609.0 (9.00 + 600.0*) | **300.0×** | 55.4× | 2.00 / 2.00 |") in text
     assert "sum × M / S" in text and "2.40 GiB" in text and "0 of 4 cells" in text
+
+
+class _WordTokenizer:
+    """Splits on spaces: every " word" is one token (as SmolLM2's byte-level BPE does for common words)."""
+
+    def get_vocab(self):
+        return {"Ġ" + w: 300 + i for i, w in enumerate(["apple", "river", "stone", "cloud"])} | {"Ġ42": 999, "x": 5}
+
+
+def test_authors_speed_text_lengths_and_memory_rule():
+    a = _script("authors_speed")
+    prompt, response = a.make_text(_WordTokenizer(), 512, 1536)
+    assert len(prompt.split()) == 512 and len(response.split()) == 1535  # + the EOS the authors append
+    assert set(prompt.split()) <= {"apple", "river", "stone", "cloud"}
+    assert a.make_text(_WordTokenizer(), 5, 5) == a.make_text(_WordTokenizer(), 5, 5)
+    assert 6.0e9 < a.predicted_ref_peak(2048) < 7.5e9 and 20e9 < a.predicted_ref_peak(4096) < 23e9
+
+
+def test_authors_speed_table_ratios_and_skips():
+    a = _script("authors_speed")
+    load = dict(load_before=[0.2, 0, 0], load_busy=False)
+    gib = 2**30
+    ref = dict(total_s=100.0, capture_s=12.0, attribution_s=88.0, peak_bytes=20 * gib, rss_loaded_bytes=1 * gib, **load)
+    ours = dict(total_s=15.0, record_s=10.0, attribution_s=5.0, attribution_generation_s=6.0, peak_bytes=2 * gib,
+                rss_loaded_bytes=1 * gib, **load)
+    rows = [{"n": 4096, "prompt": 512, "ref": ref, "ours": ours},
+            {"n": 8192, "prompt": 512, "ref": {"skipped": "predicted peak 80.0 GiB > 90 % of the 20.0 GiB available",
+                                               **load}, "ours": ours}]
+    meta = dict(threads=2, cpus=2, prompt=512, target=8, load_min=0.2, load_max=0.2, busy=0, n_runs=4)
+    text = a.markdown(rows, meta)
+    assert ("| 4,096 | 100.00 (12.00 + 88.00) | 15.00 (10.00 + 5.00) | 6.00 | **0.15×** | 20.00 / 2.00 "
+            "| 19.00 / 1.00 | **0.10×**, 0.05× | 0.20 / 0.20 |") in text
+    assert "| 8,192 | predicted peak 80.0 GiB > 90 % of the 20.0 GiB available | 15.00 (10.00 + 5.00) | 6.00 | – |" in text
