@@ -137,10 +137,10 @@ def test_authors_speed_table_ratios_and_skips():
     ours = dict(total_s=15.0, record_s=10.0, attribution_s=5.0, attribution_generation_s=6.0, peak_bytes=2 * gib,
                 rss_loaded_bytes=1 * gib, **load)
     rows = [{"n": 4096, "prompt": 512, "ref": ref, "ours": ours},
-            {"n": 8192, "prompt": 512, "ref": {"skipped": "predicted peak 80.0 GiB > 90 % of the 20.0 GiB available",
+            {"n": 8192, "prompt": 512, "ref": {"skipped": "predicted peak 80.0 GiB, 20.0 GiB available (headroom 1 GiB): not run",
                                                **load}, "ours": ours}]
     meta = dict(threads=2, cpus=2, prompt=512, target=8, load_min=0.2, load_max=0.2, busy=0, n_runs=4)
     text = a.markdown(rows, meta)
     assert ("| 4,096 | 100.00 (12.00 + 88.00) | 15.00 (10.00 + 5.00) | 6.00 | **0.15×** | 20.00 / 2.00 "
             "| 19.00 / 1.00 | **0.10×**, 0.05× | 0.20 / 0.20 |") in text
-    assert "| 8,192 | predicted peak 80.0 GiB > 90 % of the 20.0 GiB available | 15.00 (10.00 + 5.00) | 6.00 | – |" in text
+    assert "| 8,192 | predicted peak 80.0 GiB, 20.0 GiB available (headroom 1 GiB): not run | 15.00 (10.00 + 5.00) | 6.00 | – |" in text
