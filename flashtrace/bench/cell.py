@@ -5,7 +5,8 @@ Modes: ``forward`` (plain SDPA forward, no recording), ``record`` (the recording
 response), ``ifr`` / ``ifr-rowwise`` (record + token-wise IFR rows of every target token; with
 ``max_rows`` only the first rows are timed and the rest extrapolated linearly, flagged in the output).
 ``ifr-rowwise`` with ``sample_rows`` = S times S rows at evenly spaced positions over the target span, one at a
-time (after one untimed warm-up row), and extrapolates with `extrapolate_rows`.
+time (after one untimed warm-up row), and extrapolates with `extrapolate_rows`. ``warmup``: true runs a short
+record + attribution first, untimed (for GPUs, where the first call pays CUDA start-up).
 """
 
 from __future__ import annotations
@@ -45,6 +46,24 @@ def extrapolate_rows(row_seconds: list[float], m: int) -> float:
     return sum(row_seconds) * m / len(row_seconds)
 
 
+def _warm_up(loaded, ids, n_prompt: int, mode: str, n: int = 64) -> None:
+    """Record and attribute a short prefix once (``warmup`` in the spec), so the timed run excludes
+    one-time costs (CUDA context and kernels, JIT compilation)."""
+    import torch
+
+    from flashtrace.attribution import recursive_hops, span_aggregate, tokenwise_rows
+    from flashtrace.models import record_forward
+
+    n = min(n, ids.numel())
+    rec = record_forward(loaded, ids[:n])
+    if mode == "flashtrace":
+        generated = torch.zeros(n, dtype=torch.bool)
+        generated[min(n_prompt, n // 2):] = True
+        recursive_hops(lambda w: span_aggregate(rec, w).scores, generated.float(), generated, ~generated, hops=1)
+    elif mode.startswith("ifr"):
+        tokenwise_rows(rec, [n - 1], batched=False)
+
+
 def run_cell(spec: dict) -> dict:
     import torch
 
@@ -62,6 +81,9 @@ def run_cell(spec: dict) -> dict:
     result = {**spec, "n_tokens": n, "threads": torch.get_num_threads(), "device": str(device)}
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
+    if spec.get("warmup") and mode != "forward":
+        _warm_up(loaded, ids, n_prompt, mode)  # one-time kernel/JIT start-up, outside the timed phases
+        sync()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     if mode == "forward":

@@ -63,8 +63,11 @@ def run_cells(cells: list[dict], timeout: float = 3600, settle: float = 0.0,
         warning = load_warning(before[0], cpus, threads, _label(spec))
         if warning:
             tqdm.write(warning, file=sys.stderr)
-        proc = subprocess.run([sys.executable, "-m", "flashtrace.bench.cell", json.dumps(spec)],
-                              capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "flashtrace.bench.cell", json.dumps(spec)],
+                                  capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        except subprocess.TimeoutExpired:
+            proc = subprocess.CompletedProcess([], 1, "", f"timed out after {timeout:.0f} s")
         if proc.returncode != 0:
             result = {**spec, "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
         else:
@@ -153,10 +156,12 @@ def markdown_table(results: list[dict]) -> str:
         groups.setdefault((r["n_prompt"], r["n_response"]), {})[r["mode"]] = r
     hops = sorted({r.get("hops", 1) for r in results if r["mode"] == "flashtrace"}) or [1]
     k = "/".join(str(h) for h in hops)
+    gpu = any("peak_gpu_bytes" in r for r in results)
     lines = [f"| prompt | response | N | forward s | FlashTrace K={k} s (record + attr) | **FT attr / forward** "
              "| FT total / forward | IFR batched attr s | IFR row-wise attr s | IFR batched / FT attr "
-             "| IFR row-wise / FT attr | peak GiB fwd / FT / IFR | load 1-min before → after |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "| IFR row-wise / FT attr | peak GiB fwd / FT / IFR " + ("| peak GPU GiB fwd / FT " if gpu else "")
+             + "| load 1-min before → after |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if gpu else "") + "---|"]
     for (n_p, n_r), modes in sorted(groups.items()):
         fwd, ft, ifr, row = (modes.get(m) for m in MODES)
         both = _ok(ft) and _ok(fwd)
@@ -169,6 +174,7 @@ def markdown_table(results: list[dict]) -> str:
                  _ratio(ifr["attribution_s"], ft["attribution_s"], 0) if _ok(ifr) and _ok(ft) else "–",
                  _ratio(row["attribution_s"], ft["attribution_s"], 0) if _ok(row) and _ok(ft) else "–",
                  " / ".join(_gib(m["peak_rss_bytes"]) if _ok(m) else "–" for m in (fwd, ft, ifr)),
+                 *([" / ".join(_gib(m["peak_gpu_bytes"]) if _ok(m) else "–" for m in (fwd, ft))] if gpu else []),
                  _loads(list(modes.values()))]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -176,7 +182,8 @@ def markdown_table(results: list[dict]) -> str:
                  "**FT attr / forward** = FlashTrace attribution (hops, recording excluded) over one plain SDPA "
                  "forward (its own process, same threads): the acceptance metric. `*` = timed on some target rows "
                  "and extrapolated to all (see the JSON: `rows_timed`, `row_positions`). Load column: the highest "
-                 "1-minute load average before / after the row's cells; `!` = a cell started on a busy machine.")
+                 "1-minute load average before / after the row's cells; `!` = a cell started on a busy machine."
+                 + (" Peak GPU = `torch.cuda.max_memory_allocated` of the timed phases." if gpu else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--ifr-sample-rows", type=int, default=None,
                         help="row-wise IFR: time this many rows at evenly spaced positions, one at a time, and "
                              "scale their sum to all target rows (marked *)")
+    parser.add_argument("--warmup", action="store_true",
+                        help="record and attribute a short prefix first, untimed, in each cell (GPU start-up, JIT)")
     parser.add_argument("--device", default=None, help="torch device (cpu, cuda)")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16, float16")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="output folder")
@@ -46,7 +48,8 @@ def run(args) -> int:
         raise ValueError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
     cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=t,
                   device=args.device, dtype=args.dtype, max_rows=args.ifr_max_rows if m.startswith("ifr") else None,
-                  **({"sample_rows": args.ifr_sample_rows} if m == "ifr-rowwise" and args.ifr_sample_rows else {}))
+                  **({"sample_rows": args.ifr_sample_rows} if m == "ifr-rowwise" and args.ifr_sample_rows else {}),
+                  **({"warmup": True} if args.warmup else {}))
              for t in args.threads for p in args.prompt_lengths for r in args.response_lengths for m in modes]
     report = run_sweep(cells, args.out, args.name, timeout=args.cell_timeout, settle=args.settle)
     print((args.out / f"{args.name}.md").read_text())
