@@ -67,10 +67,15 @@ def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: in
     `rows` ``[r]`` ascending positions, `coef` ``[B, r]``. Returns ``[B, H, n_src]`` float32 with
     ``n_src = max(rows) + 1``. Each block of rows only touches the columns it can see (causal mask,
     sliding window), the softmax is done in place, and no ``[H, N, N]`` tensor ever exists.
+    When the recording kept the softmax's log-sum-exp (``layer.lse``), rows are normalised with it
+    in one pass (``exp(logit - lse)``) instead of max, exp and sum passes.
     """
     dev = layer.q.device
     rows = rows.to(dev)
     coef = coef.to(dev, torch.float32)
+    lse = getattr(layer, "lse", None)
+    if lse is not None:
+        return _aggregate_with_lse(layer, rows, coef, lse.to(dev), min(block, LSE_BLOCK))
     n_heads = layer.n_heads
     n_src = int(rows[-1]) + 1
     window = layer.sliding_window
@@ -85,4 +90,38 @@ def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: in
         logits.sub_(logits.amax(-1, keepdim=True)).exp_()  # unnormalised probabilities
         scale = coef[None, :, start : start + r] / logits.sum(-1)[:, None, :]  # [H, B, r]
         out[:, :, c0:hi] += torch.bmm(scale, logits)
+    return out.transpose(0, 1)
+
+
+LSE_BLOCK = 64  # rows per block on the log-sum-exp path: smaller blocks stay in cache (measured: 64 beats 128)
+
+
+def _aggregate_with_lse(layer, rows, coef, lse, block):
+    """`aggregate_attention` with the recorded log-sum-exp ``lse [H, N]``: per block one bmm for the
+    logits, one in-place ``exp(logit - lse)``, the masked entries zeroed (only the columns a block's
+    rows do not all see), and one bmm with the coefficients."""
+    n_heads, n_kv = layer.n_heads, layer.n_kv_heads
+    rep = n_heads // n_kv
+    n_src = int(rows[-1]) + 1
+    window, softcap = layer.sliding_window, layer.softcap
+    out = torch.zeros(n_heads, coef.shape[0], n_src, device=rows.device)  # [H, B, n_src]
+    k_all = layer.k.float()
+    for start in range(0, rows.numel(), block):
+        blk = rows[start : start + block]
+        lo_row, hi = int(blk[0]), int(blk[-1]) + 1
+        c0 = max(0, lo_row - window + 1) if window else 0
+        r = blk.numel()
+        grouped = (layer.q[:, blk].float() * layer.scaling).reshape(n_kv, rep * r, -1)
+        logits = torch.bmm(grouped, k_all[:, c0:hi].transpose(1, 2)).reshape(n_heads, r, hi - c0)
+        if softcap is not None:
+            logits.div_(softcap).tanh_().mul_(softcap)
+        logits.sub_(lse[:, blk, None]).exp_()
+        cols = torch.arange(c0, hi, device=rows.device)
+        if window:
+            hidden = (cols[None, :] > blk[:, None]) | (cols[None, :] <= blk[:, None] - window)
+            logits.masked_fill_(hidden[None], 0.0)
+        else:
+            first = lo_row - c0  # every row of the block sees all columns before its first row
+            logits[:, :, first:].masked_fill_((cols[None, first:] > blk[:, None])[None], 0.0)
+        out[:, :, c0:hi] += torch.bmm(coef[None, :, start : start + r].expand(n_heads, -1, -1), logits)
     return out.transpose(0, 1)

@@ -44,6 +44,7 @@ class LayerRecord:
     softcap: float | None = None
     sliding_window: int | None = None
     post_scale: torch.Tensor | None = None  # [N] 1/rms of the attention output (sandwich norm)
+    lse: torch.Tensor | None = None  # [H, N] float32 log-sum-exp of each softmax row, where the forward gave it
 
     @property
     def n_heads(self) -> int:
@@ -85,7 +86,7 @@ class Recording:
     def nbytes(self) -> int:
         total = 0
         for layer in self.layers:
-            for t in (layer.x_prev, layer.x_mid, layer.q, layer.k, layer.v, layer.post_scale):
+            for t in (layer.x_prev, layer.x_mid, layer.q, layer.k, layer.v, layer.post_scale, layer.lse):
                 if t is not None:
                     total += t.numel() * t.element_size()
         return total
@@ -132,10 +133,11 @@ class _Recorder:
 
         return hook
 
-    def capture_attention(self, module, query, key, value, scaling, softcap, sliding_window) -> None:
+    def capture_attention(self, module, query, key, value, scaling, softcap, sliding_window) -> bool:
+        """Keep q, k, v of a recorded layer; False for attention modules outside the recorded model."""
         i = self.attn_index.get(id(module))
         if i is None:
-            return
+            return False
         if query.shape[0] != 1:
             raise ValueError("recording supports one sequence at a time (batch size 1)")
         self.slots[i].update(
@@ -143,6 +145,10 @@ class _Recorder:
             scaling=float(scaling if scaling is not None else query.shape[-1] ** -0.5),
             softcap=softcap, sliding_window=sliding_window,
         )
+        return True
+
+    def capture_lse(self, module, lse: torch.Tensor) -> None:
+        self.slots[self.attn_index[id(module)]]["lse"] = lse[0].detach().float()
 
     def layer_records(self) -> list[LayerRecord]:
         records = []
@@ -190,10 +196,12 @@ def _active() -> _Recorder | None:
 
 def _blocked_eager_attention(query, key, value, attention_mask, scaling, softcap, sliding_window, block=512):
     """Exact eager-style attention computed a block of query rows at a time (for soft-capped logits,
-    which SDPA cannot do). Batch size 1 or an explicit boolean/additive mask."""
+    which SDPA cannot do). Batch size 1 or an explicit boolean/additive mask. Returns the output
+    ``[B, L, H, dv]`` and the softmax log-sum-exp ``[B, H, L]`` float32."""
     bsz, n_heads, q_len, _ = query.shape
     kv_len = key.shape[2]
     out = torch.empty(bsz, q_len, n_heads, value.shape[-1], dtype=query.dtype, device=query.device)
+    lse = torch.empty(bsz, n_heads, q_len, dtype=torch.float32, device=query.device)
     rep = n_heads // key.shape[1]
     for b in range(bsz):
         positions = torch.arange(kv_len - q_len, kv_len, device=query.device)
@@ -203,9 +211,29 @@ def _blocked_eager_attention(query, key, value, attention_mask, scaling, softcap
             if attention_mask is not None:
                 mask = attention_mask[b, :, blk, :kv_len]
                 logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+            lse[b, :, blk] = torch.logsumexp(logits, dim=-1)
             probs = torch.softmax(logits, dim=-1).to(value.dtype)  # [H, r, kv]
             out[b, blk] = torch.einsum("hrk,hkd->rhd", probs, value[b].repeat_interleave(rep, dim=0))
-    return out
+    return out, lse
+
+
+def _flash_attention_with_lse(module, query, key, value, attention_mask, scaling, dropout, kwargs):
+    """The CPU flash-attention kernel that SDPA itself dispatches to, called directly so that it also
+    returns the softmax log-sum-exp ``[B, H, L]``. None where that kernel does not apply (not CPU,
+    dropout, position bias, a key cache longer than the queries): the caller then runs SDPA."""
+    q_len, kv_len = query.shape[2], key.shape[2]
+    if (query.device.type != "cpu" or dropout or kwargs.get("position_bias") is not None or q_len != kv_len
+            or query.dtype not in (torch.float32, torch.bfloat16, torch.float16)):
+        return None
+    mask = attention_mask
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            mask = torch.zeros(mask.shape, dtype=query.dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+        mask = mask[..., :kv_len].to(query.dtype)
+    is_causal = bool(mask is None and q_len > 1 and kwargs.get("is_causal", getattr(module, "is_causal", True)))
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        query, key, value, 0.0, is_causal, attn_mask=mask, scale=scaling)
+    return out.transpose(1, 2).contiguous(), lse
 
 
 def flashtrace_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -213,11 +241,19 @@ def flashtrace_attention(module, query, key, value, attention_mask, scaling=None
     softcap = kwargs.get("softcap")
     sliding_window = kwargs.get("sliding_window")
     recorder = _active()
-    if recorder is not None:
-        recorder.capture_attention(module, query, key, value, scaling, softcap, sliding_window)
+    captured = recorder is not None and recorder.capture_attention(module, query, key, value, scaling, softcap,
+                                                                     sliding_window)
     if softcap is not None:
         scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-        return _blocked_eager_attention(query, key, value, attention_mask, scale, softcap, sliding_window), None
+        out, lse = _blocked_eager_attention(query, key, value, attention_mask, scale, softcap, sliding_window)
+        if captured:
+            recorder.capture_lse(module, lse)
+        return out, None
+    if captured:  # the same kernel as SDPA on the CPU, plus the log-sum-exp the attribution reuses
+        result = _flash_attention_with_lse(module, query, key, value, attention_mask, scaling, dropout, kwargs)
+        if result is not None:
+            recorder.capture_lse(module, result[1])
+            return result[0], None
     return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
 
 

@@ -1,0 +1,76 @@
+"""The softmax log-sum-exp kept by the recording, and the attribution path that reuses it."""
+
+import dataclasses
+
+import torch
+
+from flashtrace.attribution import span_aggregate
+from flashtrace.models import record_forward
+from flashtrace.models.attention import aggregate_attention
+from tests.attribution.reference import explicit_attention
+from tests.conftest import random_ids
+
+N = 40  # longer than the tiny models' sliding window (8), so the window masks real columns
+
+
+def _explicit_lse(layer) -> torch.Tensor:
+    """``[H, N]`` float64 log-sum-exp of every row, one head and row at a time."""
+    q, k = layer.q.double(), layer.k.double()
+    n_heads, n, _ = q.shape
+    rep = n_heads // k.shape[0]
+    out = torch.empty(n_heads, n, dtype=torch.float64)
+    for h in range(n_heads):
+        for i in range(n):
+            logits = (k[h // rep, : i + 1] @ q[h, i]) * layer.scaling
+            if layer.softcap is not None:
+                logits = torch.tanh(logits / layer.softcap) * layer.softcap
+            if layer.sliding_window is not None:
+                logits = logits[max(0, i - layer.sliding_window + 1):]
+            out[h, i] = torch.logsumexp(logits, 0)
+    return out
+
+
+def test_every_family_records_the_log_sum_exp_of_its_rows(tiny):
+    rec = record_forward(tiny, random_ids(N, seed=5))
+    for layer in rec.layers:
+        assert layer.lse is not None and layer.lse.shape == (layer.n_heads, N) and layer.lse.dtype == torch.float32
+        assert torch.allclose(layer.lse.double(), _explicit_lse(layer), atol=1e-5)
+
+
+def test_recording_size_counts_the_log_sum_exp(tiny_llama):
+    rec = record_forward(tiny_llama, random_ids(N))
+    without = dataclasses.replace(rec, layers=[dataclasses.replace(layer, lse=None) for layer in rec.layers])
+    lse_bytes = sum(layer.lse.numel() * 4 for layer in rec.layers)
+    assert rec.nbytes() - without.nbytes() == lse_bytes > 0
+
+
+def test_aggregation_with_the_log_sum_exp_equals_the_max_sum_path_and_the_float64_rows(tiny):
+    """GQA, sliding windows and soft-capped logits: both paths give the explicit float64 sums."""
+    rec = record_forward(tiny, random_ids(N, seed=7))
+    rows = torch.arange(9, N)
+    coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(0))
+    for layer in rec.layers:
+        reference = torch.einsum("br,hrj->bhj", coef.double(), explicit_attention(layer)[:, rows])
+        fast = aggregate_attention(layer, rows, coef, block=7)
+        exact = aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=7)
+        assert torch.allclose(fast.double(), reference, atol=1e-6)
+        assert torch.allclose(exact.double(), reference, atol=1e-6)
+
+
+def test_span_scores_with_and_without_the_log_sum_exp_agree_within_1e_3_relative(tiny):
+    rec = record_forward(tiny, random_ids(N, seed=3))
+    without = dataclasses.replace(rec, layers=[dataclasses.replace(layer, lse=None) for layer in rec.layers])
+    w = torch.zeros(N)
+    w[25:] = 1.0
+    fast, exact = span_aggregate(rec, w).scores, span_aggregate(without, w).scores
+    assert ((fast - exact).abs().max() / exact.abs().max()).item() < 1e-3
+
+
+def test_a_wrong_log_sum_exp_changes_the_attention(tiny_llama):
+    """The fast path really reads the recorded values (a shifted lse rescales every row)."""
+    rec = record_forward(tiny_llama, random_ids(N))
+    layer = rec.layers[0]
+    rows, coef = torch.arange(N), torch.ones(1, N)
+    shifted = dataclasses.replace(layer, lse=layer.lse + 1.0)
+    ratio = aggregate_attention(shifted, rows, coef).sum() / aggregate_attention(layer, rows, coef).sum()
+    assert abs(ratio.item() - torch.exp(torch.tensor(-1.0)).item()) < 1e-5
