@@ -107,6 +107,10 @@ def load_model(
         from .verify import verify_decomposition
 
         verify_decomposition(loaded)
+    if loaded.device.type == "cpu":  # the first attribution must not pay the proximity kernel's load
+        from ..attribution.kernels import warm_up
+
+        warm_up()
     return loaded
 
 
