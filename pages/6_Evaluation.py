@@ -70,7 +70,8 @@ with ui.shown_errors("Could not read the results: "):
     tasks = list(summary["tasks"])
     task = ui.synced(st.segmented_control, "Task", "task", tasks, tasks[0], format_func=ui.plain)
     info = summary["tasks"][task]
-    all_methods = list(info["methods"])
+    all_methods = list(info["methods"])  # FlashTrace first, then token-wise IFR, then the other baselines
+    all_methods.sort(key=lambda m: 0 if m.startswith("flashtrace") else 1 if m == "ifr" else 2)
     variants = ("-nostop", "-punct", "-gen")  # FlashTrace variants are opt-in
     methods = st.multiselect("Methods", all_methods, [m for m in all_methods if not m.endswith(variants)],
                              key=f"eval_methods_{label}_{task}")

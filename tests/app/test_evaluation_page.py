@@ -71,7 +71,7 @@ def test_featured_run_opens_first_and_its_note_is_plain_text(open_page, eval_roo
     featured = eval_root / "run_b"
     (featured / "examples").mkdir(parents=True)
     for seed in range(2):
-        rec = record("needle", seed, {"flashtrace-k1": 0.6, "attention": 0.4})
+        rec = record("needle", seed, {"attention": 0.4, "ifr": 0.5, "flashtrace-k1": 0.6})  # records list baselines first
         (featured / "examples" / f"{rec['id']}.json").write_text(json.dumps(rec))
     note = "rerun with **paper** stop tokens"
     (featured / "settings.json").write_text(json.dumps({"model": "tiny-llama", "featured": True, "note": note}))
@@ -79,7 +79,9 @@ def test_featured_run_opens_first_and_its_note_is_plain_text(open_page, eval_roo
     no_problems(at)
     assert at.selectbox(key="qp_run").options == ["run_b", "run_a"]
     assert at.selectbox(key="qp_run").value == "run_b"
-    assert at.dataframe[0].value["RISE ↓"][0] == pytest.approx(0.6)
+    table = at.dataframe[0].value
+    assert list(table["method"]) == ["flashtrace-k1", "ifr", "attention"]  # FlashTrace first, then IFR, then baselines
+    assert table["RISE ↓"][0] == pytest.approx(0.6)
     assert any(literal(c.value) == note for c in at.caption)
 
 
