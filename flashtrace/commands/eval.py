@@ -76,12 +76,20 @@ def _charts(args) -> str:
     return ", report.html" + (f"; no PNG charts: {problem}" if problem else ", metrics.png, deletion_curves.png")
 
 
+def _write_charts(args, summary: dict) -> None:
+    if not args.no_plots:
+        from ..viz.evaluation import write_charts
+
+        write_charts(summary, args.out)
+
+
 def run(args) -> int:
     from ..evaluate.report import load_settings, markdown, write_report
     from ..fileio import atomic_write_text
 
     if args.report_only:
-        summary = write_report(args.out, plots=not args.no_plots)
+        summary = write_report(args.out)
+        _write_charts(args, summary)
         print(markdown(summary))
         return 0
     import torch
@@ -137,7 +145,8 @@ def run(args) -> int:
     else:
         run_eval(loaded, examples, methods, args.out, **options)
     bar.close()
-    summary = write_report(args.out, settings, plots=not args.no_plots)
+    summary = write_report(args.out, settings)
+    _write_charts(args, summary)
     print(markdown(summary))
     print(f"results in {args.out}/ (examples/*.json, summary.md, summary.json{_charts(args)})")
     for ex_id, error in failed.items():

@@ -1,4 +1,4 @@
-"""Summaries of an evaluation folder: mean ± std per task × method × metric (Markdown + JSON) and charts."""
+"""Summaries of an evaluation folder: mean ± std per task × method × metric (Markdown + JSON)."""
 
 from __future__ import annotations
 
@@ -171,30 +171,9 @@ def ci95(stat: dict) -> float:
     return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat.get("std") is not None else 0.0
 
 
-def plot(summary: dict, out: str | Path) -> list[Path]:
-    """The charts of the app's Evaluation page (`viz.evaluation`) for every task: ``report.html`` (offline,
-    interactive) and, where kaleido can draw (a Chromium on the machine), ``metrics.png`` (mean ± 95 %
-    interval per task × method, Recovery's random-ranking and best-achievable levels) and
-    ``deletion_curves.png`` (mean normalised deletion curves), the tasks one under the other. Returns the
-    paths written."""
-    from ..fileio import atomic_write_bytes
-    from ..viz.evaluation import report_html, stacked_png, task_figures
-    from ..viz.export import image_export_problem
-
-    out = Path(out)
-    written = [out / "report.html"]
-    atomic_write_text(written[0], report_html(summary))
-    if image_export_problem() is None:
-        figures = task_figures(summary)
-        for name, index in (("metrics.png", 0), ("deletion_curves.png", 1)):
-            atomic_write_bytes(out / name, stacked_png([pair[index] for pair in figures.values()]))
-            written.append(out / name)
-    return written
-
-
-def write_report(out: str | Path, settings: dict | None = None, plots: bool = True) -> dict:
-    """Summarise ``out/examples`` into ``summary.json``, ``summary.md`` (and the charts of `plot`); returns
-    the summary."""
+def write_report(out: str | Path, settings: dict | None = None) -> dict:
+    """Summarise ``out/examples`` into ``summary.json`` and ``summary.md``; returns the summary (the charts
+    are the presentation floor's: `flashtrace.viz.evaluation.write_charts`)."""
     out = Path(out)
     records = load_records(out)
     if not records:
@@ -204,9 +183,7 @@ def write_report(out: str | Path, settings: dict | None = None, plots: bool = Tr
     summary = summarise(records, settings)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     atomic_write_text(out / "summary.md", markdown(summary))
-    if plots:
-        plot(summary, out)
     return summary
 
 
-__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "plot", "write_report"]
+__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "write_report"]

@@ -152,5 +152,27 @@ def stacked_png(figures: list[go.Figure], width: int = 1100) -> bytes:
     return buffer.getvalue()
 
 
+def write_charts(summary: dict, out) -> list:
+    """The charts of the Evaluation page for every task of `summary`, written into folder `out`:
+    ``report.html`` (offline, interactive) and, where kaleido can draw (a Chromium on the machine),
+    ``metrics.png`` (mean ± 95 % interval per task × method, Recovery's random-ranking and best-achievable
+    levels) and ``deletion_curves.png`` (mean normalised deletion curves), the tasks one under the other.
+    Returns the paths written."""
+    from pathlib import Path
+
+    from ..fileio import atomic_write_bytes, atomic_write_text
+    from . import export
+
+    out = Path(out)
+    written = [out / "report.html"]
+    atomic_write_text(written[0], report_html(summary))
+    if export.image_export_problem() is None:
+        figures = task_figures(summary)
+        for name, index in (("metrics.png", 0), ("deletion_curves.png", 1)):
+            atomic_write_bytes(out / name, stacked_png([pair[index] for pair in figures.values()]))
+            written.append(out / name)
+    return written
+
+
 __all__ = ["summary_columns", "summary_rows", "metric_bars", "mean_deletion_curves", "example_strips", "task_figures",
-           "report_html", "stacked_png"]
+           "report_html", "stacked_png", "write_charts"]

@@ -10,7 +10,6 @@ from pathlib import Path
 import plotly.io as pio
 from PIL import Image
 
-from flashtrace.evaluate import report
 from flashtrace.evaluate.report import write_report
 from flashtrace.viz import evaluation, export
 
@@ -32,6 +31,7 @@ def _page_figures(page: str) -> list[dict]:
 def test_report_html_holds_the_evaluation_page_charts(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "image_export_problem", lambda: "no browser here")
     summary = write_report(_folder(tmp_path), {"model": "smollm2-135m"})
+    evaluation.write_charts(summary, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["examples", "report.html", "summary.json", "summary.md"]
     shown = _page_figures((tmp_path / "report.html").read_text())
     expected = [fig for pair in evaluation.task_figures(summary).values() for fig in pair]
@@ -52,7 +52,7 @@ def test_png_charts_stack_the_same_figures_per_task(tmp_path, monkeypatch):
 
     monkeypatch.setattr(export, "image_export_problem", lambda: None)
     monkeypatch.setattr(export, "figure_image", draw)
-    written = report.plot(write_report(_folder(tmp_path), plots=False), tmp_path)
+    written = evaluation.write_charts(write_report(_folder(tmp_path)), tmp_path)
     assert [p.name for p in written] == ["report.html", "metrics.png", "deletion_curves.png"]
     assert drawn == [("metric_bars", "arithmetic", "png", 1100), ("metric_bars", "needle", "png", 1100),
                      ("mean_deletion_curves", "arithmetic", "png", 1100), ("mean_deletion_curves", "needle", "png", 1100)]

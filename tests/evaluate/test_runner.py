@@ -10,6 +10,7 @@ from flashtrace.attribution.baselines import target_logprob
 from flashtrace.cli import main
 from flashtrace.evaluate.methods import build_context, get_eval_method, parse_methods
 from flashtrace.evaluate.report import markdown, summarise, write_report
+from flashtrace.viz.evaluation import write_charts
 from flashtrace.evaluate.runner import evaluate_context, run_eval, score_deletions
 from flashtrace.evaluate.tasks import make_example
 from flashtrace.models import load_model
@@ -114,6 +115,7 @@ def test_run_eval_resume_and_report(llama, tmp_path):
     assert after["methods"]["attention"] == before["methods"]["attention"]
     assert after["total_s"] > before["total_s"]
     summary = write_report(tmp_path, {"model": "tiny-llama"})
+    write_charts(summary, tmp_path)
     assert set(summary["tasks"]) == {"needle", "arithmetic"}
     assert (tmp_path / "report.html").stat().st_size > 1000
     pngs = image_export_problem() is None  # PNGs need kaleido and a Chromium
@@ -220,7 +222,7 @@ def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
     source = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "eval_smollm2" / "examples"
     (tmp_path / "examples").mkdir()
     shutil.copy(source / "arithmetic-0000.json", tmp_path / "examples")
-    write_report(tmp_path, {"model": "smollm2-135m"}, plots=False)
+    write_report(tmp_path, {"model": "smollm2-135m"})
     before = {name: (tmp_path / name).read_text() for name in ("summary.json", "summary.md")}
 
     def fail(*_args):
@@ -228,7 +230,7 @@ def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fileio.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
-        write_report(tmp_path, {"model": "another"}, plots=False)
+        write_report(tmp_path, {"model": "another"})
     assert {name: (tmp_path / name).read_text() for name in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["examples", "summary.json", "summary.md"]
 
