@@ -1,11 +1,15 @@
 """One colour language for every view: blue for attribution on the prompt, orange for attribution on
-generated text (reasoning and answer), grey for chat-template tokens.
+generated text (reasoning and answer), grey for chat-template tokens; one fixed colour per evaluation
+method name.
 
 Scales start from a light tint (never white or transparent) so cells and token backgrounds stay legible
 with dark text in the light theme and with light text in the dark theme.
 """
 
 from __future__ import annotations
+
+import colorsys
+import zlib
 
 PROMPT = "#2563eb"
 REASONING = "#ea580c"
@@ -74,3 +78,45 @@ def text_color_for(background: str) -> str:
     r, g, b = (channel(c) for c in hex_to_rgb(background))
     luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
     return "#111827" if luminance > 0.18 else "#ffffff"
+
+
+# Evaluation methods. FlashTrace variants take cool hues (the hue names the variant's stop-token rule or
+# hop-0 span, the shade its hop count K, light to dark), the baselines warm or neutral ones. A name always
+# gets the same colour, whichever run, chart or selection of methods it is drawn in.
+FLASHTRACE_SHADES = {"": ("#60a5fa", "#2563eb", "#1e3a8a"),          # blue: the default (paper) stop tokens
+                     "-punct": ("#22d3ee", "#0891b2", "#164e63"),    # cyan: punctuation stop tokens
+                     "-nostop": ("#a78bfa", "#7c3aed", "#4c1d95"),   # violet: no stop tokens
+                     "-gen": ("#2dd4bf", "#0d9488", "#134e4a")}      # teal: hop 0 over the whole generation
+BASELINE_COLORS = {"ifr": "#ea580c", "ifr-rowwise": "#9a3412", "attention": "#db2777", "rollout": "#ca8a04",
+                   "ig": "#16a34a", "perturbation": "#78716c"}
+METHOD_PALETTE = {**{f"flashtrace-k{k}{variant}": color for variant, shades in FLASHTRACE_SHADES.items()
+                     for k, color in enumerate(shades)}, **BASELINE_COLORS}
+# Other names (more hops, a new method) start at a slot chosen by a hash of the name and take the next free one.
+OTHER_METHOD_COLORS = ("#14532d", "#d946ef", "#e11d48", "#4d7c0f", "#94a3b8", "#f472b6", "#713f12", "#0369a1",
+                       "#86198f", "#fb923c")
+
+
+def _other_method_color(name: str, used: set[str]) -> str:
+    start = zlib.crc32(name.encode("utf-8"))
+    for i in range(len(OTHER_METHOD_COLORS)):
+        color = OTHER_METHOD_COLORS[(start + i) % len(OTHER_METHOD_COLORS)]
+        if color not in used:
+            return color
+    hue = start / 2 ** 32
+    while True:  # palette used up: golden-angle steps round the hue circle
+        color = "#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in colorsys.hls_to_rgb(hue, 0.45, 0.65)))
+        if color not in used:
+            return color
+        hue = (hue + 0.381966) % 1.0
+
+
+def method_colors(methods: list[str]) -> dict[str, str]:
+    """A distinct ``#rrggbb`` colour for each of `methods`: the fixed `METHOD_PALETTE` colour where the
+    name has one, else a free colour picked from the name (names taken in sorted order, so the same set of
+    methods gets the same colours in any order)."""
+    colors = {m: METHOD_PALETTE[m] for m in methods if m in METHOD_PALETTE}
+    used = set(colors.values())
+    for m in sorted(set(methods) - set(colors)):
+        colors[m] = _other_method_color(m, used)
+        used.add(colors[m])
+    return {m: colors[m] for m in methods}

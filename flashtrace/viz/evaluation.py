@@ -8,13 +8,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..evaluate.report import LABELS, ci95, gold_token_mask
-from .compare import METHOD_COLORS, score_strips
+from .colors import method_colors
+from .compare import score_strips
 
 RATE_METRICS = ("rise", "mas", "recovery")
-
-
-def _colors(methods: list[str]) -> dict[str, str]:
-    return {m: METHOD_COLORS[i % len(METHOD_COLORS)] for i, m in enumerate(methods)}
 
 
 def summary_columns(rows: list[dict]) -> dict:
@@ -52,7 +49,7 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
     """RISE, MAS and Recovery@10% of each method on one task: mean with its 95 % interval; Recovery shows
     the level a random ranking reaches and the best any ranking can reach."""
     info = summary["tasks"][task]
-    colors = _colors(methods)
+    colors = method_colors(methods)
     fig = make_subplots(rows=1, cols=3, subplot_titles=[LABELS[m] for m in RATE_METRICS], horizontal_spacing=0.07)
     for col, metric in enumerate(RATE_METRICS, start=1):
         shown = [m for m in methods if m in info["methods"] and info["methods"][m][metric]["mean"] is not None]
@@ -81,7 +78,7 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
 def mean_deletion_curves(summary: dict, task: str, methods: list[str]) -> go.Figure:
     """The mean normalised deletion curve of each method on one task (lower = more faithful)."""
     curves = summary["tasks"][task]["mean_deletion_curve"]
-    colors = _colors(methods)
+    colors = method_colors(methods)
     fig = go.Figure()
     for m in methods:
         if m not in curves:
