@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parity_reference import REFERENCE, ROOT, VENV, build_venv  # noqa: E402
+from parity_cases import REFERENCE, ROOT, VENV, build_venv  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 # authors' peak ≈ a + b·N² bytes, fitted to the measurements above (N = 2,048 and 4,096)

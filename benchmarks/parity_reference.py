@@ -33,14 +33,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".parity-venv"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from parity_cases import REFERENCE, ROOT, VENV, build_venv, groups  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
-REFERENCE = "flashtrace==0.1.1"
 # The reference's chat-template wrapper (shared_utils.DEFAULT_PROMPT_TEMPLATE with context=" " + prompt,
 # query=""), reproduced as data so both sides see the same token ids.
 REF_WRAP = "Context: {prompt}\n\n\nQuery: "
-HOPS = (0, 1, 2)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -186,87 +185,8 @@ def headline(hops: list[dict], final: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------------
-# orchestration (project environment)
+# orchestration (project environment); the cases and the reference's virtualenv: parity_cases.py
 # ----------------------------------------------------------------------------------------------------
-SHORT = [
-    ("Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?",
-     "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7"),
-    ("The Eiffel Tower is in Paris. Paris is the capital of France. In which country is the Eiffel Tower?",
-     "The Eiffel Tower is in Paris, and Paris is in France.\nAnswer: France"),
-]
-QUIRK_PROMPT = ("a robot has 5 gears and buys 2 more. How many gears does it have now?",
-                "It had 5 gears, then 2 more: 5 + 2 = 7.\nAnswer: 7")
-
-
-def build_venv(venv: Path) -> Path:
-    python = venv / "bin" / "python"
-    if python.exists():
-        return python
-    import torch
-    import transformers
-
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", REFERENCE, f"torch=={torch.__version__.split('+')[0]}",
-                    f"transformers=={transformers.__version__}"], check=True)
-    return python
-
-
-def tiny_folder(family: str, zero_value_bias: bool) -> Path:
-    """Save our deterministic tiny model (weights and tokenizer) where both sides can load it."""
-    import torch
-
-    from flashtrace.models import load_model
-
-    folder = VENV / "models" / (f"tiny-{family}" + ("-novbias" if zero_value_bias else ""))
-    if not (folder / "config.json").exists():
-        loaded = load_model(f"tiny-{family}")
-        if zero_value_bias:
-            with torch.no_grad():
-                for name, param in loaded.model.named_parameters():
-                    if name.endswith("v_proj.bias"):
-                        param.zero_()
-        loaded.model.save_pretrained(folder)
-        loaded.tokenizer.save_pretrained(folder)
-    return folder
-
-
-def groups(quick: bool) -> list[dict]:
-    from flashtrace.evaluate.tasks import make_example
-    from flashtrace.models.default_model import ensure_default_model
-
-    smol = str(ensure_default_model())
-    out = []
-
-    def add(gid, path, prompt, response, template, group, aligned=True, **extra):
-        spec = dict(id=gid, model_path=str(path), prompt=prompt, response=response, chat_template=template,
-                    group=group, aligned=aligned, hops=list(HOPS), align_eps=True)
-        out.append({**spec, **extra})
-
-    for i, (p, r) in enumerate(SHORT):
-        for template in (True, False):
-            add(f"smollm2-short{i}-{'chat' if template else 'raw'}", smol, p, r, template, "SmolLM2 short")
-    if quick:
-        return out[:2]
-    needle = make_example("needle", 0, length=1000)
-    for template in (True, False):
-        add(f"smollm2-long-{'chat' if template else 'raw'}", smol, needle.prompt, needle.response, template,
-            "SmolLM2 ~1,000 tokens")
-    for family in ("mistral", "qwen3"):
-        add(f"tiny-{family}", tiny_folder(family, False), *SHORT[0], True, "tiny families")
-    for family in ("llama", "qwen2"):
-        add(f"tiny-{family}-novbias", tiny_folder(family, True), *SHORT[0], True, "tiny families")
-    # not aligned on purpose: each shows one difference of the reference, explained in the report
-    add("quirk-value-bias-llama", tiny_folder("llama", False), *SHORT[0], True, "explained", aligned=False)
-    add("quirk-value-bias-qwen2", tiny_folder("qwen2", False), *SHORT[0], True, "explained", aligned=False)
-    add("quirk-epsilon-1e-6", smol, *SHORT[0], True, "explained", aligned=False, align_eps=False)
-    add("quirk-first-token-match", smol, *QUIRK_PROMPT, True, "explained", aligned=False)
-    add("quirk-punctuation-preset", smol, *SHORT[0], True, "explained", aligned=False, stop_tokens="punctuation")
-    add("quirk-sdpa", smol, *SHORT[0], True, "explained", aligned=False, attn="sdpa")
-    out[-1]["hops"] = [1]
-    return out
-
-
 def run_group(spec: dict, python: Path, work: Path) -> dict:
     spec_path = work / f"{spec['id']}.spec.json"
     spec_path.write_text(json.dumps(spec))

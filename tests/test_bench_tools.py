@@ -144,3 +144,29 @@ def test_authors_speed_table_ratios_and_skips():
     assert ("| 4,096 | 100.00 (12.00 + 88.00) | 15.00 (10.00 + 5.00) | 6.00 | **0.15×** | 20.00 / 2.00 "
             "| 19.00 / 1.00 | **0.10×**, 0.05× | 0.20 / 0.20 |") in text
     assert "| 8,192 | predicted peak 80.0 GiB, 20.0 GiB available (headroom 1 GiB): not run | 15.00 (10.00 + 5.00) | 6.00 | – |" in text
+
+
+def test_parity_scripts_import_nothing_of_ours_at_module_level():
+    """The reference's process runs parity_reference.py where `flashtrace` must be the authors' package:
+    neither the script nor the cases module it imports may load this repository's package or torch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    check = ("import sys, parity_reference, authors_speed; "
+             "assert parity_reference.build_venv is authors_speed.build_venv; "
+             "loaded = sorted(m for m in ('flashtrace', 'torch', 'transformers') if m in sys.modules); "
+             "assert not loaded, loaded")
+    proc = subprocess.run([sys.executable, "-c", check], cwd=benchmarks, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_parity_comparison_of_equal_and_shifted_vectors():
+    p = _script("parity_reference")
+    ref_run = {"hops_raw": [[1.0, 2.0, 3.0, 9.0], [0.5, 0.0, 1.5, 9.0]], "rho": [0.2, 0.4], "final": [1.0, 3.0, 2.0, 9.0]}
+    ours = {"hops_raw": [[1.0, 2.0, 3.0], [0.5, 0.0, 1.6]], "rho": [0.2, 0.5], "final": [1.0, 3.0, 2.0]}
+    result = p.compare(ref_run, ours, n=3, n_prompt=2, user=[0, 1])  # the reference's extra EOS position dropped
+    assert result["hops"][0] == {"k": 0, "pearson": pytest.approx(1.0), "max_abs": 0.0, "rho_diff": 0.0}
+    assert result["max_abs"] == pytest.approx(0.1) and result["max_rho_diff"] == pytest.approx(0.1)
+    assert result["final"]["user_max_abs"] == 0.0 and result["min_pearson"] < 1.0
