@@ -82,17 +82,18 @@ def text_color_for(background: str) -> str:
 
 # Evaluation methods. FlashTrace variants take cool hues (the hue names the variant's stop-token rule or
 # hop-0 span, the shade its hop count K, light to dark), the baselines warm or neutral ones. A name always
-# gets the same colour, whichever run, chart or selection of methods it is drawn in.
-FLASHTRACE_SHADES = {"": ("#60a5fa", "#2563eb", "#1e3a8a"),          # blue: the default (paper) stop tokens
-                     "-punct": ("#22d3ee", "#0891b2", "#164e63"),    # cyan: punctuation stop tokens
-                     "-nostop": ("#a78bfa", "#7c3aed", "#4c1d95"),   # violet: no stop tokens
-                     "-gen": ("#2dd4bf", "#0d9488", "#134e4a")}      # teal: hop 0 over the whole generation
+# gets the same colour, whichever run, chart or selection of methods it is drawn in. Every colour keeps a
+# contrast of at least 2:1 on a white and on the dark theme's background, and no two are close.
+FLASHTRACE_SHADES = {"": ("#60a5fa", "#2563eb", "#1e40af"),          # blue: the default (paper) stop tokens
+                     "-punct": ("#06b6d4", "#0891b2", "#155e75"),    # cyan: punctuation stop tokens
+                     "-nostop": ("#a78bfa", "#7c3aed", "#5b21b6"),   # violet: no stop tokens
+                     "-gen": ("#14b8a6", "#0d9488", "#115e59")}      # teal: hop 0 over the whole generation
 BASELINE_COLORS = {"ifr": "#ea580c", "ifr-rowwise": "#9a3412", "attention": "#db2777", "rollout": "#ca8a04",
                    "ig": "#16a34a", "perturbation": "#78716c"}
 METHOD_PALETTE = {**{f"flashtrace-k{k}{variant}": color for variant, shades in FLASHTRACE_SHADES.items()
                      for k, color in enumerate(shades)}, **BASELINE_COLORS}
 # Other names (more hops, a new method) start at a slot chosen by a hash of the name and take the next free one.
-OTHER_METHOD_COLORS = ("#14532d", "#d946ef", "#e11d48", "#4d7c0f", "#94a3b8", "#f472b6", "#713f12", "#0369a1",
+OTHER_METHOD_COLORS = ("#166534", "#d946ef", "#e11d48", "#4d7c0f", "#94a3b8", "#f472b6", "#854d0e", "#0369a1",
                        "#86198f", "#fb923c")
 
 

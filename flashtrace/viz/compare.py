@@ -9,11 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..compare import HopAdditions, HopDepthComparison, short_text
-from .colors import PROMPT, PROMPT_SCALE, REASONING
+from .colors import PROMPT, PROMPT_SCALE, REASONING, method_colors
 from .tokens import plotly_text, visible_label
-
-METHOD_COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#db2777", "#0891b2", "#65a30d", "#b45309", "#475569"]
-
 
 def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) -> go.Figure:
     """One heatmap row per label (a hop depth or a method) over the same prompt tokens; each row scaled
@@ -181,13 +178,14 @@ def reach_bars(additions: HopAdditions) -> go.Figure:
 
 def deletion_curves(record: dict) -> go.Figure:
     """Normalised deletion curves (lower area = more faithful) of every method in an evaluation
-    record (`flashtrace.evaluate.runner.evaluate_context`)."""
+    record (`flashtrace.evaluate.runner.evaluate_context`), each in its method's colour (`method_colors`)."""
+    colors = method_colors(list(record["methods"]))
     fig = go.Figure()
-    for i, (name, m) in enumerate(record["methods"].items()):
+    for name, m in record["methods"].items():
         steps = len(m["n"]) - 1
         fig.add_trace(go.Scatter(
             x=[t / steps for t in range(steps + 1)], y=m["n"], mode="lines+markers", name=f"{name} (RISE {m['rise']:.3f})",
-            line={"color": METHOD_COLORS[i % len(METHOD_COLORS)]},
+            line={"color": colors[name]},
             hovertemplate=f"{name}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
     fig.update_layout(title={"text": "Deletion curves: target log-probability as top prompt tokens are deleted",
                              "font": {"size": 14}}, height=380, margin={"l": 40, "r": 10, "t": 40, "b": 40},

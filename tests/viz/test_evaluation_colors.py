@@ -1,6 +1,6 @@
 """Each evaluation method keeps one colour of its own: distinct within a run (the featured paper run holds
-fifteen methods, more than any cyclic palette of nine), the same in the bar and the deletion-curve chart,
-and the same whichever methods the Evaluation page has selected."""
+fifteen methods, more than any cyclic palette of nine), the same in the bar chart, the mean deletion curves
+and one example's deletion curves, and the same whichever methods the Evaluation page has selected."""
 
 import colorsys
 import itertools
@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from flashtrace.viz.colors import METHOD_PALETTE, OTHER_METHOD_COLORS, hex_to_rgb, method_colors
+from flashtrace.viz.compare import deletion_curves
 from flashtrace.viz.evaluation import mean_deletion_curves, metric_bars, task_figures
 
 FEATURED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "eval_smollm2_paper" / "summary.json"
@@ -31,6 +32,16 @@ def _lab(color: str) -> tuple[float, float, float]:
     return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
 
 
+def _contrast(color: str, background: str) -> float:
+    """WCAG contrast ratio of two sRGB colours."""
+    def luminance(c: str) -> float:
+        r, g, b = ((v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4) for v in (x / 255 for x in hex_to_rgb(c)))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    low, high = sorted((luminance(color), luminance(background)))
+    return (high + 0.05) / (low + 0.05)
+
+
 def test_featured_run_methods_get_distinct_colours_shared_by_both_charts():
     summary = json.loads(FEATURED.read_text())
     figures = task_figures(summary)
@@ -43,6 +54,16 @@ def test_featured_run_methods_get_distinct_colours_shared_by_both_charts():
         for per_metric in _bar_colors(bars):
             assert len(set(per_metric.values())) == len(per_metric)
             assert per_metric == {m: curve_colors[m] for m in per_metric}
+
+
+def test_one_example_curves_use_the_run_charts_colours():
+    summary = json.loads(FEATURED.read_text())
+    record = json.loads((FEATURED.parent / "examples" / "needle-0000.json").read_text())
+    everything = _curve_colors(mean_deletion_curves(summary, "needle", list(summary["tasks"]["needle"]["methods"])))
+    assert _curve_colors(deletion_curves(record)) == everything
+    picked = ["ifr", "flashtrace-k1", "attention", "flashtrace-k1-gen"]  # the page shows the selected methods only
+    example = deletion_curves({**record, "methods": {m: record["methods"][m] for m in picked}})
+    assert _curve_colors(example) == {m: everything[m] for m in picked}
 
 
 def test_a_method_keeps_its_colour_whatever_else_is_selected():
@@ -66,7 +87,9 @@ def test_unknown_names_get_free_colours_that_do_not_depend_on_order():
 def test_fixed_colours_are_far_apart_and_flashtrace_variants_share_cool_hues():
     fixed = list(METHOD_PALETTE.values()) + list(OTHER_METHOD_COLORS)
     closest = min(sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b))) ** 0.5 for a, b in itertools.combinations(fixed, 2))
-    assert closest > 15  # CIE76 distance; about 2.3 is a just-noticeable difference
+    assert closest > 12  # CIE76 distance; about 2.3 is a just-noticeable difference
+    for background in ("#ffffff", "#0e1117"):  # the light theme's and Streamlit's dark theme's background
+        assert min(_contrast(c, background) for c in fixed) >= 2.0
     for name, color in METHOD_PALETTE.items():
         hue = 360 * colorsys.rgb_to_hls(*(c / 255 for c in hex_to_rgb(color)))[0]
         assert (170 <= hue <= 265) == name.startswith("flashtrace"), (name, color, hue)
