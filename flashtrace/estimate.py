@@ -24,8 +24,9 @@ from .models.memory import ResourceError, available_bytes  # noqa: F401 - re-exp
 
 # Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
 FORWARD_FLOPS_PER_S = 6.0e10
-ALPHA_FLOPS_PER_S = 2.5e10  # attention rows rebuilt per hop: q·k products plus the in-place softmax passes
-PROX_FLOPS_PER_S = 3.0e10  # proximities: per (head, source) a value projection and an L1 distance
+ALPHA_FLOPS_PER_S = 5.5e10  # attention rows rebuilt per hop: q·k products plus the one-pass exp and weighted sum
+PROX_FLOPS_PER_S = 3.0e10  # proximities on GPUs: per (head, source) a value projection and an L1 distance
+PROX_VALUE_FLOPS_PER_S = 2.0e9  # proximities on the CPU from values (no projection): ~4·d_v per (head, source)
 BASE_PROCESS_BYTES = 0.40 * 2**30  # python + torch + transformers, before the model
 GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such)
 WARMUP_S = 0.3  # a process's first forward pass and attribution (allocator, kernels, lazy imports)
@@ -170,8 +171,11 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     for rows in [m] + [g] * hops:
         visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
         alpha = s.n_layers * s.n_heads * rows * visible * (2 * s.head_dim + 8)
-        prox = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6)
-        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox / PROX_FLOPS_PER_S) / speed
+        if gpu:
+            prox_s = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6) / PROX_FLOPS_PER_S
+        else:
+            prox_s = s.n_layers * s.n_heads * n * 4 * s.head_dim / PROX_VALUE_FLOPS_PER_S
+        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox_s) / speed
     steps_s = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8) / ALPHA_FLOPS_PER_S / speed if steps else 0.0
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:

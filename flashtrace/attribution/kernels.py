@@ -1,9 +1,14 @@
-"""Proximity: the plain formula (`proximity`) and the kernel for many spans,
-``p[b, h, j] = max(0, ‖y_b‖₁ − ‖y_b − ᾱ[b, h, j]·f[h, j]‖₁)``.
+"""Proximity: the plain formula (`proximity`) and the kernels for many spans,
+``p[b, h, j] = max(0, ‖y_b‖₁ − ‖y_b − ᾱ[b, h, j]·f[h, j]‖₁)`` with head values ``f[h, j] = v[kv(h), j]·W_O[h]``.
 
-On the CPU a fused numba kernel reads each value vector once for all spans and sums the
-per-dimension differences ``|y_d| − |y_d − z_d|`` (small terms, so no cancellation); elsewhere (GPU)
-the same formula runs as torch operations.
+On the CPU, `value_proximities` never forms ``f`` (METHOD.md §3 costs it at N·D² per layer). Per
+dimension, with ``s = sign(y_d)`` (+1 at 0) and ``w = s·z_d``, ``|y_d| − |y_d − z_d| = w − 2·max(0, w − |y_d|)``,
+so the proximity is the linear part ``ᾱ·v·(W_O s)`` (a ``d_v``-long dot product) minus a correction
+that only dimensions with ``ᾱ|f_d| > |y_d|`` can carry. Cauchy–Schwarz, ``|f_d| ≤ ‖v‖·‖W_O[:, d]‖``,
+bounds which those can be: the dimensions are sorted by ``|y_d| / ‖W_O[:, d]‖`` once per span and head,
+and only the prefix below ``ᾱ‖v‖`` is computed exactly. The result is the same formula, not an
+approximation. `head_proximities` takes ready head values: the torch formula on GPUs, a numba kernel
+on the CPU (the paper protocol's baseline, `span.VALUE_KERNEL_CPU = False`).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 import torch
+
+from ..models.softmax_cpu import TILE, exp_accumulate
 
 # numba's own thread pool: its OpenMP layer would share libgomp with torch and reset torch's thread count
 numba.config.THREADING_LAYER = "workqueue"
@@ -35,6 +42,37 @@ def _proximity_cpu(f, abar, y, out):  # pragma: no cover - compiled
             out[b, h, j] = max(acc, np.float32(0.0))
 
 
+@numba.njit(parallel=True, fastmath=True, cache=True)
+def _value_proximity_cpu(v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover - compiled
+    n_heads, d_model, d_v = w_t.shape
+    n_spans, _, n_src = abar.shape
+    for hj in numba.prange(n_heads * n_src):
+        h = hj // n_src
+        j = hj % n_src
+        kv = h // rep
+        for b in range(n_spans):
+            a = abar[b, h, j]
+            if a == 0.0:
+                out[b, h, j] = 0.0
+                continue
+            linear = np.float32(0.0)
+            for e in range(d_v):
+                linear += v[kv, j, e] * u[b, h, e]
+            reach = a * v_norm[kv, j]  # ≥ ᾱ|f_d| / ‖W_O[:, d]‖ for every d
+            excess = np.float32(0.0)
+            for m in range(d_model):
+                if bound[b, h, m] >= reach:
+                    break
+                d = order[b, h, m]
+                f = np.float32(0.0)
+                for e in range(d_v):
+                    f += v[kv, j, e] * w_t[h, d, e]
+                w = a * f * sign[b, d]
+                if w > y_abs[b, d]:
+                    excess += w - y_abs[b, d]
+            out[b, h, j] = max(a * linear - 2 * excess, np.float32(0.0))
+
+
 def proximity(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
     """Proximity of a part to a whole (ALTI / IFR), ``max(0, ‖y‖₁ − ‖y − z‖₁)`` over the last dim:
     ``[..., D], [..., D] → [...]``; broadcasts like ``whole - part``."""
@@ -49,17 +87,43 @@ def _proximity_torch(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> to
 
 def head_proximities(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``f [H, c, D]`` head values, ``abar [B, H, c]`` aggregated attention, ``y [B, D]`` span targets
-    → proximities ``[B, H, c]`` (float32)."""
+    → proximities ``[B, H, c]`` (float32). On the CPU a numba kernel reads each head value once for all
+    spans (the formulation of IFR and the authors' code, kept as the paper protocol's baseline)."""
     if f.device.type != "cpu":
         return _proximity_torch(f, abar, y)
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     out = np.empty(abar.shape, dtype=np.float32)
-    _proximity_cpu(f.detach().contiguous().numpy(), abar.detach().contiguous().numpy(),
+    _proximity_cpu(f.detach().float().contiguous().numpy(), abar.detach().float().contiguous().numpy(),
                    y.detach().float().contiguous().numpy(), out)
     return torch.from_numpy(out)
 
 
+SAFETY = 1e-6  # the sorted bounds are lowered by this fraction so float rounding never skips a dimension
+
+
+def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The proximities of `head_proximities` from the values ``v [KVH, c, d_v]`` and the per-head output
+    projection ``w_o [H, d_v, D]`` (CPU): ``abar [B, H, c]``, ``y [B, D]`` → ``[B, H, c]`` float32."""
+    n_heads = w_o.shape[0]
+    y = y.detach().float().cpu()
+    w64 = w_o.detach().double().cpu()
+    sign = torch.where(y >= 0, 1.0, -1.0)
+    u = torch.einsum("hed,bd->bhe", w64, sign.double()).float()  # W_O s per span and head
+    ratio = y.abs().double()[:, None, :] / w64.pow(2).sum(1).sqrt()[None]  # [B, H, D]; a zero column never reaches
+    bound, order = torch.sort(ratio.nan_to_num(nan=float("inf")), dim=-1)
+    v = v.detach().float().cpu().contiguous()
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    out = np.empty(abar.shape, dtype=np.float32)
+    _value_proximity_cpu(v.numpy(), w64.float().transpose(1, 2).contiguous().numpy(),
+                         v.double().pow(2).sum(-1).sqrt().float().numpy(), u.contiguous().numpy(), sign.numpy(),
+                         y.abs().numpy(), order.int().contiguous().numpy(), (bound * (1 - SAFETY)).float().numpy(),
+                         abar.detach().float().cpu().contiguous().numpy(), n_heads // v.shape[0], out)
+    return torch.from_numpy(out)
+
+
 def warm_up() -> None:
-    """Load the CPU kernel (numba's on-disk cache, or compile it once) and start numba's threads, so
+    """Load the CPU kernels (numba's on-disk cache, or compile them once) and start numba's threads, so
     that the first attribution in a process does not pay it (≈ 0.35 s measured). Called at model load."""
-    head_proximities(torch.zeros(1, 2, 4), torch.ones(1, 1, 2), torch.ones(1, 4))
+    value_proximities(torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
+    exp_accumulate(np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32), np.ones((1, 1), np.float32),
+                   np.zeros(1, np.int64), np.ones(1, np.int64), 0, np.zeros((1, 1, 2), np.float32), 0, TILE)

@@ -17,9 +17,12 @@ import torch
 
 from ..models.attention import aggregate_attention
 from ..models.recording import Recording
-from .kernels import head_proximities, proximity
+from .kernels import head_proximities, proximity, value_proximities
 
 DEFAULT_BUDGET = 256 * 2**20
+VALUE_KERNEL_CPU = True  # proximities from values on CPU tensors; False forms the head values as on GPUs (and as
+# IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both ways)
+CACHE_BYTES = 8 * 2**20  # GPU path: head values per source chunk (written by the bmm, read back while still cached)
 
 
 @dataclass
@@ -89,8 +92,11 @@ def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
     coef = w_rows * layer.post_scale[rows] if layer.post_scale is not None else w_rows
     row_block = int(min(128, max(1, budget_bytes // (4 * n_heads * n_src))))
     abar = aggregate_attention(layer, rows, coef, block=row_block)  # [B, H, n_src]
+    if dev.type == "cpu" and VALUE_KERNEL_CPU:  # no head values formed (kernels.py)
+        return value_proximities(layer.v[:, :n_src], layer.w_o, abar, y), r
     d_model = y.shape[1]
-    chunk = int(min(1024, max(1, budget_bytes // (4 * n_heads * d_model * 2))))
+    per_source = 4 * n_heads * d_model
+    chunk = int(max(1, min(1024, max(16, CACHE_BYTES // per_source), budget_bytes // (2 * per_source))))
     p = torch.empty(n_spans, n_heads, n_src, device=dev)
     for s in range(0, n_src, chunk):
         src = slice(s, min(s + chunk, n_src))

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numba
 import torch
+
+from .softmax_cpu import TILE, exp_accumulate
 
 
 def attention_logits(
@@ -93,30 +96,47 @@ def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: in
     return out.transpose(0, 1)
 
 
+FUSED_CPU = True  # the one-pass kernel on CPU tensors (tests turn it off to run the other devices' path here)
 LSE_BLOCK = 64  # rows per block on the log-sum-exp path: smaller blocks stay in cache (measured: 64 beats 128)
 
 
 def _aggregate_with_lse(layer, rows, coef, lse, block):
     """`aggregate_attention` with the recorded log-sum-exp ``lse [H, N]``: per block one bmm for the
-    logits, one in-place ``exp(logit - lse)``, the masked entries zeroed (only the columns a block's
-    rows do not all see), and one bmm with the coefficients."""
+    logits into a reused buffer, then ``Σ_i coef[b, i] · exp(logit − lse)`` over the visible columns:
+    on the CPU in one fused pass (`softmax_cpu`), elsewhere as in-place exp, masking and a bmm."""
     n_heads, n_kv = layer.n_heads, layer.n_kv_heads
     rep = n_heads // n_kv
     n_src = int(rows[-1]) + 1
     window, softcap = layer.sliding_window, layer.softcap
-    out = torch.zeros(n_heads, coef.shape[0], n_src, device=rows.device)  # [H, B, n_src]
+    dev = rows.device
+    out = torch.zeros(n_heads, coef.shape[0], n_src, device=dev)  # [H, B, n_src]
     k_all = layer.k.float()
+    widest = 0 if window else min(block, rows.numel()) * n_src  # without a window the last block is the widest
+    buffer = torch.empty(n_heads * widest, device=dev)  # the logits of one block, reused (grown if one needs more)
+    cpu = dev.type == "cpu" and FUSED_CPU
+    if cpu:  # per-row arrays for the kernel, gathered once; a block reads them from offset `start`
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        lse_rows, coef_rows, out_np = lse[:, rows].contiguous().numpy(), coef.contiguous().numpy(), out.numpy()
+        starts = ((rows - window + 1).clamp_min(0) if window else torch.zeros_like(rows)).numpy()
+        stops = (rows + 1).numpy()
     for start in range(0, rows.numel(), block):
         blk = rows[start : start + block]
         lo_row, hi = int(blk[0]), int(blk[-1]) + 1
         c0 = max(0, lo_row - window + 1) if window else 0
-        r = blk.numel()
+        r, width = blk.numel(), hi - c0
         grouped = (layer.q[:, blk].float() * layer.scaling).reshape(n_kv, rep * r, -1)
-        logits = torch.bmm(grouped, k_all[:, c0:hi].transpose(1, 2)).reshape(n_heads, r, hi - c0)
+        if buffer.numel() < n_heads * r * width:
+            buffer = torch.empty(n_heads * r * width, device=dev)
+        logits = buffer[: n_heads * r * width].view(n_kv, rep * r, width)
+        torch.bmm(grouped, k_all[:, c0:hi].transpose(1, 2), out=logits)
+        logits = logits.view(n_heads, r, width)
         if softcap is not None:
             logits.div_(softcap).tanh_().mul_(softcap)
+        if cpu:
+            exp_accumulate(logits.numpy(), lse_rows, coef_rows, starts, stops, start, out_np, c0, TILE)
+            continue
         logits.sub_(lse[:, blk, None]).exp_()
-        cols = torch.arange(c0, hi, device=rows.device)
+        cols = torch.arange(c0, hi, device=dev)
         if window:
             hidden = (cols[None, :] > blk[:, None]) | (cols[None, :] <= blk[:, None] - window)
             logits.masked_fill_(hidden[None], 0.0)

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from flashtrace.attribution import proximity, span_aggregate, tokenwise_aggregate, tokenwise_rows
-from flashtrace.attribution.kernels import _proximity_torch, head_proximities
+from flashtrace.attribution.kernels import _proximity_torch, head_proximities, value_proximities
 from flashtrace.models import record_forward
 from flashtrace.models.recording import LayerRecord, Recording
 from tests.attribution.reference import reference_span_scores
@@ -66,10 +66,12 @@ def test_matches_reference_at_300_tokens_with_peaked_attention():
 
 
 def test_torch_proximity_kernel_matches_the_cpu_kernel_and_the_formula():
-    """The torch path (used on GPUs) runs on the CPU too: same numbers as numba and the plain formula,
-    negative proximities clamped to 0."""
+    """The head-value path (GPUs) and the CPU path from values give the plain formula, negative
+    proximities clamped to 0."""
     g = torch.Generator().manual_seed(3)
-    f = torch.randn(3, 40, 16, generator=g)  # [H, c, D]
+    v = torch.randn(1, 40, 6, generator=g)  # [KVH, c, d_v]
+    w_o = torch.randn(3, 6, 16, generator=g)  # [H, d_v, D]
+    f = torch.bmm(v.expand(3, -1, -1), w_o)  # [H, c, D]
     abar = torch.rand(2, 3, 40, generator=g) * 2  # [B, H, c]
     abar[0, 0, :5] = 0.0
     y = torch.randn(2, 16, generator=g)  # [B, D]
@@ -79,12 +81,39 @@ def test_torch_proximity_kernel_matches_the_cpu_kernel_and_the_formula():
     expected = proximity(parts, y[:, None, None, :])
     assert torch.allclose(_proximity_torch(f, abar, y), expected, atol=1e-5)
     assert torch.allclose(head_proximities(f, abar, y), expected, atol=1e-5)
+    assert torch.allclose(value_proximities(v, w_o, abar, y), expected, atol=1e-5)
 
 
-def test_span_aggregate_through_the_torch_kernel_matches_reference(monkeypatch):
+@pytest.mark.parametrize("seed", range(4))
+def test_proximities_from_values_equal_the_formula_where_parts_overshoot(seed):
+    """The CPU kernel computes only the dimensions Cauchy-Schwarz cannot rule out; where a part overshoots
+    the whole (``|ᾱ f_d| > |y_d|``: tiny and zero ``y_d``, large ᾱ, grouped heads, a zero column of
+    ``W_O``) it must still give the float64 formula."""
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randn(2, 300, 8, generator=g) * torch.rand(2, 300, 1, generator=g) * 4  # [KVH, c, d_v]
+    w_o = torch.randn(6, 8, 48, generator=g) * 0.3  # [H, d_v, D], heads 0-2 read value head 0
+    w_o[:, :, 7] = 0.0
+    y = torch.randn(3, 48, generator=g)
+    y[:, :6] *= 1e-4
+    y[:, 6] = 0.0
+    abar = torch.rand(3, 6, 300, generator=g) ** 6  # mostly small, some near 1
+    abar[1, 2, :20] = 0.0
+    f = torch.bmm(v.repeat_interleave(3, 0), w_o).double()
+    parts = abar.double()[..., None] * f[None]
+    overshoot = parts.abs() > y.double().abs()[:, None, None, :]
+    assert overshoot.any(-1).float().mean() > 0.3  # the correction matters for many (span, head, source)
+    expected = proximity(parts, y.double()[:, None, None, :])
+    got = value_proximities(v, w_o, abar, y).double()
+    assert ((got - expected).abs().max() / expected.abs().max()).item() < 1e-5
+
+
+def test_span_aggregate_through_the_gpu_kernels_matches_reference(monkeypatch):
+    """The paths other devices take (head values + torch proximity, four-pass softmax), run here."""
     import flashtrace.attribution.span as span_module
+    import flashtrace.models.attention as attention_module
 
-    monkeypatch.setattr(span_module, "head_proximities", _proximity_torch)
+    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
+    monkeypatch.setattr(attention_module, "FUSED_CPU", False)
     rec = random_recording(residual=-0.3, seed=14, window=6)
     w = torch.zeros(rec.n_tokens)
     w[8:] = torch.linspace(0.1, 1.0, rec.n_tokens - 8)

@@ -2,11 +2,16 @@
 
 import dataclasses
 
+import numba
+import numpy as np
+import pytest
 import torch
 
+import flashtrace.models.attention as attention_module
 from flashtrace.attribution import span_aggregate
 from flashtrace.models import record_forward
 from flashtrace.models.attention import aggregate_attention
+from flashtrace.models.softmax_cpu import fast_exp
 from tests.attribution.reference import explicit_attention
 from tests.conftest import random_ids
 
@@ -44,8 +49,10 @@ def test_recording_size_counts_the_log_sum_exp(tiny_llama):
     assert rec.nbytes() - without.nbytes() == lse_bytes > 0
 
 
-def test_aggregation_with_the_log_sum_exp_equals_the_max_sum_path_and_the_float64_rows(tiny):
+@pytest.mark.parametrize("fused", [True, False], ids=["one-pass CPU kernel", "four-pass torch (other devices)"])
+def test_aggregation_with_the_log_sum_exp_equals_the_max_sum_path_and_the_float64_rows(tiny, fused, monkeypatch):
     """GQA, sliding windows and soft-capped logits: both paths give the explicit float64 sums."""
+    monkeypatch.setattr(attention_module, "FUSED_CPU", fused)
     rec = record_forward(tiny, random_ids(N, seed=7))
     rows = torch.arange(9, N)
     coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(0))
@@ -55,6 +62,19 @@ def test_aggregation_with_the_log_sum_exp_equals_the_max_sum_path_and_the_float6
         exact = aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=7)
         assert torch.allclose(fast.double(), reference, atol=1e-6)
         assert torch.allclose(exact.double(), reference, atol=1e-6)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_rows_with_gaps_and_blocks_wider_than_the_window(tiny, fused, monkeypatch):
+    """Target rows need not be consecutive (stop tokens have weight 0): a block can then span more
+    columns than block + window, and rows the block skips must not leak in."""
+    monkeypatch.setattr(attention_module, "FUSED_CPU", fused)
+    rec = record_forward(tiny, random_ids(N, seed=9))
+    rows = torch.tensor([0, 3, 4, 15, 30, 31, 39])
+    coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(1))
+    for layer in rec.layers:
+        reference = torch.einsum("br,hrj->bhj", coef.double(), explicit_attention(layer)[:, rows])
+        assert torch.allclose(aggregate_attention(layer, rows, coef, block=3).double(), reference, atol=1e-6)
 
 
 def test_span_scores_with_and_without_the_log_sum_exp_agree_within_1e_3_relative(tiny):
@@ -74,3 +94,19 @@ def test_a_wrong_log_sum_exp_changes_the_attention(tiny_llama):
     shifted = dataclasses.replace(layer, lse=layer.lse + 1.0)
     ratio = aggregate_attention(shifted, rows, coef).sum() / aggregate_attention(layer, rows, coef).sum()
     assert abs(ratio.item() - torch.exp(torch.tensor(-1.0)).item()) < 1e-5
+
+
+@numba.njit
+def _fast_exp_all(x):
+    out = np.empty_like(x)
+    for i in range(x.size):
+        out[i] = fast_exp(x[i])
+    return out
+
+
+def test_the_kernels_exponential_is_float32_exact():
+    """The one-pass kernel's polynomial exp against float64 exp over the range a softmax row uses."""
+    x = np.linspace(-80.0, 0.5, 400_001, dtype=np.float32)
+    got, want = _fast_exp_all(x).astype(np.float64), np.exp(x.astype(np.float64))
+    assert np.max(np.abs(got - want) / want) < 5e-7
+    assert 0.0 <= _fast_exp_all(np.array([-1e4, -200.0], dtype=np.float32)).max() < 1e-37  # far under: ~0
