@@ -10,7 +10,8 @@ SmolLM2-135M, fp32, a prompt of 512 random token ids followed by M random "gener
 - `forward`: one plain SDPA forward over the N = 512 + M tokens (context);
 - FlashTrace K = 0: the recording plus one span-wise sweep over the M target tokens (the paper's unit);
   K = 1 (one recursive hop) is measured too;
-- row-wise IFR: the recording plus token-wise IFR for one target row at a time. Running all 5,000 rows
+- row-wise IFR: the recording plus token-wise IFR for one target row at a time, twice: forming the per-head
+  value vectors as IFR does (the paper's baseline) and with the CPU value kernel. Running all 5,000 rows
   would take hours, so S rows (`--rows`, default 24) at evenly spaced positions over the span (first and
   last included) are timed one by one after one untimed warm-up row, and the total is their sum × M / S
   (= M × the mean per-row time). A row at position p reads p sources, so its cost is about linear in p,
@@ -43,7 +44,8 @@ def build_cells(model: str, prompt: int, ms: list[int], rows: int, threads: int,
     for m in ms:
         base = dict(model=model, n_prompt=prompt, n_response=m, threads=threads, dtype=dtype, max_rows=None)
         cells += [dict(base, mode="forward", hops=0), dict(base, mode="flashtrace", hops=0),
-                  dict(base, mode="flashtrace", hops=1), dict(base, mode="ifr-rowwise", hops=0, sample_rows=rows)]
+                  dict(base, mode="flashtrace", hops=1), dict(base, mode="ifr-rowwise", hops=0, sample_rows=rows),
+                  dict(base, mode="ifr-rowwise", hops=0, sample_rows=rows, head_values=True)]
     return cells
 
 
@@ -51,15 +53,16 @@ def summarise(results: list[dict]) -> list[dict]:
     """One row per M: the cells' times and the speed-ups of FlashTrace K = 0 over row-wise IFR."""
     by_m: dict[int, dict] = {}
     for r in results:
-        key = r["mode"] + (f"-k{r.get('hops')}" if r["mode"] == "flashtrace" else "")
+        key = r["mode"] + (f"-k{r.get('hops')}" if r["mode"] == "flashtrace" else "") + ("-hv" if r.get("head_values") else "")
         by_m.setdefault(r["n_response"], {"m": r["n_response"], "n": r["n_prompt"] + r["n_response"]})[key] = r
     rows = []
     for m, cells in sorted(by_m.items()):
-        ft, ifr = cells.get("flashtrace-k0"), cells.get("ifr-rowwise")
+        ft = cells.get("flashtrace-k0")
         ok = lambda c: c is not None and "error" not in c  # noqa: E731
-        if ok(ft) and ok(ifr):
-            cells["speedup_attribution"] = ifr["attribution_s"] / ft["attribution_s"]
-            cells["speedup_total"] = ifr["total_s"] / ft["total_s"]
+        for suffix, ifr in (("", cells.get("ifr-rowwise-hv")), ("_value_kernel", cells.get("ifr-rowwise"))):
+            if ok(ft) and ok(ifr):
+                cells["speedup_attribution" + suffix] = ifr["attribution_s"] / ft["attribution_s"]
+                cells["speedup_total" + suffix] = ifr["total_s"] / ft["total_s"]
         rows.append(cells)
     return rows
 
@@ -75,11 +78,12 @@ def markdown(rows: list[dict], meta: dict) -> str:
              f"({meta['busy_cells']} of {meta['n_cells']} cells started above the idle rule "
              f"0.5 × max(1, CPUs − threads + 1)).", "",
              "| M | N | forward s | FlashTrace K=0 s (record + sweep) | FlashTrace K=1 s (record + hops) "
-             "| row-wise IFR: rows timed, s/row first → last | row-wise IFR s (record + est. rows) "
-             "| **speed-up, attribution** | speed-up, end to end | peak GiB FT K=1 / IFR |",
-             "|---:|---:|---:|---:|---:|---|---:|---:|---:|---|"]
+             "| row-wise IFR (head values): rows timed, s/row first → last | row-wise IFR s (record + est. rows) "
+             "| **speed-up, attribution** | speed-up, end to end | row-wise IFR with the value kernel s | speed-up "
+             "over it, attribution / end to end | peak GiB FT K=1 / IFR |",
+             "|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        ft0, ft1, ifr = r.get("flashtrace-k0"), r.get("flashtrace-k1"), r.get("ifr-rowwise")
+        ft0, ft1, ifr, ifr_v = (r.get(k) for k in ("flashtrace-k0", "flashtrace-k1", "ifr-rowwise-hv", "ifr-rowwise"))
         per_row = "–"
         if ifr is not None and "row_seconds" in ifr:
             per_row = f"{ifr['rows_timed']}, {ifr['row_seconds'][0]:.3f} → {ifr['row_seconds'][-1]:.3f}"
@@ -91,10 +95,16 @@ def markdown(rows: list[dict], meta: dict) -> str:
             f"{_s(ft1, 'total_s')} ({_s(ft1, 'record_s')} + {_s(ft1, 'attribution_s')})",
             per_row, f"{_s(ifr, 'total_s', '{:.1f}')} ({_s(ifr, 'record_s')} + {_s(ifr, 'attribution_s', '{:.1f}')}*)",
             f"**{r['speedup_attribution']:.1f}×**" if "speedup_attribution" in r else "–",
-            f"{r['speedup_total']:.1f}×" if "speedup_total" in r else "–", peak]) + " |")
+            f"{r['speedup_total']:.1f}×" if "speedup_total" in r else "–",
+            f"{_s(ifr_v, 'total_s', '{:.1f}')} ({_s(ifr_v, 'record_s')} + {_s(ifr_v, 'attribution_s', '{:.1f}')}*)",
+            (f"{r['speedup_attribution_value_kernel']:.1f}× / {r['speedup_total_value_kernel']:.1f}×"
+             if "speedup_attribution_value_kernel" in r else "–"), peak]) + " |")
     lines += ["", "`*` Row-wise IFR rows are estimated: S rows at evenly spaced positions over the M target positions "
               "(first and last included) are each timed alone, after one untimed warm-up row, and the M-row total is "
-              "their sum × M / S. Speed-up, attribution = row-wise IFR rows / FlashTrace K=0 sweep (both on the "
+              "their sum × M / S. Row-wise IFR is timed two ways: forming each head's value vectors v·W_O over the "
+              "sources, as IFR and the authors' code compute it (the paper's baseline; its best implementation "
+              "here, a numba kernel), and with the CPU value kernel FlashTrace itself uses (no head values formed). "
+              "Speed-up, attribution = row-wise IFR rows / FlashTrace K=0 sweep (both on the "
               "same recording); end to end = (recording + rows) / (recording + sweep). The paper reports 132.6× at "
               "M = 5,000; the acceptance is ≥ 130×. Memory: peak resident set of each cell's process, model "
               "included." + (f" Predicted peak of FlashTrace K=1 at N = {meta['memory_check']['n_tokens']:,}: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flashtrace.bench.cell import extrapolate_rows, spread_positions
+from flashtrace.bench.cell import extrapolate_rows, flashtrace_target, spread_positions
 from flashtrace.bench.sweep import busy_threshold, load_warning, markdown_report, wait_for_quiet
 
 
@@ -69,6 +69,31 @@ def test_markdown_report_sections_ratio_and_load():
     assert "| 0.10 → 1.90 |" in two
     assert "1 of 2 cells started on a busy machine (marked !)" in one
     assert "**0.38x**" in one and "0.80 → 1.90 ! |" in one
+    assert "Target: the whole response (hop 0 and later hops alike). Each time is one run." in two
+
+
+def test_the_target_protocol_is_stated_with_the_table():
+    cells = [{**_cell("forward", 2, forward_s=4.0, total_s=4.0), "repeats": 3, "target_tokens": 8},
+             {**_cell("flashtrace", 2, record_s=3.0, attribution_s=1.0, total_s=4.0), "repeats": 3, "target_tokens": 8}]
+    text = markdown_report(cells, cpus=2)
+    assert "Target: the last 8 tokens (hop 0; later hops re-attribute the response before them)." in text
+    assert "medians of 3 runs in the cell's process" in text
+
+
+def test_flashtrace_target_splits_the_answer_from_the_reasoning():
+    weights, g = flashtrace_target(n_prompt=4, n=12, n_target=3)
+    assert weights.tolist() == [0] * 9 + [1] * 3
+    assert g.tolist() == [False] * 4 + [True] * 5 + [False] * 3
+    weights, g = flashtrace_target(n_prompt=4, n=12, n_target=0)  # the whole response, twice
+    assert weights.tolist() == [0] * 4 + [1] * 8 and g.tolist() == [False] * 4 + [True] * 8
+
+
+def test_bench_refuses_a_target_as_long_as_the_response(tmp_path, capsys):
+    from flashtrace.cli import main
+
+    code = main(["bench", "--response-lengths", "8", "--target-tokens", "8", "--out", str(tmp_path)])
+    assert code == 2 and "leaves no response before the target" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # refused before any cell ran
 
 
 def test_markdown_report_keeps_errors_readable():
@@ -93,24 +118,28 @@ def _script(name):
 def test_paper_protocol_speedups_and_table():
     pp = _script("paper_protocol")
     cells = pp.build_cells("smollm2-135m", 512, [5000], 24, 2, None)
-    assert [(c["mode"], c["hops"]) for c in cells] == [("forward", 0), ("flashtrace", 0), ("flashtrace", 1),
-                                                        ("ifr-rowwise", 0)]
-    assert cells[3]["sample_rows"] == 24 and all(c["threads"] == 2 for c in cells)
+    assert [(c["mode"], c["hops"], c.get("head_values", False)) for c in cells] == [
+        ("forward", 0, False), ("flashtrace", 0, False), ("flashtrace", 1, False), ("ifr-rowwise", 0, False),
+        ("ifr-rowwise", 0, True)]
+    assert cells[3]["sample_rows"] == cells[4]["sample_rows"] == 24 and all(c["threads"] == 2 for c in cells)
     load = dict(load_before=[0.1, 0, 0], load_after=[1.0, 0, 0], load_busy=False, peak_rss_bytes=2**31)
     common = dict(n_prompt=512, n_response=5000, **load)
     results = [dict(common, mode="forward", forward_s=10.0, total_s=10.0),
                dict(common, mode="flashtrace", hops=0, record_s=9.0, attribution_s=2.0, total_s=11.0),
                dict(common, mode="flashtrace", hops=1, record_s=9.0, attribution_s=5.0, total_s=14.0),
-               dict(common, mode="ifr-rowwise", record_s=9.0, attribution_s=600.0, total_s=609.0, rows_timed=24,
-                    row_seconds=[0.05] + [0.1] * 22 + [0.2])]
+               dict(common, mode="ifr-rowwise", record_s=9.0, attribution_s=40.0, total_s=49.0, rows_timed=24,
+                    row_seconds=[0.005] * 24),
+               dict(common, mode="ifr-rowwise", head_values=True, record_s=9.0, attribution_s=600.0, total_s=609.0,
+                    rows_timed=24, row_seconds=[0.05] + [0.1] * 22 + [0.2])]
     (row,) = pp.summarise(results)
-    assert row["speedup_attribution"] == 300.0 and row["speedup_total"] == pytest.approx(609 / 11)
+    assert row["speedup_attribution"] == 300.0 and row["speedup_total"] == pytest.approx(609 / 11)  # the paper's IFR
+    assert row["speedup_attribution_value_kernel"] == 20.0 and row["speedup_total_value_kernel"] == pytest.approx(49 / 11)
     meta = dict(model="smollm2-135m", dtype=None, threads=2, cpus=2, prompt=512, load_min=0.1, load_max=0.1,
-                busy_cells=0, n_cells=4, memory_check={"n_tokens": 5512, "predicted_gib": 2.4, "available_gib": 20.0})
+                busy_cells=0, n_cells=5, memory_check={"n_tokens": 5512, "predicted_gib": 2.4, "available_gib": 20.0})
     text = pp.markdown([row], meta)
     assert ("| 5,000 | 5,512 | 10.00 | 11.00 (9.00 + 2.00) | 14.00 (9.00 + 5.00) | 24, 0.050 → 0.200 "
-            "| 609.0 (9.00 + 600.0*) | **300.0×** | 55.4× | 2.00 / 2.00 |") in text
-    assert "sum × M / S" in text and "2.40 GiB" in text and "0 of 4 cells" in text
+            "| 609.0 (9.00 + 600.0*) | **300.0×** | 55.4× | 49.0 (9.00 + 40.0*) | 20.0× / 4.5× | 2.00 / 2.00 |") in text
+    assert "sum × M / S" in text and "2.40 GiB" in text and "0 of 5 cells" in text
 
 
 class _WordTokenizer:

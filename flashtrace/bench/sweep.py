@@ -145,6 +145,7 @@ def markdown_report(results: list[dict], cpus: int) -> str:
                      f"{busy_threshold(cpus, threads):.2f} = 0.5 × max(1, CPUs − threads + 1)); "
                      f"{busy} of {len(cells)} cells started on a busy machine"
                      f"{' (marked !)' if busy else ''}.\n\n")
+        head += _protocol(cells)
         parts.append(head + markdown_table(cells))
     return "\n".join(parts)
 
@@ -185,6 +186,17 @@ def markdown_table(results: list[dict]) -> str:
                  "1-minute load average before / after the row's cells; `!` = a cell started on a busy machine."
                  + (" Peak GPU = `torch.cuda.max_memory_allocated` of the timed phases." if gpu else ""))
     return "\n".join(lines) + "\n"
+
+
+def _protocol(cells: list[dict]) -> str:
+    """What the FlashTrace cells attributed and how often each time was taken."""
+    targets = sorted({int(c.get("target_tokens") or 0) for c in cells})
+    what = ", ".join(f"the last {t} tokens (hop 0; later hops re-attribute the response before them)" if t else
+                     "the whole response (hop 0 and later hops alike)" for t in targets)
+    repeats = sorted({int(c.get("repeats") or 1) for c in cells})
+    runs = (f"Forward and FlashTrace times are medians of {'/'.join(map(str, repeats))} runs in the cell's process "
+            "(all runs in the JSON)." if repeats != [1] else "Each time is one run.")
+    return f"Target: {what}. {runs}\n\n"
 
 
 def _loads(cells: list[dict]) -> str:

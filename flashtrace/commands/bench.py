@@ -19,6 +19,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--modes", default="forward,flashtrace,ifr,ifr-rowwise",
                         help="comma-separated subset of forward, flashtrace, ifr, ifr-rowwise")
     parser.add_argument("--hops", type=int, default=1, help="FlashTrace hops")
+    parser.add_argument("--target-tokens", type=int, default=0,
+                        help="hop 0 (and token-wise IFR) attributes the last this many response tokens, later hops "
+                             "the response before them (an answer after its reasoning); 0 = the whole response")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="time the forward, and FlashTrace's recording and attribution, this many times per "
+                             "cell (same process) and report the medians")
     parser.add_argument("--threads", type=_ints, default=[1],
                         help="torch threads per cell; a comma-separated list (e.g. 2,1) runs the grid once per "
                              "count and writes one table per count")
@@ -46,7 +52,14 @@ def run(args) -> int:
     bad = sorted(set(modes) - set(MODES))
     if bad:
         raise ValueError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
+    if args.target_tokens < 0 or args.repeats < 1:
+        raise ValueError("--target-tokens must be >= 0 and --repeats >= 1")
+    bad_sizes = [r for r in args.response_lengths if r <= args.target_tokens]
+    if bad_sizes:
+        raise ValueError(f"--target-tokens {args.target_tokens} leaves no response before the target for "
+                         f"response length(s) {bad_sizes}")
     cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=t,
+                  target_tokens=args.target_tokens, repeats=args.repeats,
                   device=args.device, dtype=args.dtype, max_rows=args.ifr_max_rows if m.startswith("ifr") else None,
                   **({"sample_rows": args.ifr_sample_rows} if m == "ifr-rowwise" and args.ifr_sample_rows else {}),
                   **({"warmup": True} if args.warmup else {}))
