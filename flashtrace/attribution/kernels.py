@@ -101,23 +101,32 @@ def head_proximities(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> to
 SAFETY = 1e-6  # the sorted bounds are lowered by this fraction so float rounding never skips a dimension
 
 
+SPAN_CHUNK_ELEMENTS = 2**22  # spans per kernel call are capped so their sorted orders stay ~50 MB
+
+
 def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The proximities of `head_proximities` from the values ``v [KVH, c, d_v]`` and the per-head output
     projection ``w_o [H, d_v, D]`` (CPU): ``abar [B, H, c]``, ``y [B, D]`` → ``[B, H, c]`` float32."""
-    n_heads = w_o.shape[0]
-    y = y.detach().float().cpu()
+    n_heads, _, d_model = w_o.shape
     w64 = w_o.detach().double().cpu()
-    sign = torch.where(y >= 0, 1.0, -1.0)
-    u = torch.einsum("hed,bd->bhe", w64, sign.double()).float()  # W_O s per span and head
-    ratio = y.abs().double()[:, None, :] / w64.pow(2).sum(1).sqrt()[None]  # [B, H, D]; a zero column never reaches
-    bound, order = torch.sort(ratio.nan_to_num(nan=float("inf")), dim=-1)
+    w_t = w64.float().transpose(1, 2).contiguous().numpy()  # [H, D, d_v]: one output dimension's column is contiguous
+    col_norm = w64.pow(2).sum(1).sqrt()  # [H, D]
     v = v.detach().float().cpu().contiguous()
+    v_norm = v.double().pow(2).sum(-1).sqrt().float().numpy()
+    y = y.detach().float().cpu()
+    abar = abar.detach().float().cpu().contiguous()
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     out = np.empty(abar.shape, dtype=np.float32)
-    _value_proximity_cpu(v.numpy(), w64.float().transpose(1, 2).contiguous().numpy(),
-                         v.double().pow(2).sum(-1).sqrt().float().numpy(), u.contiguous().numpy(), sign.numpy(),
-                         y.abs().numpy(), order.int().contiguous().numpy(), (bound * (1 - SAFETY)).float().numpy(),
-                         abar.detach().float().cpu().contiguous().numpy(), n_heads // v.shape[0], out)
+    step = max(1, SPAN_CHUNK_ELEMENTS // (n_heads * d_model))
+    for b0 in range(0, y.shape[0], step):
+        yb = y[b0 : b0 + step]
+        sign = torch.where(yb >= 0, 1.0, -1.0)
+        u = torch.einsum("hed,bd->bhe", w64, sign.double()).float()  # W_O s per span and head
+        ratio = yb.abs().double()[:, None, :] / col_norm[None]  # [b, H, D]; a zero column never reaches
+        bound, order = torch.sort(ratio.nan_to_num(nan=float("inf")), dim=-1)
+        _value_proximity_cpu(v.numpy(), w_t, v_norm, u.contiguous().numpy(), sign.numpy(), yb.abs().numpy(),
+                             order.int().contiguous().numpy(), (bound * (1 - SAFETY)).float().numpy(),
+                             abar[b0 : b0 + step].numpy(), n_heads // v.shape[0], out[b0 : b0 + step])
     return torch.from_numpy(out)
 
 
