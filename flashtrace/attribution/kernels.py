@@ -17,7 +17,7 @@ import numba
 import numpy as np
 import torch
 
-from ..models.softmax_cpu import TILE, exp_accumulate
+from ..models.softmax_cpu import TILE, exp_accumulate, run_kernel
 
 # numba's own thread pool: its OpenMP layer would share libgomp with torch and reset torch's thread count
 numba.config.THREADING_LAYER = "workqueue"
@@ -91,10 +91,9 @@ def head_proximities(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> to
     spans (the formulation of IFR and the authors' code, kept as the paper protocol's baseline)."""
     if f.device.type != "cpu":
         return _proximity_torch(f, abar, y)
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     out = np.empty(abar.shape, dtype=np.float32)
-    _proximity_cpu(f.detach().float().contiguous().numpy(), abar.detach().float().contiguous().numpy(),
-                   y.detach().float().contiguous().numpy(), out)
+    run_kernel(_proximity_cpu, f.detach().float().contiguous().numpy(), abar.detach().float().contiguous().numpy(),
+               y.detach().float().contiguous().numpy(), out)
     return torch.from_numpy(out)
 
 
@@ -115,7 +114,6 @@ def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y:
     v_norm = v.double().pow(2).sum(-1).sqrt().float().numpy()
     y = y.detach().float().cpu()
     abar = abar.detach().float().cpu().contiguous()
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     out = np.empty(abar.shape, dtype=np.float32)
     step = max(1, SPAN_CHUNK_ELEMENTS // (n_heads * d_model))
     for b0 in range(0, y.shape[0], step):
@@ -124,9 +122,9 @@ def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y:
         u = torch.einsum("hed,bd->bhe", w64, sign.double()).float()  # W_O s per span and head
         ratio = yb.abs().double()[:, None, :] / col_norm[None]  # [b, H, D]; a zero column never reaches
         bound, order = torch.sort(ratio.nan_to_num(nan=float("inf")), dim=-1)
-        _value_proximity_cpu(v.numpy(), w_t, v_norm, u.contiguous().numpy(), sign.numpy(), yb.abs().numpy(),
-                             order.int().contiguous().numpy(), (bound * (1 - SAFETY)).float().numpy(),
-                             abar[b0 : b0 + step].numpy(), n_heads // v.shape[0], out[b0 : b0 + step])
+        run_kernel(_value_proximity_cpu, v.numpy(), w_t, v_norm, u.contiguous().numpy(), sign.numpy(), yb.abs().numpy(),
+                   order.int().contiguous().numpy(), (bound * (1 - SAFETY)).float().numpy(),
+                   abar[b0 : b0 + step].numpy(), n_heads // v.shape[0], out[b0 : b0 + step])
     return torch.from_numpy(out)
 
 
@@ -134,5 +132,5 @@ def warm_up() -> None:
     """Load the CPU kernels (numba's on-disk cache, or compile them once) and start numba's threads, so
     that the first attribution in a process does not pay it (≈ 0.35 s measured). Called at model load."""
     value_proximities(torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
-    exp_accumulate(np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32), np.ones((1, 1), np.float32),
-                   np.zeros(1, np.int64), np.ones(1, np.int64), 0, np.zeros((1, 1, 2), np.float32), 0, TILE)
+    run_kernel(exp_accumulate, np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32), np.ones((1, 1), np.float32),
+               np.zeros(1, np.int64), np.ones(1, np.int64), 0, np.zeros((1, 1, 2), np.float32), 0, TILE)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numba
 import torch
 
-from .softmax_cpu import TILE, exp_accumulate
+from .softmax_cpu import TILE, exp_accumulate, run_kernel
 
 
 def attention_logits(
@@ -115,7 +114,6 @@ def _aggregate_with_lse(layer, rows, coef, lse, block):
     buffer = torch.empty(n_heads * widest, device=dev)  # the logits of one block, reused (grown if one needs more)
     cpu = dev.type == "cpu" and FUSED_CPU
     if cpu:  # per-row arrays for the kernel, gathered once; a block reads them from offset `start`
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
         lse_rows, coef_rows, out_np = lse[:, rows].contiguous().numpy(), coef.contiguous().numpy(), out.numpy()
         starts = ((rows - window + 1).clamp_min(0) if window else torch.zeros_like(rows)).numpy()
         stops = (rows + 1).numpy()
@@ -133,7 +131,7 @@ def _aggregate_with_lse(layer, rows, coef, lse, block):
         if softcap is not None:
             logits.div_(softcap).tanh_().mul_(softcap)
         if cpu:
-            exp_accumulate(logits.numpy(), lse_rows, coef_rows, starts, stops, start, out_np, c0, TILE)
+            run_kernel(exp_accumulate, logits.numpy(), lse_rows, coef_rows, starts, stops, start, out_np, c0, TILE)
             continue
         logits.sub_(lse[:, blk, None]).exp_()
         cols = torch.arange(c0, hi, device=dev)

@@ -10,8 +10,11 @@ without Intel's SVML).
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
+import torch
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
@@ -19,6 +22,17 @@ from numba.extending import intrinsic
 numba.config.THREADING_LAYER = "workqueue"  # as in attribution/kernels.py: never share libgomp with torch
 
 TILE = 256  # columns per parallel task
+
+# numba's workqueue layer aborts the process when two Python threads run parallel kernels at once
+# ("Concurrent access has been detected"): every parallel kernel of the package runs under this lock.
+KERNEL_LOCK = threading.Lock()
+
+
+def run_kernel(kernel, *args) -> None:
+    """Call a numba ``parallel=True`` kernel, one thread at a time (see `KERNEL_LOCK`)."""
+    with KERNEL_LOCK:
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        kernel(*args)
 
 
 @intrinsic
