@@ -17,10 +17,7 @@ import numba
 import numpy as np
 import torch
 
-from ..models.softmax_cpu import TILE, exp_accumulate, run_kernel
-
-# numba's own thread pool: its OpenMP layer would share libgomp with torch and reset torch's thread count
-numba.config.THREADING_LAYER = "workqueue"
+from ..models.softmax_cpu import TILE, exp_accumulate, run_kernel  # also sets numba's threading layer
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)

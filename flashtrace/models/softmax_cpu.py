@@ -19,7 +19,9 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-numba.config.THREADING_LAYER = "workqueue"  # as in attribution/kernels.py: never share libgomp with torch
+# numba's own thread pool for every kernel of the package (this module and attribution/kernels.py): its
+# OpenMP layer would share libgomp with torch and reset torch's thread count
+numba.config.THREADING_LAYER = "workqueue"
 
 TILE = 256  # columns per parallel task
 
