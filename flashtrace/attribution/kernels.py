@@ -13,61 +13,88 @@ on the CPU (the paper protocol's baseline, `span.VALUE_KERNEL_CPU = False`).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numba
 import numpy as np
 import torch
 
-from ..models.softmax_cpu import TILE, exp_accumulate, run_kernel  # also sets numba's threading layer
+from ..models.softmax_cpu import SERIAL, TILE, exp_accumulate, run_kernel, serial_kernels  # also sets numba's threading layer
+
+
+@numba.njit(fastmath=True)
+def _proximity_task(hj, f, abar, y, out):  # pragma: no cover - compiled
+    n_src = f.shape[1]
+    h = hj // n_src
+    j = hj % n_src
+    for b in range(y.shape[0]):
+        a = abar[b, h, j]
+        if a == 0.0:
+            out[b, h, j] = 0.0
+            continue
+        acc = np.float32(0.0)
+        for d in range(f.shape[2]):
+            yd = y[b, d]
+            acc += abs(yd) - abs(yd - a * f[h, j, d])
+        out[b, h, j] = max(acc, np.float32(0.0))
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def _proximity_cpu(f, abar, y, out):  # pragma: no cover - compiled
-    n_heads, n_src, d_model = f.shape
-    n_spans = y.shape[0]
-    for hj in numba.prange(n_heads * n_src):
-        h = hj // n_src
-        j = hj % n_src
-        for b in range(n_spans):
-            a = abar[b, h, j]
-            if a == 0.0:
-                out[b, h, j] = 0.0
-                continue
-            acc = np.float32(0.0)
-            for d in range(d_model):
-                yd = y[b, d]
-                acc += abs(yd) - abs(yd - a * f[h, j, d])
-            out[b, h, j] = max(acc, np.float32(0.0))
+    for hj in numba.prange(f.shape[0] * f.shape[1]):
+        _proximity_task(hj, f, abar, y, out)
+
+
+@numba.njit(nogil=True, fastmath=True, cache=True)
+def _proximity_cpu_serial(f, abar, y, out):  # pragma: no cover - compiled
+    for hj in range(f.shape[0] * f.shape[1]):
+        _proximity_task(hj, f, abar, y, out)
+
+
+@numba.njit(fastmath=True)
+def _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover - compiled
+    d_model, d_v = w_t.shape[1], w_t.shape[2]
+    n_src = abar.shape[2]
+    h = hj // n_src
+    j = hj % n_src
+    kv = h // rep
+    for b in range(abar.shape[0]):
+        a = abar[b, h, j]
+        if a == 0.0:
+            out[b, h, j] = 0.0
+            continue
+        linear = np.float32(0.0)
+        for e in range(d_v):
+            linear += v[kv, j, e] * u[b, h, e]
+        reach = a * v_norm[kv, j]  # ≥ ᾱ|f_d| / ‖W_O[:, d]‖ for every d
+        excess = np.float32(0.0)
+        for m in range(d_model):
+            if bound[b, h, m] >= reach:
+                break
+            d = order[b, h, m]
+            f = np.float32(0.0)
+            for e in range(d_v):
+                f += v[kv, j, e] * w_t[h, d, e]
+            w = a * f * sign[b, d]
+            if w > y_abs[b, d]:
+                excess += w - y_abs[b, d]
+        out[b, h, j] = max(a * linear - 2 * excess, np.float32(0.0))
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def _value_proximity_cpu(v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover - compiled
-    n_heads, d_model, d_v = w_t.shape
-    n_spans, _, n_src = abar.shape
-    for hj in numba.prange(n_heads * n_src):
-        h = hj // n_src
-        j = hj % n_src
-        kv = h // rep
-        for b in range(n_spans):
-            a = abar[b, h, j]
-            if a == 0.0:
-                out[b, h, j] = 0.0
-                continue
-            linear = np.float32(0.0)
-            for e in range(d_v):
-                linear += v[kv, j, e] * u[b, h, e]
-            reach = a * v_norm[kv, j]  # ≥ ᾱ|f_d| / ‖W_O[:, d]‖ for every d
-            excess = np.float32(0.0)
-            for m in range(d_model):
-                if bound[b, h, m] >= reach:
-                    break
-                d = order[b, h, m]
-                f = np.float32(0.0)
-                for e in range(d_v):
-                    f += v[kv, j, e] * w_t[h, d, e]
-                w = a * f * sign[b, d]
-                if w > y_abs[b, d]:
-                    excess += w - y_abs[b, d]
-            out[b, h, j] = max(a * linear - 2 * excess, np.float32(0.0))
+    for hj in numba.prange(w_t.shape[0] * abar.shape[2]):
+        _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out)
+
+
+@numba.njit(nogil=True, fastmath=True, cache=True)
+def _value_proximity_cpu_serial(v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover
+    for hj in range(w_t.shape[0] * abar.shape[2]):
+        _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out)
+
+
+SERIAL[_proximity_cpu] = _proximity_cpu_serial
+SERIAL[_value_proximity_cpu] = _value_proximity_cpu_serial
 
 
 def proximity(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
@@ -126,8 +153,12 @@ def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y:
 
 
 def warm_up() -> None:
-    """Load the CPU kernels (numba's on-disk cache, or compile them once) and start numba's threads, so
-    that the first attribution in a process does not pay it (≈ 0.35 s measured). Called at model load."""
-    value_proximities(torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
-    run_kernel(exp_accumulate, np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32), np.ones((1, 1), np.float32),
-               np.zeros(1, np.int64), np.ones(1, np.int64), 0, np.zeros((1, 1, 2), np.float32), 0, TILE)
+    """Load the CPU kernels and their serial twins (numba's on-disk cache, or compile them once) and start
+    numba's threads, so that the first attribution in a process does not pay it (≈ 0.35 s measured).
+    Called at model load."""
+    for serial in (False, True):
+        with serial_kernels() if serial else nullcontext():
+            value_proximities(torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
+            run_kernel(exp_accumulate, np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32),
+                       np.ones((1, 1), np.float32), np.zeros(1, np.int64), np.ones(1, np.int64), 0,
+                       np.zeros((1, 1, 2), np.float32), 0, TILE)

@@ -10,18 +10,26 @@ sized from ``budget_bytes``.
 
 from __future__ import annotations
 
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
-from ..models.attention import aggregate_attention
+from ..models.attention import LSE_BLOCK, aggregate_attention
 from ..models.recording import Recording
+from ..models.softmax_cpu import serial_kernels
 from .kernels import head_proximities, proximity, value_proximities
 
 DEFAULT_BUDGET = 256 * 2**20
 VALUE_KERNEL_CPU = True  # proximities from values on CPU tensors; False forms the head values as on GPUs (and as
 # IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both ways)
+LAYER_THREADS_CPU = True  # CPU: layers side by side on the torch threads' count of Python threads (`_each_layer`);
+# False: one layer at a time, each op on all torch threads. Measured 1.5× faster on 2 cores
+# (torch's OpenMP workers and numba's pool took turns on every block)
+_THREADS_SECTION = threading.Lock()  # one CPU sweep at a time (`_each_layer`)
 CACHE_BYTES = 8 * 2**20  # GPU path: head values per source chunk (written by the bmm, read back while still cached)
 
 
@@ -68,18 +76,66 @@ def span_aggregate(
     w_rows = w[:, rows]  # [B, r]
     scores = torch.zeros(n_spans, n)
     heads = torch.zeros(n_spans, len(recording.layers), recording.layers[0].n_heads) if per_head else None
-    for l, layer in enumerate(recording.layers):
-        p, r = _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)  # [B, H, n_src], [B]
-        if threshold:
-            share = p / (p.sum((1, 2)) + r).clamp_min(1e-30)[:, None, None]
-            p = torch.where(share < threshold, torch.zeros_like(p), p)
-        denom = (p.sum((1, 2)) + r).clamp_min(1e-30)  # [B]
-        scores[:, :n_src] += p.sum(1) / denom[:, None]
-        if heads is not None:
-            heads[:, l] = p.sum(2) / denom[:, None]
-        if on_layer:
-            on_layer(l)
+    each_layer = _each_layer(recording, rows, w_rows, n_src, budget_bytes)
+    try:
+        for l, (p, r) in enumerate(each_layer):  # [B, H, n_src], [B]
+            if threshold:
+                share = p / (p.sum((1, 2)) + r).clamp_min(1e-30)[:, None, None]
+                p = torch.where(share < threshold, torch.zeros_like(p), p)
+            denom = (p.sum((1, 2)) + r).clamp_min(1e-30)  # [B]
+            scores[:, :n_src] += p.sum(1) / denom[:, None]
+            if heads is not None:
+                heads[:, l] = p.sum(2) / denom[:, None]
+            if on_layer:
+                on_layer(l)
+    finally:
+        each_layer.close()  # an `on_layer` that raises (a cancelled run) stops the layer threads at once
     return SpanAttribution(scores=scores, heads=heads)
+
+
+def _each_layer(recording, rows, w_rows, n_src, budget_bytes) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """`_layer_proximities` of every layer, in order. On the CPU with several torch threads, layers run
+    side by side on that many Python threads, each op single-threaded; results are consumed in layer
+    order and at most one layer per thread waits in memory. The scores equal those of one torch thread,
+    bit for bit, whatever the thread count (several threads inside one op would add in another order)."""
+    layers = list(recording.layers)
+    if not LAYER_THREADS_CPU or layers[0].q.device.type != "cpu":
+        for layer in layers:
+            yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
+        return
+    with _THREADS_SECTION:  # CPU sweeps take turns: each sets torch's (process-wide) thread count
+        workers = _layer_workers(layers[0], w_rows.shape[0], n_src, budget_bytes, len(layers))
+        if workers <= 1:
+            for layer in layers:
+                yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
+            return
+        threads = torch.get_num_threads()
+        share = max(1, budget_bytes // workers)
+
+        def work(layer):
+            with serial_kernels():
+                return _layer_proximities(layer, rows, w_rows, n_src, share)
+
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="flashtrace-layer")
+        try:
+            torch.set_num_threads(1)
+            pending = deque(pool.submit(work, layer) for layer in layers[:workers])
+            for nxt in layers[workers:]:
+                result = pending.popleft().result()
+                pending.append(pool.submit(work, nxt))
+                yield result
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # a caller that stops early (cancel) leaves no thread behind
+            torch.set_num_threads(threads)
+
+
+def _layer_workers(layer, n_spans: int, n_src: int, budget_bytes: int, n_layers: int) -> int:
+    """How many layers run at once on the CPU: one per torch thread, as many as the memory budget holds
+    (each layer's block of logits, ᾱ and proximities), at most the layers."""
+    per_layer = 4 * layer.n_heads * n_src * (LSE_BLOCK + 3 * n_spans)
+    return int(max(1, min(torch.get_num_threads(), n_layers, budget_bytes // per_layer)))
 
 
 def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):

@@ -11,6 +11,7 @@ without Intel's SVML).
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import numba
 import numpy as np
@@ -30,11 +31,31 @@ TILE = 256  # columns per parallel task
 KERNEL_LOCK = threading.Lock()
 
 
+SERIAL: dict = {}  # parallel kernel -> its serial twin (same loop body, ``nogil``): `serial_kernels`
+_local = threading.local()
+
+
 def run_kernel(kernel, *args) -> None:
-    """Call a numba ``parallel=True`` kernel, one thread at a time (see `KERNEL_LOCK`)."""
+    """Call a numba ``parallel=True`` kernel, one thread at a time (see `KERNEL_LOCK`); inside
+    `serial_kernels`, its serial twin instead, without the lock (twins run side by side)."""
+    if getattr(_local, "serial", False):
+        SERIAL[kernel](*args)
+        return
     with KERNEL_LOCK:
         numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
         kernel(*args)
+
+
+@contextmanager
+def serial_kernels():
+    """In this thread, `run_kernel` calls each kernel's single-threaded twin: for work split over
+    Python threads (``span.LAYER_THREADS_CPU``), where one numba pool would take one kernel at a time."""
+    before = getattr(_local, "serial", False)
+    _local.serial = True
+    try:
+        yield
+    finally:
+        _local.serial = before
 
 
 @intrinsic
@@ -62,29 +83,47 @@ def fast_exp(x):  # pragma: no cover - compiled
     return p * _float_from_bits((np.int32(k) + np.int32(127)) << np.int32(23))
 
 
+@numba.njit(fastmath=True)
+def _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile):  # pragma: no cover - compiled
+    """One task of `exp_accumulate`: head ``task // n_tiles``, the columns of tile ``task % n_tiles``."""
+    n_heads, r, w = logits.shape
+    n_spans = coef.shape[0]
+    n_tiles = (w + tile - 1) // tile
+    h = task // n_tiles
+    t0 = (task % n_tiles) * tile
+    t1 = min(t0 + tile, w)
+    for i in range(r):
+        lo = max(t0, starts[i0 + i] - c0)
+        hi = min(t1, stops[i0 + i] - c0)
+        if lo >= hi:
+            continue
+        m = lse[h, i0 + i]
+        src = logits[h, i, lo:hi]
+        for b in range(n_spans):
+            c = coef[b, i0 + i]
+            if c == 0.0:
+                continue
+            dst = out[h, b, c0 + lo : c0 + hi]
+            for j in range(src.size):  # from 0 over 1-D slices: no negative-index wrap, so LLVM vectorises
+                dst[j] += c * fast_exp(src[j] - m)
+
+
 @numba.njit(parallel=True, fastmath=True, cache=True)
 def exp_accumulate(logits, lse, coef, starts, stops, i0, out, c0, tile):  # pragma: no cover - compiled
     """Block ``logits [H, r, w]`` of columns ``c0..c0+w-1`` for the rows ``i0..i0+r-1`` of ``lse [H, R]``,
     ``coef [B, R]`` and of the visible column range ``starts[i] ≤ col < stops[i]`` (absolute positions);
-    ``out [H, B, n_src]`` accumulated in place."""
-    n_heads, r, w = logits.shape
-    n_spans = coef.shape[0]
-    n_tiles = (w + tile - 1) // tile
-    for task in numba.prange(n_heads * n_tiles):
-        h = task // n_tiles
-        t0 = (task % n_tiles) * tile
-        t1 = min(t0 + tile, w)
-        for i in range(r):
-            lo = max(t0, starts[i0 + i] - c0)
-            hi = min(t1, stops[i0 + i] - c0)
-            if lo >= hi:
-                continue
-            m = lse[h, i0 + i]
-            src = logits[h, i, lo:hi]
-            for b in range(n_spans):
-                c = coef[b, i0 + i]
-                if c == 0.0:
-                    continue
-                dst = out[h, b, c0 + lo : c0 + hi]
-                for j in range(src.size):  # from 0 over 1-D slices: no negative-index wrap, so LLVM vectorises
-                    dst[j] += c * fast_exp(src[j] - m)
+    ``out [H, B, n_src]`` accumulated in place. Tasks (head, column tile) write disjoint columns."""
+    n_tasks = logits.shape[0] * ((logits.shape[2] + tile - 1) // tile)
+    for task in numba.prange(n_tasks):
+        _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile)
+
+
+@numba.njit(nogil=True, fastmath=True, cache=True)
+def exp_accumulate_serial(logits, lse, coef, starts, stops, i0, out, c0, tile):  # pragma: no cover - compiled
+    """`exp_accumulate` on the calling thread, without the GIL."""
+    n_tasks = logits.shape[0] * ((logits.shape[2] + tile - 1) // tile)
+    for task in range(n_tasks):
+        _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile)
+
+
+SERIAL[exp_accumulate] = exp_accumulate_serial

@@ -1,0 +1,98 @@
+"""Layers side by side on Python threads (CPU, `span.LAYER_THREADS_CPU`): the same scores as one torch
+thread, bit for bit; torch's thread count and the worker threads are back to normal after every sweep,
+including one a caller cancels."""
+
+import threading
+
+import pytest
+import torch
+
+import flashtrace.attribution.span as span_module
+from flashtrace.attribution import span_aggregate
+from flashtrace.models import record_forward
+from tests.conftest import _load, random_ids
+
+
+@pytest.fixture(scope="module")
+def recording():
+    return record_forward(_load("tiny-gemma2"), random_ids(260, seed=3))  # sliding window and soft-capping
+
+
+@pytest.fixture
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+def weights(n, n_spans=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.zeros(n_spans, n)
+    for b in range(n_spans):
+        w[b, 40 + 30 * b : n - 5 * b] = torch.rand(n - 5 * b - 40 - 30 * b, generator=g)
+    return w
+
+
+def layer_thread_names(monkeypatch):
+    names = []
+    original = span_module._layer_proximities
+
+    def spy(*args):
+        names.append(threading.current_thread().name)
+        return original(*args)
+
+    monkeypatch.setattr(span_module, "_layer_proximities", spy)
+    return names
+
+
+@pytest.mark.parametrize("options", [dict(), dict(threshold=0.01, per_head=True)], ids=["plain", "threshold+heads"])
+def test_layer_threads_give_the_scores_of_one_torch_thread_bit_for_bit(recording, two_threads, monkeypatch, options):
+    w = weights(recording.n_tokens)
+    torch.set_num_threads(1)
+    one = span_aggregate(recording, w, **options)
+    torch.set_num_threads(2)
+    names = layer_thread_names(monkeypatch)
+    seen = []
+    threaded = span_aggregate(recording, w, on_layer=seen.append, **options)
+    assert len(names) == len(recording.layers) and all(n.startswith("flashtrace-layer") for n in names)
+    assert seen == list(range(len(recording.layers)))  # progress in layer order, on the caller's thread
+    assert torch.equal(threaded.scores, one.scores)
+    if options.get("per_head"):
+        assert torch.equal(threaded.heads, one.heads)
+    assert torch.get_num_threads() == 2
+
+
+def test_one_torch_thread_or_the_switch_off_keeps_layers_on_the_callers_thread(recording, two_threads, monkeypatch):
+    w = weights(recording.n_tokens)
+    names = layer_thread_names(monkeypatch)
+    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", False)
+    off = span_aggregate(recording, w).scores
+    torch.set_num_threads(1)
+    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", True)
+    one = span_aggregate(recording, w).scores
+    assert set(names) == {threading.current_thread().name}
+    torch.testing.assert_close(off, one, rtol=1e-5, atol=1e-7)  # two threads inside ops: another order of sums
+
+
+def test_a_cancelled_sweep_restores_torch_threads_and_leaves_no_worker(recording, two_threads):
+    w = weights(recording.n_tokens)
+
+    def cancel(layer):
+        if layer == 1:
+            raise KeyboardInterrupt("cancelled")
+
+    with pytest.raises(KeyboardInterrupt):
+        span_aggregate(recording, w, on_layer=cancel)
+    assert torch.get_num_threads() == 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("flashtrace-layer")]
+    assert span_module._THREADS_SECTION.acquire(blocking=False)  # the next sweep is not locked out
+    span_module._THREADS_SECTION.release()
+
+
+def test_the_memory_budget_caps_the_layers_in_flight(recording):
+    layer = recording.layers[0]
+    per_layer = 4 * layer.n_heads * 250 * (span_module.LSE_BLOCK + 3 * 2)
+    assert span_module._layer_workers(layer, 2, 250, 100 * per_layer, 26) == torch.get_num_threads()
+    assert span_module._layer_workers(layer, 2, 250, per_layer, 26) == 1
+    assert span_module._layer_workers(layer, 2, 250, 10**12, 1) == 1
