@@ -78,6 +78,17 @@ def test_the_target_protocol_is_stated_with_the_table():
     text = markdown_report(cells, cpus=2)
     assert "Target: the last 8 tokens (hop 0; later hops re-attribute the response before them)." in text
     assert "medians of 3 runs in the cell's process" in text
+    assert "IFR attributes those T rows only (no hops)" in text
+
+
+def test_ifr_ratios_below_one_keep_two_significant_digits():
+    cells = [_cell("forward", 2, forward_s=4.0, total_s=4.0),
+             _cell("flashtrace", 2, record_s=3.0, attribution_s=0.65, total_s=3.65),
+             _cell("ifr", 2, record_s=3.0, attribution_s=0.1, total_s=3.1),
+             _cell("ifr-rowwise", 2, record_s=3.0, attribution_s=2.2, total_s=5.2)]
+    text = markdown_report(cells, cpus=2)
+    assert "| 0.15x | 3.4x |" in text  # not "0x" and "3x"
+    assert "IFR attributes those T rows only" not in text  # whole-response tables make no such caveat
 
 
 def test_flashtrace_target_splits_the_answer_from_the_reasoning():

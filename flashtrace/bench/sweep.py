@@ -125,8 +125,14 @@ def _ok(r: dict | None) -> bool:
     return r is not None and "error" not in r
 
 
-def _ratio(a: float, b: float, digits: int = 2) -> str:
-    return f"{a / b:.{digits}f}x" if b > 0 else "–"
+def _ratio(a: float, b: float, digits: int | None = 2) -> str:
+    """``a / b`` as ``0.17x``; ``digits=None``: two significant digits below 10 (``0.15x``, ``3.4x``), none above."""
+    if b <= 0:
+        return "–"
+    x = a / b
+    if digits is None:
+        digits = 0 if x >= 10 else 1 if x >= 1 else 2
+    return f"{x:.{digits}f}x"
 
 
 def markdown_report(results: list[dict], cpus: int) -> str:
@@ -158,6 +164,7 @@ def markdown_table(results: list[dict]) -> str:
     hops = sorted({r.get("hops", 1) for r in results if r["mode"] == "flashtrace"}) or [1]
     k = "/".join(str(h) for h in hops)
     gpu = any("peak_gpu_bytes" in r for r in results)
+    targeted = any(r.get("target_tokens") for r in results)
     lines = [f"| prompt | response | N | forward s | FlashTrace K={k} s (record + attr) | **FT attr / forward** "
              "| FT total / forward | IFR batched attr s | IFR row-wise attr s | IFR batched / FT attr "
              "| IFR row-wise / FT attr | peak GiB fwd / FT / IFR " + ("| peak GPU GiB fwd / FT " if gpu else "")
@@ -172,8 +179,8 @@ def markdown_table(results: list[dict]) -> str:
                  f"**{_ratio(ft['attribution_s'], fwd['forward_s'])}**" if both else "–",
                  _ratio(ft["total_s"], fwd["forward_s"]) if both else "–",
                  _attr(ifr), _attr(row),
-                 _ratio(ifr["attribution_s"], ft["attribution_s"], 0) if _ok(ifr) and _ok(ft) else "–",
-                 _ratio(row["attribution_s"], ft["attribution_s"], 0) if _ok(row) and _ok(ft) else "–",
+                 _ratio(ifr["attribution_s"], ft["attribution_s"], None) if _ok(ifr) and _ok(ft) else "–",
+                 _ratio(row["attribution_s"], ft["attribution_s"], None) if _ok(row) and _ok(ft) else "–",
                  " / ".join(_gib(m["peak_rss_bytes"]) if _ok(m) else "–" for m in (fwd, ft, ifr)),
                  *([" / ".join(_gib(m["peak_gpu_bytes"]) if _ok(m) else "–" for m in (fwd, ft))] if gpu else []),
                  _loads(list(modes.values()))]
@@ -182,7 +189,10 @@ def markdown_table(results: list[dict]) -> str:
     lines.append("Times in seconds (wall), memory = peak resident set of the cell's own process (model included). "
                  "**FT attr / forward** = FlashTrace attribution (hops, recording excluded) over one plain SDPA "
                  "forward (its own process, same threads): the acceptance metric. `*` = timed on some target rows "
-                 "and extrapolated to all (see the JSON: `rows_timed`, `row_positions`). Load column: the highest "
+                 "and extrapolated to all (see the JSON: `rows_timed`, `row_positions`). "
+                 + ("With a target of the last T tokens, IFR attributes those T rows only (no hops): its ratios are not "
+                    "the paper's comparison (`benchmarks/paper_protocol.py` is). " if targeted else "")
+                 + "Load column: the highest "
                  "1-minute load average before / after the row's cells; `!` = a cell started on a busy machine."
                  + (" Peak GPU = `torch.cuda.max_memory_allocated` of the timed phases." if gpu else ""))
     return "\n".join(lines) + "\n"
