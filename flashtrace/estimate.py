@@ -165,8 +165,11 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
     body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
     fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
-    speed = min(threads, os.cpu_count() or 1) ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
+    cores = min(threads, os.cpu_count() or 1)
+    speed = cores ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
     forward_s = fwd_flops / FORWARD_FLOPS_PER_S / speed
+    # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
+    attr_speed = speed if gpu else min(cores, s.n_layers) / slow
     attribution_s = 0.0
     for rows in [m] + [g] * hops:
         visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
@@ -175,8 +178,9 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
             prox_s = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6) / PROX_FLOPS_PER_S
         else:
             prox_s = s.n_layers * s.n_heads * n * 4 * s.head_dim / PROX_VALUE_FLOPS_PER_S
-        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox_s) / speed
-    steps_s = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8) / ALPHA_FLOPS_PER_S / speed if steps else 0.0
+        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox_s) / attr_speed
+    step_flops = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8)
+    steps_s = step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:
         overhead_s += thread_wait_s(s.n_layers, threads)

@@ -19,7 +19,8 @@ import numba
 import numpy as np
 import torch
 
-from ..models.softmax_cpu import SERIAL, TILE, exp_accumulate, run_kernel, serial_kernels  # also sets numba's threading layer
+# (importing softmax_cpu also sets numba's threading layer)
+from ..models.softmax_cpu import SERIAL, TILE, exp_accumulate, run_kernel, serial_kernels
 
 
 @numba.njit(fastmath=True)
@@ -47,12 +48,13 @@ def _proximity_cpu(f, abar, y, out):  # pragma: no cover - compiled
 
 @numba.njit(nogil=True, fastmath=True, cache=True)
 def _proximity_cpu_serial(f, abar, y, out):  # pragma: no cover - compiled
+    """`_proximity_cpu` on the calling thread, without the GIL."""
     for hj in range(f.shape[0] * f.shape[1]):
         _proximity_task(hj, f, abar, y, out)
 
 
 @numba.njit(fastmath=True)
-def _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover - compiled
+def _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover
     d_model, d_v = w_t.shape[1], w_t.shape[2]
     n_src = abar.shape[2]
     h = hj // n_src
@@ -89,6 +91,7 @@ def _value_proximity_cpu(v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep
 
 @numba.njit(nogil=True, fastmath=True, cache=True)
 def _value_proximity_cpu_serial(v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out):  # pragma: no cover
+    """`_value_proximity_cpu` on the calling thread, without the GIL."""
     for hj in range(w_t.shape[0] * abar.shape[2]):
         _value_proximity_task(hj, v, w_t, v_norm, u, sign, y_abs, order, bound, abar, rep, out)
 

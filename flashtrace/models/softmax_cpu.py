@@ -6,6 +6,9 @@ kernel reads each logit once and skips the masked columns by bounds. Its exponen
 polynomial (Cody–Waite range reduction, degree-7 Taylor, exponent bits set directly), within
 2.5e-7 relative of ``exp`` on [-80, 0.5] and vectorisable by LLVM (numba's ``math.exp`` is not,
 without Intel's SVML).
+
+Every parallel kernel of the package has a serial, GIL-free twin (`SERIAL`): a sweep that runs layers
+on several Python threads calls those inside `serial_kernels` (numba's pool would take one at a time).
 """
 
 from __future__ import annotations
