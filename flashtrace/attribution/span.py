@@ -89,17 +89,17 @@ def span_aggregate(
             if on_layer:
                 on_layer(l)
     finally:
-        each_layer.close()  # an `on_layer` that raises (a cancelled run) stops the layer threads at once
+        each_layer.close()  # an `on_layer` that raises (a cancelled run): no new layer starts, the threads end
     return SpanAttribution(scores=scores, heads=heads)
 
 
 def _each_layer(recording, rows, w_rows, n_src, budget_bytes) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """`_layer_proximities` of every layer, in order. On the CPU with several torch threads, layers run
     side by side on that many Python threads, each op single-threaded; results are consumed in layer
-    order and at most one layer per thread waits in memory. The scores equal those of one torch thread,
-    bit for bit, whatever the thread count (several threads inside one op would add in another order)."""
+    order and at most one layer per thread waits in memory. Their scores equal those of one torch thread
+    bit for bit (several threads inside one op add in another order: ~1e-8 relative)."""
     layers = list(recording.layers)
-    if not LAYER_THREADS_CPU or layers[0].q.device.type != "cpu":
+    if not layers or not LAYER_THREADS_CPU or layers[0].q.device.type != "cpu":
         for layer in layers:
             yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
         return
