@@ -192,6 +192,11 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
     block = min(128, n)
     attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
+    if not gpu:  # layers side by side, one per thread, as many as the sweep's memory budget holds
+        from .attribution.span import DEFAULT_BUDGET, layer_bytes, layer_workers
+
+        workers = layer_workers(s.n_heads, 1, n, DEFAULT_BUDGET, s.n_layers, threads)
+        attribution_transient = max(attribution_transient, workers * layer_bytes(s.n_heads, 1, n))
     peak = (BASE_PROCESS_BYTES + s.n_params * s.dtype_bytes + recording
             + max(forward_transient, attribution_transient))
     return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_s, attribution_s=attribution_s,

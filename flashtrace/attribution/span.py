@@ -132,10 +132,18 @@ def _each_layer(recording, rows, w_rows, n_src, budget_bytes) -> Iterator[tuple[
 
 
 def _layer_workers(layer, n_spans: int, n_src: int, budget_bytes: int, n_layers: int) -> int:
+    return layer_workers(layer.n_heads, n_spans, n_src, budget_bytes, n_layers, torch.get_num_threads())
+
+
+def layer_workers(n_heads: int, n_spans: int, n_src: int, budget_bytes: int, n_layers: int, threads: int) -> int:
     """How many layers run at once on the CPU: one per torch thread, as many as the memory budget holds
-    (each layer's block of logits, ᾱ and proximities), at most the layers."""
-    per_layer = 4 * layer.n_heads * n_src * (LSE_BLOCK + 3 * n_spans)
-    return int(max(1, min(torch.get_num_threads(), n_layers, budget_bytes // per_layer)))
+    (`layer_bytes` each), at most the layers."""
+    return int(max(1, min(threads, n_layers, budget_bytes // layer_bytes(n_heads, n_spans, n_src))))
+
+
+def layer_bytes(n_heads: int, n_spans: int, n_src: int) -> int:
+    """A layer's transient memory on the CPU: its block of logits, ᾱ and proximities (float32)."""
+    return 4 * n_heads * n_src * (LSE_BLOCK + 3 * n_spans)
 
 
 def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):

@@ -92,7 +92,16 @@ def test_a_cancelled_sweep_restores_torch_threads_and_leaves_no_worker(recording
 
 def test_the_memory_budget_caps_the_layers_in_flight(recording):
     layer = recording.layers[0]
-    per_layer = 4 * layer.n_heads * 250 * (span_module.LSE_BLOCK + 3 * 2)
+    per_layer = span_module.layer_bytes(layer.n_heads, 2, 250)
     assert span_module._layer_workers(layer, 2, 250, 100 * per_layer, 26) == torch.get_num_threads()
     assert span_module._layer_workers(layer, 2, 250, per_layer, 26) == 1
     assert span_module._layer_workers(layer, 2, 250, 10**12, 1) == 1
+
+
+def test_the_memory_estimate_counts_the_layers_in_flight_within_the_sweeps_budget():
+    from flashtrace.estimate import estimate
+
+    model = _load("smollm2-135m")
+    one, many = (estimate(model, 2048, threads=t, slowdown=1.0, warm=True).peak_bytes for t in (1, 16))
+    assert span_module.layer_workers(9, 1, 2048, span_module.DEFAULT_BUDGET, 30, 16) == 16
+    assert one < many <= one + span_module.DEFAULT_BUDGET  # 16 threads: more layers at once, never over budget
