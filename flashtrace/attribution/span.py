@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
@@ -99,12 +100,9 @@ def _each_layer(recording, rows, w_rows, n_src, budget_bytes) -> Iterator[tuple[
     order and at most one layer per thread waits in memory. Their scores equal those of one torch thread
     bit for bit (several threads inside one op add in another order: ~1e-8 relative)."""
     layers = list(recording.layers)
-    if not layers or not LAYER_THREADS_CPU or layers[0].q.device.type != "cpu":
-        for layer in layers:
-            yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
-        return
-    with _THREADS_SECTION:  # CPU sweeps take turns: each sets torch's (process-wide) thread count
-        workers = _layer_workers(layers[0], w_rows.shape[0], n_src, budget_bytes, len(layers))
+    cpu = bool(layers) and LAYER_THREADS_CPU and layers[0].q.device.type == "cpu"
+    with _THREADS_SECTION if cpu else nullcontext():  # CPU sweeps take turns: each sets torch's thread count
+        workers = _layer_workers(layers[0], w_rows.shape[0], n_src, budget_bytes, len(layers)) if cpu else 1
         if workers <= 1:
             for layer in layers:
                 yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
