@@ -187,7 +187,7 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     warm = _warm() if warm is None else warm
     warmup_s = 0.0 if warm else WARMUP_S * slow
     load_s = (LOAD_BASE_S + s.n_params * s.dtype_bytes / LOAD_BYTES_PER_S) * slow if load else 0.0
-    per_token = 2 * s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim
+    per_token = s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim  # x_prev, q, k, v
     recording = s.n_layers * n * per_token * s.dtype_bytes
     forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
     block = min(128, n)

@@ -28,7 +28,7 @@ def test_estimate_grows_with_length_and_hops(tiny_llama):
     short, long = estimate(tiny_llama, 512), estimate(tiny_llama, 4096)
     assert long.peak_bytes > short.peak_bytes and long.seconds > short.seconds
     assert estimate(tiny_llama, 1024, hops=3).attribution_s > estimate(tiny_llama, 1024, hops=0).attribution_s
-    assert estimate(tiny_llama, 1024).recording_bytes == 2 * 1024 * (2 * 64 + 64 + 2 * 32) * 4
+    assert estimate(tiny_llama, 1024).recording_bytes == 2 * 1024 * (64 + 64 + 2 * 32) * 4  # x_prev, q, k, v
 
 
 def test_too_long_is_refused_with_what_would_fit(tiny_llama):

@@ -3,6 +3,7 @@
 For each layer, with normalised target weights ``w``:
 ``Y = Σ_i w_i x_mid[i]``, ``R = Σ_i w_i x_prev[i]``, ``ᾱ[h, j] = Σ_i w_i α[h, i, j]``,
 ``p[h, j] = prox(ᾱ[h, j] F[h, j], Y)``, ``e(j) = Σ_h p[h, j] / (Σ p + prox(R, Y))``; score ``= Σ_l e``.
+``Y`` is ``R + Σ_h Σ_j ᾱ[h, j] F[h, j]`` (+ bias) unless the recording kept x_mid (`record_forward`).
 Many weight vectors (``[B, N]``) share one sweep: attention rows are rebuilt once per layer for the
 union of their target rows. Memory stays linear in N: rows and sources are processed in blocks
 sized from ``budget_bytes``.
@@ -149,11 +150,15 @@ def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
     n_spans, n_heads = w_rows.shape[0], layer.n_heads
     dev = layer.q.device
     w_rows = w_rows.to(dev)
-    y = w_rows @ layer.x_mid[rows].float()  # [B, D]
-    r = proximity(w_rows @ layer.x_prev[rows].float(), y)  # [B]
+    residual = w_rows @ layer.x_prev[rows].float()  # [B, D]
     coef = w_rows * layer.post_scale[rows] if layer.post_scale is not None else w_rows
     row_block = int(min(128, max(1, budget_bytes // (4 * n_heads * n_src))))
     abar = aggregate_attention(layer, rows, coef, block=row_block)  # [B, H, n_src]
+    if layer.x_mid is not None:  # kept by the recording (`keep_mid`): as the model computed it
+        y = w_rows @ layer.x_mid[rows].float()
+    else:  # rebuilt from ᾱ: the same sum up to rounding (decomposition identity)
+        y = residual + layer.attention_sum(abar, coef.sum(1))
+    r = proximity(residual, y)  # [B]
     if dev.type == "cpu" and VALUE_KERNEL_CPU:  # no head values formed (kernels.py)
         return value_proximities(layer.v[:, :n_src], layer.w_o, abar, y), r
     d_model = y.shape[1]

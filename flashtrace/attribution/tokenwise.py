@@ -27,7 +27,7 @@ def tokenwise_rows(
     targets = torch.as_tensor(targets, dtype=torch.long).flatten()
     n = recording.n_tokens
     layer = recording.layers[0]
-    per_row = 4 * n * (layer.n_heads * 3 + layer.x_mid.shape[1])
+    per_row = 4 * n * (layer.n_heads * 3 + layer.x_prev.shape[1])
     group = max(1, budget_bytes // per_row) if batched else 1
     rows = torch.empty(targets.numel(), n)
     for start in range(0, targets.numel(), group):

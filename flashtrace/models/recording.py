@@ -34,7 +34,7 @@ class LayerRecord:
     """What one decoder layer contributed, enough to rebuild any attention row and its parts."""
 
     x_prev: torch.Tensor  # [N, D] residual stream entering the layer
-    x_mid: torch.Tensor  # [N, D] residual stream after the attention block is added
+    x_mid: torch.Tensor | None  # [N, D] residual stream after the attention block is added (`keep_mid`), else None
     q: torch.Tensor  # [H, N, d] post-rotary (post q-norm) queries
     k: torch.Tensor  # [KVH, N, d] post-rotary keys
     v: torch.Tensor  # [KVH, N, dv] values (bias included)
@@ -65,8 +65,26 @@ class LayerRecord:
         return torch.bmm(v, self.w_o.float())
 
     def attention_output(self) -> torch.Tensor:
-        """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``."""
+        """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``
+        (recordings made with ``keep_mid=True``)."""
+        if self.x_mid is None:
+            raise ValueError("this recording did not keep x_mid: record with keep_mid=True")
         return self.x_mid.float() - self.x_prev.float()
+
+    def attention_sum(self, abar: torch.Tensor, coef_total: torch.Tensor) -> torch.Tensor:
+        """What the attention block added to weighted rows, from their aggregated attention: ``[B, D]``
+        float32 ``Σ_h Σ_j ᾱ[b, h, j] F[h, j] + coef_total[b] · b_o`` for ``abar [B, H, n_src]`` (rows
+        weighted by ``coef``, sandwich-norm scale included) and ``coef_total [B] = Σ_i coef[b, i]``.
+        Equals ``Σ_i w_i (x_mid[i] − x_prev[i])`` up to rounding (the decomposition identity, METHOD.md
+        §5.2), so a recording need not keep x_mid. Cost ``B·H·n_src·dv``: no head value is formed."""
+        n_spans, n_heads, n_src = abar.shape
+        v = self.v[:, :n_src].float()  # [KVH, n_src, dv]; query head h reads kv head h // rep
+        grouped = abar.to(v.device, torch.float32).reshape(n_spans, self.n_kv_heads, -1, n_src)
+        mixed = torch.einsum("bgrj,gjd->bgrd", grouped, v).reshape(n_spans, n_heads, -1)  # [B, H, dv]
+        out = torch.einsum("bhd,hde->be", mixed, self.w_o.float())  # [B, D]
+        if self.b_o is not None:
+            out = out + coef_total.to(out.device, torch.float32)[:, None] * self.b_o.float()
+        return out
 
 
 @dataclass
@@ -93,8 +111,9 @@ class Recording:
 
 
 class _Recorder:
-    def __init__(self, spec: FamilySpec, model: torch.nn.Module):
+    def __init__(self, spec: FamilySpec, model: torch.nn.Module, keep_mid: bool = False):
         self.spec = spec
+        self.keep_mid = keep_mid
         self.layers = spec.decoder_layers(model)
         self.attn_index = {id(getattr(layer, spec.attention)): i for i, layer in enumerate(self.layers)}
         self.slots: list[dict] = [{} for _ in self.layers]
@@ -103,8 +122,9 @@ class _Recorder:
     def install(self) -> None:
         for i, layer in enumerate(self.layers):
             self.handles.append(layer.register_forward_pre_hook(self._store_input(i, "x_prev"), with_kwargs=True))
-            mid = getattr(layer, self.spec.mid_norm)
-            self.handles.append(mid.register_forward_pre_hook(self._store_input(i, "x_mid"), with_kwargs=True))
+            if self.keep_mid:
+                mid = getattr(layer, self.spec.mid_norm)
+                self.handles.append(mid.register_forward_pre_hook(self._store_input(i, "x_mid"), with_kwargs=True))
             if self.spec.post_attn_norm:
                 post = getattr(layer, self.spec.post_attn_norm)
                 self.handles.append(post.register_forward_pre_hook(self._store_post_scale(i, post), with_kwargs=True))
@@ -153,12 +173,12 @@ class _Recorder:
     def layer_records(self) -> list[LayerRecord]:
         records = []
         for layer, slot in zip(self.layers, self.slots):
-            missing = {"x_prev", "x_mid", "q", "k", "v"} - slot.keys()
+            missing = {"x_prev", "q", "k", "v", *(["x_mid"] if self.keep_mid else [])} - slot.keys()
             if missing:
                 raise RuntimeError(f"recording incomplete: {sorted(missing)} not captured; is the model loaded with "
                                    f"attn_implementation='{ATTN_IMPLEMENTATION}'?")
             w_o, b_o = output_projection(self.spec, layer, slot["q"].shape[0])
-            records.append(LayerRecord(w_o=w_o, b_o=b_o, **slot))
+            records.append(LayerRecord(w_o=w_o, b_o=b_o, **{"x_mid": None, **slot}))
         return records
 
 
@@ -262,8 +282,8 @@ AttentionMaskInterface.register(ATTN_IMPLEMENTATION, sdpa_mask)
 
 
 @contextmanager
-def _recording(spec: FamilySpec, model: torch.nn.Module):
-    recorder = _Recorder(spec, model)
+def _recording(spec: FamilySpec, model: torch.nn.Module, keep_mid: bool = False):
+    recorder = _Recorder(spec, model, keep_mid)
     recorder.install()
     _stack().append(recorder)
     try:
@@ -274,11 +294,15 @@ def _recording(spec: FamilySpec, model: torch.nn.Module):
 
 
 @torch.no_grad()
-def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: bool = False) -> Recording:
+def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: bool = False,
+                   keep_mid: bool = False) -> Recording:
     """Run the model once over `input_ids` (one sequence) and keep every layer's `LayerRecord`.
 
     `loaded` is a `LoadedModel` (model + spec). Only the last position's logits are computed unless
-    `keep_logits` is set (full logits cost ``N × vocab`` floats).
+    `keep_logits` is set (full logits cost ``N × vocab`` floats). The residual stream after attention
+    (``x_mid``) is kept only with `keep_mid` (the load-time check compares it with the decomposition):
+    the attribution rebuilds what it needs of it from the attention it computes anyway
+    (`LayerRecord.attention_sum`), which saves ``N × D`` per layer, about a quarter of the recording.
     """
     model, spec = loaded.model, loaded.spec
     if model.config._attn_implementation != ATTN_IMPLEMENTATION:
@@ -287,7 +311,7 @@ def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: boo
     if ids.shape[1] == 0:
         raise ValueError("cannot record an empty sequence")
     start = time.perf_counter()
-    with _recording(spec, model) as recorder:
+    with _recording(spec, model, keep_mid) as recorder:
         kwargs = {} if keep_logits else {"logits_to_keep": 1}
         out = model(input_ids=ids, use_cache=False, **kwargs)
     seconds = time.perf_counter() - start

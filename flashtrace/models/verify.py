@@ -27,7 +27,7 @@ def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
     if len(ids) < 2:
         ids = list(range(1, n_tokens + 1))
     n = len(ids)
-    rec = record_forward(loaded, ids)
+    rec = record_forward(loaded, ids, keep_mid=True)
     errors = []
     for layer in rec.layers:
         (_, probs), = list(attention_rows(layer, torch.arange(n), block=n))  # probs [H, n, n]

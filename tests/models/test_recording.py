@@ -23,7 +23,7 @@ def _eager_attentions(loaded, ids):
 
 def test_decomposition_reproduces_attention_output(tiny):
     """Σ_h Σ_j α[h,i,j]·F[h,j] (+ bias), times the sandwich-norm scale, equals x_mid - x_prev."""
-    rec = record_forward(tiny, random_ids(N))
+    rec = record_forward(tiny, random_ids(N), keep_mid=True)
     for layer in rec.layers:
         (_, probs), = list(attention_rows(layer, torch.arange(N), block=N))
         recon = torch.einsum("hij,hjd->id", probs.double(), layer.head_values(slice(0, N)).double())
@@ -56,8 +56,8 @@ def test_recomputed_rows_equal_eager_attention(tiny):
 
 def test_recording_is_deterministic_and_leaves_logits_unchanged(tiny):
     ids = random_ids(N, seed=2)
-    a = record_forward(tiny, ids, keep_logits=True)
-    b = record_forward(tiny, ids)
+    a = record_forward(tiny, ids, keep_logits=True, keep_mid=True)
+    b = record_forward(tiny, ids, keep_mid=True)
     for la, lb in zip(a.layers, b.layers):
         for name in ("x_prev", "x_mid", "q", "k", "v"):
             assert torch.equal(getattr(la, name), getattr(lb, name))
@@ -72,7 +72,7 @@ def test_recording_is_deterministic_and_leaves_logits_unchanged(tiny):
 
 def test_recording_keeps_no_quadratic_tensor(tiny_llama):
     n = 256
-    rec = record_forward(tiny_llama, random_ids(n, seed=3))
+    rec = record_forward(tiny_llama, random_ids(n, seed=3), keep_mid=True)
     for layer in rec.layers:
         for name in ("x_prev", "x_mid", "q", "k", "v"):
             t = getattr(layer, name)
@@ -87,3 +87,16 @@ def test_sliding_window_is_applied(tiny):
         (_, probs), = list(attention_rows(layer, torch.tensor([N - 1])))
         assert torch.all(probs[:, 0, : N - layer.sliding_window] == 0)
     assert bool(windowed) == (tiny.spec.name in ("mistral", "gemma2", "gemma3"))
+
+
+def test_x_mid_is_kept_only_when_asked(tiny_llama):
+    """The default recording leaves out x_mid (the attribution rebuilds it); asking for it elsewhere
+    says how to get it."""
+    ids = random_ids(N, seed=5)
+    plain, kept = record_forward(tiny_llama, ids), record_forward(tiny_llama, ids, keep_mid=True)
+    assert all(layer.x_mid is None for layer in plain.layers)
+    assert all(layer.x_mid.shape == layer.x_prev.shape for layer in kept.layers)
+    d_model = kept.layers[0].x_prev.shape[1]
+    assert kept.nbytes() - plain.nbytes() == len(kept.layers) * N * d_model * 4
+    with pytest.raises(ValueError, match="keep_mid=True"):
+        plain.layers[0].attention_output()

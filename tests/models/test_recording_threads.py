@@ -19,7 +19,7 @@ def test_two_threads_recording_at_once_each_get_their_own_pass():
     "recording incomplete: ['k', 'q', 'v'] not captured" or mix each other's tensors."""
     llama, gpt2 = _load("tiny-llama"), _load("tiny-gpt2")
     jobs = [(llama, random_ids(40, seed=1)), (llama, random_ids(57, seed=2)), (gpt2, random_ids(33, seed=3))]
-    expected = [record_forward(model, ids) for model, ids in jobs]
+    expected = [record_forward(model, ids, keep_mid=True) for model, ids in jobs]
     barrier = threading.Barrier(len(jobs))
     results, errors = {}, []
 
@@ -27,7 +27,7 @@ def test_two_threads_recording_at_once_each_get_their_own_pass():
         barrier.wait()
         try:
             for round_ in range(15):
-                results[i, round_] = record_forward(model, ids)
+                results[i, round_] = record_forward(model, ids, keep_mid=True)
         except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
