@@ -117,7 +117,26 @@ class _Recorder:
         self.layers = spec.decoder_layers(model)
         self.attn_index = {id(getattr(layer, spec.attention)): i for i, layer in enumerate(self.layers)}
         self.slots: list[dict] = [{} for _ in self.layers]
+        self.blocks: dict[str, torch.Tensor] = {}  # kind -> [L, ...] storage of every layer's tensor (CPU)
         self.handles = []
+
+    def keep(self, i: int, key: str, tensor: torch.Tensor) -> None:
+        """Keep layer `i`'s `key`. On the CPU it is copied into one block per kind for all layers,
+        allocated at the first layer: the forward's own buffers are then all transient, so the heap
+        reuses them layer after layer. Kept in place, they sit between freed activations, whose holes
+        the larger ones do not fit (glibc malloc): ~0.2 GB of resident set lost at 2,048 tokens on
+        SmolLM2 for a copy of ~0.03 s. Layers whose tensor differs in shape keep their own."""
+        tensor = tensor.detach()
+        if tensor.device.type != "cpu":
+            self.slots[i][key] = tensor
+            return
+        block = self.blocks.get(key)
+        if block is None:
+            block = self.blocks[key] = torch.empty((len(self.layers), *tensor.shape), dtype=tensor.dtype)
+        if block.shape[1:] == tensor.shape and block.dtype == tensor.dtype:
+            self.slots[i][key] = block[i].copy_(tensor)
+        else:
+            self.slots[i][key] = tensor.clone()
 
     def install(self) -> None:
         for i, layer in enumerate(self.layers):
@@ -138,7 +157,7 @@ class _Recorder:
             if _active() is not self:  # another thread's forward pass through the same model
                 return
             hidden = args[0] if args else kwargs["hidden_states"]
-            self.slots[i][key] = hidden[0].detach()
+            self.keep(i, key, hidden[0])
 
         return hook
 
@@ -160,8 +179,9 @@ class _Recorder:
             return False
         if query.shape[0] != 1:
             raise ValueError("recording supports one sequence at a time (batch size 1)")
+        for name, tensor in (("q", query[0]), ("k", key[0]), ("v", value[0])):
+            self.keep(i, name, tensor)
         self.slots[i].update(
-            q=query[0].detach(), k=key[0].detach(), v=value[0].detach(),
             scaling=float(scaling if scaling is not None else query.shape[-1] ** -0.5),
             softcap=softcap, sliding_window=sliding_window,
         )

@@ -100,3 +100,27 @@ def test_x_mid_is_kept_only_when_asked(tiny_llama):
     assert kept.nbytes() - plain.nbytes() == len(kept.layers) * N * d_model * 4
     with pytest.raises(ValueError, match="keep_mid=True"):
         plain.layers[0].attention_output()
+
+
+def test_cpu_recording_keeps_each_kind_in_one_block(tiny_llama):
+    """Every layer's q, k, v and x_prev are views of one [L, ...] block per kind (not the forward's own
+    buffers, which would stay scattered over the heap), with the same values as the forward's."""
+    ids = random_ids(N, seed=6)
+    rec = record_forward(tiny_llama, ids)
+    for name in ("x_prev", "q", "k", "v"):
+        tensors = [getattr(layer, name) for layer in rec.layers]
+        assert len({t.untyped_storage().data_ptr() for t in tensors}) == 1, name
+        assert len({t.data_ptr() for t in tensors}) == len(tensors), name
+    again = record_forward(tiny_llama, ids)
+    assert all(torch.equal(a.q, b.q) and torch.equal(a.x_prev, b.x_prev) for a, b in zip(rec.layers, again.layers))
+
+
+def test_a_layer_of_another_shape_keeps_its_own_tensor(tiny_llama):
+    from flashtrace.models.recording import _Recorder
+
+    recorder = _Recorder(tiny_llama.spec, tiny_llama.model)
+    first, other = torch.randn(4, 8), torch.randn(4, 6)
+    recorder.keep(0, "x_prev", first)
+    recorder.keep(1, "x_prev", other)
+    assert torch.equal(recorder.slots[0]["x_prev"], first) and torch.equal(recorder.slots[1]["x_prev"], other)
+    assert recorder.slots[1]["x_prev"].data_ptr() != other.data_ptr()  # a copy: the forward's buffer is freed
