@@ -16,6 +16,10 @@ the last 8 tokens before that EOS, K = 1, same threads, each side in its own pro
   (our default for that target); hop 0 over the whole generation (what 0.1.1 always does, our
   ``hop0="generation"``) is timed too, in the same process after the first.
 
+Each N runs `--repeats` rounds (default 3), each side in a new process per round, the order alternating;
+the table shows each side's median-time run and the range of the per-round ratios (the authors' time
+alone varied 16-24 s at N = 2,048 between runs on this VM).
+
 Peak memory = the process's VmHWM, model included; "above loaded" subtracts the resident set right after
 the model is loaded. The authors' side grows ~N² (measured ~2.8 GB at N = 1,024, 6.7 GB at 2,048, 21.5 GB
 at 4,096), so before it starts the script predicts its peak and skips it (with a message in the table) when
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -180,7 +185,6 @@ def _run_side(cmd: list[str], cwd: Path, env: dict, out: Path, timeout: float) -
 
 
 def run_n(n: int, args, python: Path | None, model_path: str, tmp: Path) -> dict:
-    from flashtrace.bench.sweep import busy_threshold, load_warning, wait_for_quiet
     from transformers import AutoTokenizer
 
     prompt, response = make_text(AutoTokenizer.from_pretrained(model_path), args.prompt, n - args.prompt)
@@ -190,9 +194,32 @@ def run_n(n: int, args, python: Path | None, model_path: str, tmp: Path) -> dict
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(OMP_NUM_THREADS=str(args.threads), PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     row = {"n": n, "prompt": args.prompt}
+    rounds = []
+    for i in range(args.repeats):  # alternate which side goes first: a drifting machine favours neither
+        rounds.append(_round(n, args, python, spec_path, env, tmp, ("ref", "ours") if i % 2 == 0 else ("ours", "ref")))
+    for side in ("ref", "ours"):
+        row[side] = _median_run([r[side] for r in rounds])
+    if args.repeats > 1:
+        row["rounds"] = rounds
+    return row
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """The run with the median total time (lower median), with every run's total and peak attached."""
+    done = sorted((r for r in runs if "total_s" in r), key=lambda r: r["total_s"])
+    if not done:
+        return runs[0]
+    return {**done[(len(done) - 1) // 2], "total_runs": [r.get("total_s") for r in runs],
+            "peak_runs": [r.get("peak_bytes") for r in runs]}
+
+
+def _round(n: int, args, python: Path | None, spec_path: Path, env: dict, tmp: Path, order) -> dict:
+    from flashtrace.bench.sweep import busy_threshold, load_warning, wait_for_quiet
+
+    row = {}
     script = str(Path(__file__).resolve())
     cpus = os.cpu_count() or 1
-    for side in ("ref", "ours"):
+    for side in order:
         wait_for_quiet(busy_threshold(cpus, args.threads), args.settle)
         before = os.getloadavg()
         warning = load_warning(before[0], cpus, args.threads, f"{side} N={n}")
@@ -218,6 +245,19 @@ def run_n(n: int, args, python: Path | None, model_path: str, tmp: Path) -> dict
         row[side] = result
         print(f"N={n} {side}: {_brief(result)}", flush=True)
     return row
+
+
+def _round_ratios(row: dict, key: str) -> list[float]:
+    return [r["ours"][key] / r["ref"][key] for r in row.get("rounds", [])
+            if key in r["ours"] and key in r["ref"]]
+
+
+def _ratio(row: dict, key: str) -> str:
+    """Ours / theirs for `key`: one round's ratio, or the median of the rounds' ratios with their range."""
+    ratios = sorted(_round_ratios(row, key))
+    if len(ratios) < 2:
+        return f"**{row['ours'][key] / row['ref'][key]:.2f}×**"
+    return f"**{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f} over {len(ratios)} rounds)"
 
 
 def _brief(r: dict) -> str:
@@ -254,11 +294,11 @@ def markdown(rows: list[dict], meta: dict) -> str:
         both = ok_ref and ok_ours
         lines.append("| " + " | ".join([
             f"{r['n']:,}", theirs, mine, f"{ours['attribution_generation_s']:.2f}" if ok_ours else "–",
-            f"**{ours['total_s'] / ref['total_s']:.2f}×**" if both else "–",
+            _ratio(r, "total_s") if both else "–",
             f"{_gib(ref['peak_bytes']) if ok_ref else '–'} / {_gib(ours['peak_bytes']) if ok_ours else '–'}",
             f"{_gib(ref['peak_bytes'] - ref['rss_loaded_bytes']) if ok_ref else '–'} / "
             f"{_gib(ours['peak_bytes'] - ours['rss_loaded_bytes']) if ok_ours else '–'}",
-            (f"**{ours['peak_bytes'] / ref['peak_bytes']:.2f}×**, "
+            (f"{_ratio(r, 'peak_bytes')}, "
              f"{_above(ours) / _above(ref):.2f}×" if both and _above(ref) > 0 else "–"),
             f"{ref['load_before'][0]:.2f} / {ours['load_before'][0]:.2f}"]) + " |")
     lines += ["", "Time: wall seconds of the whole attribution on each side after the model is loaded (theirs: the "
@@ -267,7 +307,10 @@ def markdown(rows: list[dict], meta: dict) -> str:
               "aggregates hop 0 over the whole generation). Peak: the process's VmHWM, model included; above "
               "loaded: minus the resident set right after loading the model. Ours runs both attributions in one "
               "process, so its peak covers both; its first attribution includes any one-time warm-up (JIT), as a "
-              "user's first call does. Acceptance: time ≤ 0.2× and peak ≤ 0.15× theirs."]
+              "user's first call does. With several rounds (`--repeats`), each side runs once per round in a new "
+              "process, the order alternating; a side's columns show its median-time run, the bold ratios are "
+              "the median of the per-round ratios (ours / theirs in the same round), their range in brackets. "
+              "Acceptance: time ≤ 0.2× and peak ≤ 0.15× theirs."]
     return "\n".join(lines) + "\n"
 
 
@@ -279,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", type=int, default=512)
     parser.add_argument("--target", type=int, default=8, help="target = the last this many tokens")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="rounds per N, each side in a new process per round (order alternating); median reported")
     parser.add_argument("--settle", type=float, default=90.0, help="seconds to wait at most for a quiet machine")
     parser.add_argument("--headroom-gib", type=float, default=1.0,
                         help="run the authors' side only if its predicted peak leaves this much memory free")
@@ -307,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="authors-speed-") as tmp:  # the authors' cwd: outside the repository
         for n in [int(x) for x in args.n.split(",") if x.strip()]:
             rows.append(run_n(n, args, python, args.model_path, Path(tmp)))
-    runs = [r[s] for r in rows for s in ("ref", "ours") if "load_before" in r[s]]
+    runs = [rd[s] for r in rows for rd in r.get("rounds", [r]) for s in ("ref", "ours") if "load_before" in rd[s]]
     meta = {"reference": REFERENCE, "threads": args.threads, "prompt": args.prompt, "target": args.target, **machine(),
             "load_min": min(r["load_before"][0] for r in runs), "load_max": max(r["load_before"][0] for r in runs),
             "busy": sum(r["load_busy"] for r in runs), "n_runs": len(runs), "busy_rule": BUSY_RULE,

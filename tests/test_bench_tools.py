@@ -210,3 +210,23 @@ def test_parity_comparison_of_equal_and_shifted_vectors():
     assert result["hops"][0] == {"k": 0, "pearson": pytest.approx(1.0), "max_abs": 0.0, "rho_diff": 0.0}
     assert result["max_abs"] == pytest.approx(0.1) and result["max_rho_diff"] == pytest.approx(0.1)
     assert result["final"]["user_max_abs"] == 0.0 and result["min_pearson"] < 1.0
+
+
+def test_authors_speed_rounds_report_the_median_ratio_and_range():
+    a = _script("authors_speed")
+    gib = 2**30
+
+    def run(total, peak, **extra):
+        return dict(total_s=total, capture_s=1.0, attribution_s=total - 1, peak_bytes=peak * gib,
+                    rss_loaded_bytes=gib, load_before=[0.2, 0, 0], load_busy=False, **extra)
+
+    mine = dict(record_s=3.0, attribution_generation_s=1.2)
+    rounds = [{"ref": run(20, 6), "ours": run(4.0, 1.5, **mine)}, {"ref": run(24, 6), "ours": run(4.4, 1.2, **mine)},
+              {"ref": run(16, 6), "ours": run(4.2, 1.8, **mine)}]
+    row = {"n": 2048, "prompt": 512, "rounds": rounds, "ref": a._median_run([r["ref"] for r in rounds]),
+           "ours": a._median_run([r["ours"] for r in rounds])}
+    assert row["ref"]["total_s"] == 20 and row["ours"]["total_s"] == 4.2 and row["ours"]["total_runs"] == [4.0, 4.4, 4.2]
+    meta = dict(threads=2, cpus=2, prompt=512, target=8, load_min=0.2, load_max=0.2, busy=0, n_runs=6)
+    text = a.markdown([row], meta)  # time ratios 0.20, 0.18, 0.26; peak ratios 0.25, 0.20, 0.30
+    assert "| **0.20×** (0.18–0.26 over 3 rounds) |" in text
+    assert "| **0.25×** (0.20–0.30 over 3 rounds), " in text
