@@ -142,7 +142,9 @@ def run_cell(spec: dict) -> dict:
         result["total_s"] = result["record_s"] + result["attribution_s"]
     else:
         start = time.perf_counter()
-        rec = record_forward(loaded, ids)
+        # token-wise IFR reads each row's Y from the recorded residual stream, as IFR does (rebuilding it
+        # from ᾱ, as FlashTrace's sweep does, would add work to every row of the baseline)
+        rec = record_forward(loaded, ids, keep_mid=mode.startswith("ifr"))
         sync()
         result["record_s"] = time.perf_counter() - start
         targets = torch.arange(n - n_target if n_target else n_prompt, n)

@@ -77,11 +77,14 @@ class LayerRecord:
         weighted by ``coef``, sandwich-norm scale included) and ``coef_total [B] = Σ_i coef[b, i]``.
         Equals ``Σ_i w_i (x_mid[i] − x_prev[i])`` up to rounding (the decomposition identity, METHOD.md
         §5.2), so a recording need not keep x_mid. Cost ``B·H·n_src·dv``: no head value is formed."""
-        n_spans, n_heads, n_src = abar.shape
+        n_spans, _, n_src = abar.shape
+        n_kv = self.n_kv_heads
         v = self.v[:, :n_src].float()  # [KVH, n_src, dv]; query head h reads kv head h // rep
-        grouped = abar.to(v.device, torch.float32).reshape(n_spans, self.n_kv_heads, -1, n_src)
-        mixed = torch.einsum("bgrj,gjd->bgrd", grouped, v).reshape(n_spans, n_heads, -1)  # [B, H, dv]
-        out = torch.einsum("bhd,hde->be", mixed, self.w_o.float())  # [B, D]
+        grouped = abar.to(v.device, torch.float32).reshape(n_spans, n_kv, -1, n_src).transpose(0, 1)
+        mixed = torch.bmm(grouped.reshape(n_kv, -1, n_src), v)  # [KVH, B·rep, dv]
+        mixed = mixed.reshape(n_kv, n_spans, -1, v.shape[-1]).transpose(0, 1).reshape(n_spans, -1)  # [B, H·dv]
+        w_o = self.w_o.float()
+        out = mixed @ w_o.reshape(-1, w_o.shape[-1])  # [B, D]; a view of the projection where it is one
         if self.b_o is not None:
             out = out + coef_total.to(out.device, torch.float32)[:, None] * self.b_o.float()
         return out
