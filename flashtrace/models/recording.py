@@ -155,8 +155,11 @@ class _Recorder:
         for handle in self.handles:
             handle.remove()
 
+    # The hooks take `kwargs` optionally: torch registers a with-kwargs hook in two steps (the hook, then its
+    # with-kwargs flag), so another thread's forward pass through the same model can call it in between
+    # without kwargs. Such a call is never this recording's (`_active()` differs) and returns at once.
     def _store_input(self, i: int, key: str):
-        def hook(module, args, kwargs):
+        def hook(module, args, kwargs=None):
             if _active() is not self:  # another thread's forward pass through the same model
                 return
             hidden = args[0] if args else kwargs["hidden_states"]
@@ -167,7 +170,7 @@ class _Recorder:
     def _store_post_scale(self, i: int, norm: torch.nn.Module):
         eps = getattr(norm, "eps", getattr(norm, "variance_epsilon", 1e-6))
 
-        def hook(module, args, kwargs):
+        def hook(module, args, kwargs=None):
             if _active() is not self:
                 return
             u = (args[0] if args else kwargs["hidden_states"])[0].float()
