@@ -20,7 +20,7 @@ setup: $(STAMP)
 
 app: setup
 	$(BIN)/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false \
-		--client.showSidebarNavigation false --server.fileWatcherType none
+		--client.showSidebarNavigation false --client.toolbarMode viewer --server.fileWatcherType none
 
 browser:
 	@tools/ensure-chromium

@@ -20,7 +20,8 @@ def run(args) -> int:
     root = app_root()
     cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port),
            "--server.address", args.address, "--browser.gatherUsageStats", "false",
-           "--client.showSidebarNavigation", "false", "--server.fileWatcherType", "none",
+           "--client.showSidebarNavigation", "false", "--client.toolbarMode", "viewer",
+           "--server.fileWatcherType", "none",
            "--server.headless", "true" if args.headless else "false"]
     os.chdir(root)  # the app's .streamlit/config.toml is read from there
     os.execv(sys.executable, cmd)  # become the server: signals (Ctrl-C, terminate) reach Streamlit itself

@@ -207,7 +207,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
             name=ROLE_NAMES[role], meta=role,
             text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
             textposition={"reasoning": "middle right", "answer": "bottom center"}.get(role, "middle left"),
-            textfont={"size": label_size}, cliponaxis=False,
+            textfont={"size": label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
             customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass) for n in nodes],
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role == "other" else "circle",

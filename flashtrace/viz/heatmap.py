@@ -12,6 +12,8 @@ from .tokens import (plotly_text, scale_maxima, show_controls, target_positions,
                      visible_label)
 
 ROW_PX = 24
+BAR_BAND_PX = 48  # the colour keys' band between the title and the grid
+SCALED = ("prompt", "generated")  # classes with a colour key (template tokens share the grid, not a key)
 LABEL_CHARS = 8  # what fits a cell at 16 cells per row on a laptop-wide page
 WINDOW = 512  # tokens per heatmap page of a long trace: drawing thousands of labelled cells takes seconds
 _CLASSES = (("prompt", "prompt", PROMPT_SCALE), ("generated", "reasoning + answer", REASONING_SCALE),
@@ -94,7 +96,9 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     target = target_positions(trace)
     fig = go.Figure()
     classes = _CLASSES + (("target", "target", [[0.0, TARGET_FILL], [1.0, TARGET_FILL]]),)
-    for bar_index, (cls, label, scale) in enumerate(classes):
+    classes_drawn = {"target" if i in target else token_class(trace.tokens[i].role) for i, _rc in drawn}
+    bars = [cls for cls, _label, _scale in _CLASSES if cls in classes_drawn and cls in SCALED and top.get(cls, 0) > 0]
+    for cls, label, scale in classes:
         z = [[None] * width for _ in range(n_rows)]
         text = [[""] * width for _ in range(n_rows)]
         custom = [[None] * width for _ in range(n_rows)]
@@ -112,9 +116,7 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
         fig.add_trace(go.Heatmap(
             z=z, text=text, customdata=custom, name=cls, texttemplate="%{text}", textfont={"size": 11},
             colorscale=scale, zmin=0.0, zmax=top.get(cls) or 1.0, xgap=1, ygap=1, hoverongaps=False,
-            showscale=cls in ("prompt", "generated") and top.get(cls, 0) > 0,
-            colorbar={"title": {"text": label, "side": "right"}, "x": 1.0 + 0.09 * bar_index, "len": 0.9,
-                      "thickness": 12},
+            showscale=cls in bars, colorbar=_colorbar(label, bars.index(cls) if cls in bars else 0),
             hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
                           "score %{z:.4g}<extra></extra>"))
     shapes = _target_outlines(drawn, target) + [
@@ -128,9 +130,11 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     view = view if title is None else title
     if (lo, hi) != (0, trace.n_tokens):
         view += f" · tokens {lo}-{hi - 1} of {trace.n_tokens}"
+    key_px = BAR_BAND_PX if bars else 0
     fig.update_layout(
-        title={"text": view, "font": {"size": 14}}, shapes=shapes,
-        height=max(160, n_rows * ROW_PX + 70), margin={"l": 50, "r": 10, "t": 40, "b": 10},
+        title={"text": view, "font": {"size": 14}, "y": 1.0, "yref": "paper", "yanchor": "bottom",
+               "pad": {"b": key_px - 12 if key_px else 10}}, shapes=shapes,
+        height=max(160, n_rows * ROW_PX + 70 + key_px), margin={"l": 50, "r": 10, "t": 40 + key_px, "b": 10},
         xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
         yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),
                "ticktext": [("⋯ " if r in after_fold else "") + f"#{p}" for r, p in first_in_row.items()],
@@ -140,6 +144,14 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
               "top": {k: v for k, v in top.items()}},
     )
     return fig
+
+
+def _colorbar(label: str, index: int) -> dict:
+    """A colour key laid flat above the grid, the `index`-th from the left: it stays in view at the top of a
+    tall heatmap, and two keys (prompt, reasoning + answer) sit side by side instead of overlapping."""
+    return {"orientation": "h", "x": index * 0.5, "xanchor": "left", "len": 0.42, "y": 1.0, "yanchor": "bottom",
+            "ypad": 6, "thickness": 10, "nticks": 5, "tickformat": ".2~g", "tickfont": {"size": 10},
+            "title": {"text": label, "side": "top", "font": {"size": 11}}}
 
 
 def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range) -> list[dict]:

@@ -4,9 +4,10 @@ One app server and one browser page for the whole test; each app page is loaded 
 and switched to dark in place (Streamlit follows the browser's colour scheme), so the run stays short on
 a 2-core CI machine. Screenshots (full page) go to ``test-artifacts/pages/``. Every request the browser
 makes is recorded: none may go to a host other than the app's 127.0.0.1. On every page and in every
-state: no Streamlit exception or error box, no JavaScript error, no chart whose legend overlaps its
-axis labels or whose axis labels are cut off, and no table hiding columns behind a horizontal scroll;
-on Explore (heatmap and text view) the outlined target, the answer, lies inside the first screen.
+state: no Streamlit exception or error box, no JavaScript error, no developer toolbar ("Deploy"), no chart
+whose legend overlaps its axis labels, whose colour keys overlap, or whose labels are cut off, and no table
+hiding columns behind a horizontal scroll; on Explore (heatmap and text view) the outlined target, the
+answer, lies inside the first screen.
 """
 
 from urllib.parse import urlsplit
@@ -35,9 +36,9 @@ PAGES = [  # (name, URL path + query, heading to wait for, selector that shows t
     ("glossary", "Glossary#rho", "Glossary", '[data-testid="stHeading"]'),
 ]
 
-# For each chart: legend entries that intersect tick labels, axis titles or notes (annotations), a chart
-# title that intersects any of them, and tick labels / axis titles / legend entries / notes that stick out
-# of the chart's own SVG (cut off).
+# For each chart: legend entries that intersect tick labels, axis titles or notes (annotations), colour keys
+# (colour bars) that intersect each other, a chart title that intersects any of them, and tick labels / axis
+# titles / legend entries / notes / colour-key texts that stick out of the chart's own SVG (cut off).
 CHART_PROBLEMS = """() => {
     const problems = [];
     const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
@@ -63,9 +64,21 @@ CHART_PROBLEMS = """() => {
         for (const [lt, lr] of legends)
             for (const [t, r] of labels.concat(notes))
                 if (overlap(lr, r)) problems.push(`${name}: legend "${lt}" overlaps "${t}"`);
+        const keys = [...gd.querySelectorAll('g.colorbar')].filter((e) => visible(e.getBoundingClientRect()))
+            .map((e) => [(e.querySelector('.cbtitle text') || {}).textContent || 'colour key', e]);
+        keys.forEach(([kt, e], i) => {
+            for (const t of e.querySelectorAll('text')) {
+                const r = t.getBoundingClientRect();
+                if (visible(r) && (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1))
+                    problems.push(`${name}: colour key "${kt}": "${t.textContent}" is cut off`);
+            }
+            for (const [ot, o] of keys.slice(i + 1))
+                if (overlap(e.getBoundingClientRect(), o.getBoundingClientRect()))
+                    problems.push(`${name}: colour keys "${kt}" and "${ot}" overlap`);
+        });
         const title = gd.querySelector('.g-gtitle text');
         if (title && visible(title.getBoundingClientRect()))
-            for (const [t, r] of labels.concat(legends, notes))
+            for (const [t, r] of labels.concat(legends, notes, keys.map(([kt, e]) => [`colour key ${kt}`, e.getBoundingClientRect()])))
                 if (overlap(title.getBoundingClientRect(), r)) problems.push(`${name}: title overlaps "${t}"`);
     });
     return problems;
@@ -102,6 +115,8 @@ def check_page(page, name: str, problems: list[str]) -> None:
     for testid in ("stException", "stAlertContentError"):
         if page.locator(f'[data-testid="{testid}"]').count():
             problems.append(f"{name}: {testid}: {page.locator(f'[data-testid={testid}]').first.inner_text()[:200]}")
+    if page.get_by_role("button", name="Deploy").count():  # the app is for viewers (client.toolbarMode)
+        problems.append(f"{name}: Streamlit's developer toolbar (Deploy) is shown")
     problems.extend(f"{name}: {p}" for p in page.evaluate(CHART_PROBLEMS))
     problems.extend(f"{name}: table hides columns ({p})" for p in page.evaluate(HIDDEN_COLUMNS))
     if name.startswith("explore"):  # the answer shows in the first screen, without scrolling anything
