@@ -17,30 +17,48 @@ import sys
 from . import __version__, commands
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
 
-__all__ = ["main", "build_parser", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
+__all__ = ["main", "build_parser", "command_names", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    """The subcommands, as typed (``flashtrace <name>``)."""
+    return [m.name.replace("_", "-") for m in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name)
+            if not m.name.startswith("_")]
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (a command name, or "" for none), only that command's arguments are
+    built. Some commands list methods and models in their help, which imports torch (seconds): `main`
+    builds just the command being run, so ``flashtrace --help``, ``app``, ``export`` start at once."""
     parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
                                      "for reasoning language models.",
                                      epilog="exit codes: 0 success, 1 failure while running, 2 bad input or usage, "
                                      "3 refused (would not fit in memory), 130 interrupted")
     parser.add_argument("--version", action="version", version=f"flashtrace-studio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        cmd = sub.add_parser(info.name.replace("_", "-"), help=module.HELP.replace("%", "%%"), description=module.HELP,
+    parser.commands = sub.choices  # name -> its parser (`main` reports a command's bad arguments with its usage)
+    for name in command_names():
+        module = importlib.import_module(f"{commands.__name__}.{name.replace('-', '_')}")
+        cmd = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP,
                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        module.add_arguments(cmd)
+        if only is None or only == name:
+            module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
     return parser
 
 
+def _command_in(argv: list[str]) -> str:
+    """The command `argv` runs: its first word that is not an option (the top level's options take no
+    value), or "" when there is none."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=_command_in(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # with the command's own usage line, not the top level's
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE

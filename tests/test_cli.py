@@ -113,3 +113,22 @@ def test_methods_and_their_options_come_from_the_registry(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["settings"]["method"] == "perturbation" and data["settings"]["hops"] == 0  # no --hops: 0 without hops
     assert data["extra"]["method_options"] == {"batch_size": 4}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["app", "--help"], ["export", "--help"], ["prepare", "--help"]])
+def test_help_of_commands_that_need_no_model_does_not_import_torch(argv):
+    """Only the command being run builds its arguments: `flashtrace --help` used to import torch,
+    transformers and numba for the trace command's method list (~5 s on this machine)."""
+    code = ("import sys\nfrom flashtrace.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    assert e.code == 0, e.code\nprint('TORCH', 'torch' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "usage: flashtrace" in res.stdout
+    assert res.stdout.strip().endswith("TORCH False")
+
+
+def test_an_unknown_flag_is_reported_with_the_commands_own_usage():
+    res = run_cli("export", "t.json", "--nope")
+    assert res.returncode == 2
+    assert "usage: flashtrace export" in res.stderr
+    assert "flashtrace export: error: unrecognized arguments: --nope" in res.stderr
