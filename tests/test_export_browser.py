@@ -8,7 +8,22 @@ from flashtrace.graph import HopGraph
 from flashtrace.tracing import attribute, prepare
 from flashtrace.viz.graph import hop_graph_figure
 from flashtrace.viz.report import trace_report_html
+from tests.app.test_browser_pages import CHART_PROBLEMS
 from tests.conftest import _load
+
+# The heatmap's view buttons must not cover its title or colour keys (they did once, at the top-left).
+MENU_OVERLAPS = """() => {
+    const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    const problems = [];
+    document.querySelectorAll('.js-plotly-plot').forEach((gd) => {
+        const others = [...gd.querySelectorAll('g.colorbar, .g-gtitle text')].map((e) => e.getBoundingClientRect())
+            .filter((r) => r.width > 0 && r.height > 0);
+        for (const button of gd.querySelectorAll('.updatemenu-button'))
+            if (others.some((r) => overlap(button.getBoundingClientRect(), r)))
+                problems.push(`view button "${button.textContent}" covers the title or a colour key`);
+    });
+    return problems;
+}"""
 
 HOSTILE = ['<script>alert(1)</script>', '" onmouseover="', '</textarea>', '{{7*7}}']
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -57,8 +72,14 @@ def test_page_loads_offline_without_requests_or_errors(hostile_page):
             page.wait_for_timeout(500)
             assert page.locator(".plot-container").count() >= 2  # heatmap, mass per hop (and the graph)
             body = page.inner_text("body")
+            drawn = []  # chart problems in the combined view and after switching to hop 1
+            for view in ("combined", "hop 1"):
+                page.locator(".updatemenu-button", has_text=view).first.click()
+                page.wait_for_timeout(500)
+                drawn += [f"{view}: {p}" for p in page.evaluate(CHART_PROBLEMS) + page.evaluate(MENU_OVERLAPS)]
         finally:
             browser.close()
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
     assert errors == [] and dialogs == []
+    assert drawn == []
     assert "<script>alert(1)</script>" in body  # shown as text, never run

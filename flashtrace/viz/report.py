@@ -34,9 +34,10 @@ def heatmap_with_hop_selector(trace: Trace) -> go.Figure:
         buttons.append({"label": "combined" if view is None else f"hop {view}", "method": "update",
                         "args": [{"visible": visible}, {"title.text": source.layout.title.text}]})
         start += count
+    top = fig.layout.margin.t  # the title and the colour keys sit there; the buttons go above them
     fig.update_layout(updatemenus=[{"type": "buttons", "direction": "right", "buttons": buttons, "x": 0, "y": 1.0,
-                                    "xanchor": "left", "yanchor": "bottom", "pad": {"b": 24}}],
-                      margin={"t": 90}, meta={"view": "token_heatmap_hops"})
+                                    "xanchor": "left", "yanchor": "bottom", "pad": {"b": top - 12}}],
+                      margin={"t": top + 34}, height=fig.layout.height + 34, meta={"view": "token_heatmap_hops"})
     return fig
 
 
