@@ -156,7 +156,8 @@ if st.button("Run trace", type="primary", disabled=bool(missing) or not fits, ke
                               stop_tokens=stop_tokens, hop0=hop0,
                               progress=app_state.Progress("Attributing"))
             ss["last_saved"] = app_state.library().save(trace, title.strip() or None)
-            status.update(label=f"Done in {time.perf_counter() - started:.1f} s", state="complete")
+            took = time.perf_counter() - started
+            status.update(label=f"Done in {took:.1f} s" if took >= 0.05 else "Done in under 0.1 s", state="complete")
         except Exception:
             status.update(label="Trace failed (nothing was saved)", state="error")
             raise
