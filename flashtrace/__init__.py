@@ -8,8 +8,7 @@ Quick start::
     tr.top_prompt_tokens(10)
 """
 
-from importlib import import_module
-
+from ._lazy import lazy_exports
 from .errors import FlashTraceError
 from .schema import Trace, TraceValidationError
 
@@ -17,14 +16,7 @@ from .schema import Trace, TraceValidationError
 _LAZY = {"LoadedModel": "models", "ModelLoadError": "models", "UnsupportedModelError": "models",
          "load_model": "models", "record_forward": "models", "Prepared": "tracing", "attribute": "tracing",
          "prepare": "tracing"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'flashtrace' has no attribute '{name}'")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 def trace(*args, **kwargs) -> Trace:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from flashtrace.cli import build_parser
+from flashtrace.cli import build_parser, command_names
 
 
 def run_cli(*args, input=None):
@@ -115,10 +115,11 @@ def test_methods_and_their_options_come_from_the_registry(tmp_path, capsys):
     assert data["extra"]["method_options"] == {"batch_size": 4}
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["app", "--help"], ["export", "--help"], ["prepare", "--help"]])
-def test_help_of_commands_that_need_no_model_does_not_import_torch(argv):
-    """Only the command being run builds its arguments: `flashtrace --help` used to import torch,
-    transformers and numba for the trace command's method list (~5 s on this machine)."""
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in command_names())])
+def test_help_does_not_import_torch(argv):
+    """Help is instant: `flashtrace --help` and every command's help used to import torch, transformers
+    and numba (~5 s on this machine) for the method and model lists. Only the command being run builds its
+    arguments, and the method registry, model aliases and evaluation method names import without torch."""
     code = ("import sys\nfrom flashtrace.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
             "    assert e.code == 0, e.code\nprint('TORCH', 'torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)

@@ -1,10 +1,15 @@
-"""Floor 1: pure attribution math over a recording (proximity, span aggregation, hops, baselines)."""
+"""Floor 1: pure attribution math over a recording (proximity, span aggregation, hops, baselines).
 
-from .hops import Hop, recursive_hops
-from .kernels import proximity
-from .registry import METHODS, get_method, register
-from .span import SpanAttribution, span_aggregate
-from .tokenwise import tokenwise_aggregate, tokenwise_rows
+The names below load on first use (`flashtrace._lazy`): the method registry (`METHODS`) imports without
+torch, so the command line's help can list the methods and their options at once.
+"""
 
-__all__ = ["Hop", "recursive_hops", "proximity", "METHODS", "get_method", "register", "SpanAttribution",
-           "span_aggregate", "tokenwise_aggregate", "tokenwise_rows"]
+from .._lazy import lazy_exports
+
+_WHERE = {
+    "Hop": "hops", "recursive_hops": "hops", "proximity": "kernels", "METHODS": "registry",
+    "get_method": "registry", "register": "registry", "SpanAttribution": "span", "span_aggregate": "span",
+    "tokenwise_aggregate": "tokenwise", "tokenwise_rows": "tokenwise",
+}
+__all__ = list(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -6,22 +6,23 @@ turns one recorded sequence into an aggregator: target weight vectors ``[B, N]``
 recursive hops and step graphs work with any method that declares them.
 
 A new method is one function registered here (or in its own module) with `register`.
+
+This module imports without torch (the command line's help lists the methods): each built-in method
+imports its implementation when it is built.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from ..models.recording import Recording
-from .baselines import attention_rollout, integrated_gradients, raw_attention, segment_ablation
-from .span import span_aggregate
-from .tokenwise import tokenwise_aggregate
+    from ..models.recording import Recording
 
 Tick = Callable[[int], None]
-Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> scores [B, N]
+Aggregator = Callable[["torch.Tensor"], "torch.Tensor"]  # weights [B, N] -> scores [B, N]
 PROGRESS_UNITS = ("layer", "row", "run")
 
 
@@ -129,6 +130,8 @@ def _per_layer(tick: Tick | None):
 
 def _rows(fn: Callable[[torch.Tensor], torch.Tensor], tick: Tick | None) -> Aggregator:
     """An aggregator from a one-vector function ``[N] -> [N]``, one tick per vector."""
+    import torch
+
     def run(weights: torch.Tensor) -> torch.Tensor:
         out = []
         for w in weights:
@@ -141,7 +144,7 @@ def _rows(fn: Callable[[torch.Tensor], torch.Tensor], tick: Tick | None) -> Aggr
 
 
 def _target_range(w: torch.Tensor) -> tuple[int, int]:
-    nz = torch.nonzero(w > 0).flatten()
+    nz = (w > 0).nonzero().flatten()
     return int(nz[0]), int(nz[-1]) + 1
 
 
@@ -156,21 +159,29 @@ THRESHOLD = Option("threshold", float, None, "prune (head, source) proximities w
 
 @register("flashtrace", "span-wise aggregation: the whole target in one sweep per hop", options=(THRESHOLD,))
 def _flashtrace(source: Source, tick: Tick | None = None, threshold: float | None = None):
+    from .span import span_aggregate
+
     return lambda w: span_aggregate(source.recording, w, threshold=threshold, on_layer=_per_layer(tick)).scores
 
 
 @register("ifr", "token-wise IFR, one row per target token, batched over rows", progress_unit="row")
 def _ifr(source: Source, tick: Tick | None = None):
+    from .tokenwise import tokenwise_aggregate
+
     return lambda w: tokenwise_aggregate(source.recording, w, batched=True, on_rows=tick)
 
 
 @register("ifr-rowwise", "token-wise IFR, one target row at a time (the paper's timing protocol)", progress_unit="row")
 def _ifr_rowwise(source: Source, tick: Tick | None = None):
+    from .tokenwise import tokenwise_aggregate
+
     return lambda w: tokenwise_aggregate(source.recording, w, batched=False, on_rows=tick)
 
 
 @register("attention", "raw attention: mean over layers and heads of the target rows", progress_unit="run")
 def _attention(source: Source, tick: Tick | None = None):
+    from .baselines import raw_attention
+
     return _rows(lambda w: raw_attention(source.recording, w), tick)
 
 
@@ -178,6 +189,8 @@ def _attention(source: Source, tick: Tick | None = None):
           options=(Option("residual", float, 0.5, "weight of the identity (residual) in each layer's rollout",
                           low=0.0, high=1.0),))
 def _rollout(source: Source, tick: Tick | None = None, residual: float = 0.5):
+    from .baselines import attention_rollout
+
     return _rows(lambda w: attention_rollout(source.recording, w, residual=residual), tick)
 
 
@@ -185,6 +198,8 @@ def _rollout(source: Source, tick: Tick | None = None, residual: float = 0.5):
           progress_unit="run", hops=False, steps=False, signed=True,
           options=(Option("steps", int, 16, "integration steps (batched)", low=1, high=512),))
 def _ig(source: Source, tick: Tick | None = None, steps: int = 16):
+    from .baselines import integrated_gradients
+
     _needs_model(source, "ig")
     return _rows(lambda w: integrated_gradients(source.model, source.recording.input_ids, _target_range(w),
                                                 source.explained, source.replace_id, steps=steps), tick)
@@ -194,6 +209,8 @@ def _ig(source: Source, tick: Tick | None = None, steps: int = 16):
           "replaced", progress_unit="run", hops=False, steps=False, signed=True,
           options=(Option("batch_size", int, 16, "sequences per forward pass", low=1, high=1024),))
 def _perturbation(source: Source, tick: Tick | None = None, batch_size: int = 16):
+    from .baselines import segment_ablation
+
     _needs_model(source, "perturbation")
     return _rows(lambda w: segment_ablation(source.model, source.recording.input_ids, source.segments,
                                             _target_range(w), source.replace_id, batch_size), tick)

@@ -9,7 +9,7 @@ HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic
 
 
 def add_arguments(parser) -> None:
-    from ..evaluate.methods import DEFAULT_METHODS
+    from ..evaluate.names import DEFAULT_METHODS
     from ..evaluate.tasks import TASKS
 
     parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")

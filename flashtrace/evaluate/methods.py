@@ -18,6 +18,7 @@ from ..attribution import get_method
 from ..models import LoadedModel
 from ..tracing import Prepared, attribute, method_source, prepare, resolve_target
 from ..tracing import replacement_id as _replacement_id
+from .names import DEFAULT_METHODS
 from .tasks import Example
 
 
@@ -99,18 +100,9 @@ _ig = _baseline("ig", lambda ctx: {"steps": ctx.ig_steps})
 _perturbation = _baseline("perturbation", lambda ctx: {"batch_size": ctx.batch_size})
 
 
-EVAL_METHODS: dict[str, Callable[[EvalContext], torch.Tensor]] = {
-    "flashtrace-k0": _flashtrace(0),
-    "flashtrace-k1": _flashtrace(1),
-    "flashtrace-k2": _flashtrace(2),
-    "ifr": _ifr,
-    "attention": _attention,
-    "rollout": _rollout,
-    "ig": _ig,
-    "perturbation": _perturbation,
-}
-DEFAULT_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout", "ig",
-                   "perturbation")
+_RUNS = {"flashtrace-k0": _flashtrace(0), "flashtrace-k1": _flashtrace(1), "flashtrace-k2": _flashtrace(2), "ifr": _ifr,
+         "attention": _attention, "rollout": _rollout, "ig": _ig, "perturbation": _perturbation}
+EVAL_METHODS: dict[str, Callable[[EvalContext], torch.Tensor]] = {name: _RUNS[name] for name in DEFAULT_METHODS}
 
 
 _VARIANT = re.compile(r"flashtrace-k(\d)(-gen)?(-nostop|-punct)?")

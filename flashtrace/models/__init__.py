@@ -1,10 +1,16 @@
-"""Floor 1: loading models, family specs, and the per-layer recording."""
+"""Floor 1: loading models, family specs, and the per-layer recording.
 
-from .families import FamilySpec, UnsupportedModelError, spec_for, supported_families
-from .loading import MODEL_ALIASES, LoadedModel, ModelLoadError, load_model, wrap_model
-from .memory import ResourceError
-from .recording import LayerRecord, Recording, record_forward
+The names below load on first use (`flashtrace._lazy`): ``flashtrace.models.aliases``, the built-in model
+names, imports without torch and transformers, so the command line's help can list them at once.
+"""
 
-__all__ = ["FamilySpec", "UnsupportedModelError", "spec_for", "supported_families", "MODEL_ALIASES",
-           "LoadedModel", "ModelLoadError", "ResourceError", "load_model", "wrap_model", "LayerRecord", "Recording",
-           "record_forward"]
+from .._lazy import lazy_exports
+
+_WHERE = {
+    "FamilySpec": "families", "UnsupportedModelError": "families", "spec_for": "families",
+    "supported_families": "families", "MODEL_ALIASES": "aliases", "LoadedModel": "loading",
+    "ModelLoadError": "loading", "load_model": "loading", "wrap_model": "loading", "ResourceError": "memory",
+    "LayerRecord": "recording", "Recording": "recording", "record_forward": "recording",
+}
+__all__ = list(_WHERE)
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -12,7 +12,8 @@ from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .memory import ResourceError, check_device, check_weights_fit
 from .recording import ATTN_IMPLEMENTATION
-from .tiny import SHAPED_CONFIGS, TINY_ALIASES, build_shaped_model, build_tiny_model, shaped_config
+from .aliases import MODEL_ALIASES, SHAPED_CONFIGS, TINY_ALIASES
+from .tiny import build_shaped_model, build_tiny_model, shaped_config
 
 
 class ModelLoadError(FlashTraceError, RuntimeError):
@@ -58,7 +59,6 @@ class LoadedModel:
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
-MODEL_ALIASES = (DEFAULT_ALIAS, *TINY_ALIASES, *SHAPED_CONFIGS)
 
 
 def _dtype(dtype: str | torch.dtype | None) -> torch.dtype:

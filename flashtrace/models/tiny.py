@@ -10,6 +10,9 @@ from __future__ import annotations
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from .aliases import SHAPED_CONFIGS, TINY_ALIASES  # noqa: F401 - re-exported: the names live with the other aliases
+from .recording import ATTN_IMPLEMENTATION  # importing it registers the attention function with transformers
+
 _COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=4096)
 
@@ -25,13 +28,9 @@ TINY_CONFIGS: dict[str, dict] = {
     "phi3": dict(_COMMON, tie_word_embeddings=True),
     "gpt2": dict(n_embd=64, n_layer=2, n_head=4, n_positions=4096, n_inner=128, tie_word_embeddings=True),
 }
-TINY_ALIASES = {
-    "tiny-llama": "llama", "tiny-mistral": "mistral", "tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3",
-    "tiny-gemma2": "gemma2", "tiny-gemma3": "gemma3_text", "tiny-phi3": "phi3", "tiny-gpt2": "gpt2",
-}
 
 
-def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str = "ft_record"):
+def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str = ATTN_IMPLEMENTATION):
     """A deterministic random-weight causal LM of `model_type` sized for `tokenizer`."""
     kwargs = dict(TINY_CONFIGS[model_type])
     ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -47,17 +46,6 @@ def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementat
     return model.eval()
 
 
-# Random-weight models with the shapes of real checkpoints, for speed benchmarks on big hardware.
-SHAPED_CONFIGS: dict[str, tuple[str, dict]] = {
-    "random-qwen3-8b": ("qwen3", dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
-                                      num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                                      vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=False)),
-    "random-smollm2-135m": ("llama", dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
-                                          num_attention_heads=9, num_key_value_heads=3, vocab_size=49152,
-                                          max_position_embeddings=8192, tie_word_embeddings=True)),
-}
-
-
 def shaped_config(name: str):
     """The transformers config of a shaped random-weight model (nothing allocated)."""
     model_type, kwargs = SHAPED_CONFIGS[name]
@@ -65,7 +53,7 @@ def shaped_config(name: str):
 
 
 def build_shaped_model(name: str, dtype: torch.dtype, device: str | None = None, seed: int = 0,
-                       attn_implementation: str = "ft_record"):
+                       attn_implementation: str = ATTN_IMPLEMENTATION):
     """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`."""
     config = shaped_config(name)
     torch.manual_seed(seed)

@@ -1,0 +1,23 @@
+"""Package names that load on first use (PEP 562): a package's ``__init__`` can name what it offers
+without importing torch, so light parts (the built-in model names, the method registry) load at once."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+
+def lazy_exports(package: str, where: dict[str, str]):
+    """``(__getattr__, __dir__)`` for `package`, whose name ``n`` is ``<package>.<where[n]>.n``; a name,
+    once loaded, is stored in the package so later lookups are plain attribute reads."""
+    def __getattr__(name: str):
+        if name not in where:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(where))
+
+    return __getattr__, __dir__
