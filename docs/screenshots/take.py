@@ -4,9 +4,9 @@ Starts the app on a free loopback port with an empty temporary library and captu
 projector): Explore on the gallery's variable-tracking trace at hop 1 (folded rows, the answer outlined,
 the colour scale shared across hops), the free-form trace's text view in the dark theme, the Hop graph,
 Compare's "what each hop adds" on the long variable-tracking trace (its top sentence moves from the
-question to the value), the Story's third panel and the Evaluation page on
-the committed SmolLM2 results. Each picture holds the whole page (up to 1,600 px tall). Name files to
-retake only those: ``take.py evaluation.png``.
+question to the value), the Story's third panel and the Evaluation page on the committed SmolLM2
+results of the current default run (eval_smollm2_paper). Each picture holds the whole page (up to
+1,600 px tall). Name files to retake only those: ``take.py evaluation.png``.
 """
 
 import sys
@@ -26,7 +26,7 @@ SHOTS = [  # (file, URL path + query, colour scheme, something to wait for)
     ("hop_graph.png", "Hop_graph?trace=gallery:vartrack&node=S1", "light", ".heatmaplayer"),
     ("compare.png", "Compare?trace=gallery:long-vartrack", "light", ".heatmaplayer"),
     ("story.png", "Story?trace=gallery:vartrack&step=3", "light", ".barlayer"),
-    ("evaluation.png", "Evaluation?run=eval_smollm2&task=arithmetic", "light", ".main-svg"),
+    ("evaluation.png", "Evaluation?run=eval_smollm2_paper&task=arithmetic", "light", ".main-svg"),
 ]
 
 
