@@ -123,10 +123,15 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     from flashtrace.viz.heatmap import heatmap_windows, window_of
     from tests.app.browser import app_server, launch, settle
 
+    from flashtrace.graph import HopGraph
+
     trace = load_gallery_trace(name)
     windows = heatmap_windows(trace.n_tokens)
     window = windows[window_of(windows, view_values(trace), trace.positions("prompt"))]
-    rows = len(token_heatmap(trace, token_range=window).data[0].z)  # what the Explore page draws first
+    # what the pages draw first: Explore with every token (`tokens=all`: the largest heatmap of the window),
+    # the Hop graph at its default 80 % influence with weak input sentences folded
+    rows = len(token_heatmap(trace, token_range=window).data[0].z)
+    nodes = HopGraph.from_trace(trace, 0.0).pruned(node_threshold=0.8, fold=True).graph.number_of_nodes()
     label = f"Gallery · {trace.title}"
     out = {}
     with app_server() as url, sync_playwright() as p:
@@ -138,19 +143,19 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
         settle(page, timeout=180_000)
         warm = time.perf_counter() - start
         out["server warm-up (first page, imports)"] = (warm, warm)
-        for what, path, view, key, expected in (
-                ("Explore heatmap", "Explore", "token_heatmap", "rows", rows),
-                ("Hop graph", "Hop_graph", "hop_graph", "nodes", len(trace.segments))):
+        for what, path, query, view, key, expected in (
+                ("Explore heatmap", "Explore", "&tokens=all", "token_heatmap", "rows", rows),
+                ("Hop graph", "Hop_graph", "", "hop_graph", "nodes", nodes)):
             in_app, reload = [], []
             for _ in range(repeats):
-                page.goto(f"{url}/{path}?trace=gallery:free-form", timeout=60_000)
+                page.goto(f"{url}/{path}?trace=gallery:free-form{query}", timeout=60_000)
                 settle(page)
                 start = time.perf_counter()
                 _choose_trace(page, label)
                 _wait_for_figure(page, view, key, expected)
                 in_app.append(time.perf_counter() - start)
                 start = time.perf_counter()
-                page.goto(f"{url}/{path}?trace=gallery:{name}", timeout=60_000)
+                page.goto(f"{url}/{path}?trace=gallery:{name}{query}", timeout=60_000)
                 _wait_for_figure(page, view, key, expected)
                 reload.append(time.perf_counter() - start)
             out[f"browser, in the app: {what}"] = summary(in_app)
