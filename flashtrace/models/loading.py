@@ -8,11 +8,11 @@ from pathlib import Path
 import torch
 
 from ..errors import EXIT_USAGE, FlashTraceError
+from .aliases import MODEL_ALIASES, SHAPED_CONFIGS, TINY_ALIASES
 from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .memory import ResourceError, check_device, check_weights_fit
 from .recording import ATTN_IMPLEMENTATION
-from .aliases import MODEL_ALIASES, SHAPED_CONFIGS, TINY_ALIASES
 from .tiny import build_shaped_model, build_tiny_model, shaped_config
 
 
