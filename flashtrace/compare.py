@@ -228,7 +228,7 @@ def short_text(text: str, limit: int = 70) -> str:
 
 
 def _quoted(text: str, limit: int = 70) -> str:
-    return "'" + short_text(text, limit) + "'"
+    return "“" + short_text(text, limit) + "”"  # the quotes the Story and the Hop graph use
 
 
 def reach_sentence(additions: HopAdditions) -> str:
@@ -244,8 +244,8 @@ def reach_sentence(additions: HopAdditions) -> str:
 
 
 def top_segment_sentence(additions: HopAdditions) -> str:
-    """Which hops changed the top prompt segment, e.g. "Hop 1 changed the top sentence from 'Question: …'
-    to 'VAR RPBER = 16819.'.", or that it stayed the same at every depth."""
+    """Which hops changed the top prompt segment, e.g. "Hop 1 changed the top sentence from “Question: …”
+    to “VAR RPBER = 16819.”.", or that it stayed the same at every depth."""
     top = additions.top_segment
     if not additions.segments or top[0] is None:
         return "This trace has no prompt segments to compare."

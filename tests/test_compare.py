@@ -156,10 +156,10 @@ def test_top_segment_sentence():
     add = HopAdditions(hops=[0, 1, 2], prompt_positions=list(range(9)), added=[[0.0] * 9] * 3, unit=1.0,
                        segments=segs, segment_added=[[0.3, 0.1], [0.0, 0.3], [0.1, 0.1]], input_share=[0.3, 0.3, 0.2],
                        reached=[0.3, 0.6, 0.8], rho=[0.7, 0.4, 0.2], top_segment=[0, 1, 1])
-    assert top_segment_sentence(add) == ("Hop 1 changed the top sentence from 'Question: what is VAR A?' to "
-                                         "'VAR RPBER = 16819.'.")
+    assert top_segment_sentence(add) == ("Hop 1 changed the top sentence from “Question: what is VAR A?” to "
+                                         "“VAR RPBER = 16819.”.")
     add.top_segment = [0, 0, 0]
-    assert top_segment_sentence(add) == "The top sentence is 'Question: what is VAR A?' at every depth (hops 0..2)."
+    assert top_segment_sentence(add) == "The top sentence is “Question: what is VAR A?” at every depth (hops 0..2)."
 
 
 def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
