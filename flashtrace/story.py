@@ -50,6 +50,11 @@ def pct(x: float) -> str:
     return "<1\u00a0%" if 0 < x < 0.005 else f"{100 * x:.0f}\u00a0%"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 step"``, ``"3 steps"``: a count with its noun in the right number."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def quote(text: str, limit: int = 90) -> str:
     """Trace text for a caption: whitespace collapsed, shortened with an ellipsis, in quotes."""
     flat = " ".join(text.split())
@@ -108,7 +113,7 @@ def question_panel(trace: Trace) -> Panel:
     said = (f"answered {quote(answer, 120)}" if is_answer else
             f"wrote a response; the part explained here (the target) is {quote(answer, 120)}")
     caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "
-               + (f"Before answering it reasoned in {steps} step(s). " if reasoning and steps else
+               + (f"Before answering it reasoned in {counted(steps, 'step')}. " if reasoning and steps else
                   "Before answering it reasoned. " if reasoning else "It answered without reasoning first. ")
                + "The next panels show which parts of the question that answer rests on.")
     return Panel("question", TITLES["question"], caption,
@@ -183,8 +188,11 @@ def evidence_panel(trace: Trace) -> Panel:
         return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.",
                      {"sentences": [], "tokens": [], "scores": scores})
     covered = sum(p.share for p in sentences)
-    caption = (f"After all hops, the answer rests most on the {len(sentences)} prompt sentence(s) below, "
-               f"{pct(covered)} of the prompt's attribution between them; the first is {quote(sentences[0].text)}. "
+    held = (f"one prompt sentence, {quote(sentences[0].text)}, which holds {pct(covered)} of the prompt's attribution"
+            if len(sentences) == 1 else
+            f"the {len(sentences)} prompt sentences below, {pct(covered)} of the prompt's attribution between them; "
+            f"the first is {quote(sentences[0].text)}")
+    caption = (f"After all hops, the answer rests most on {held}. "
                f"Strongest words: {_words(tokens)}. The darker a word's background, the more the answer rests on it.")
     return Panel("evidence", TITLES["evidence"], caption, {"sentences": sentences, "tokens": tokens, "scores": scores})
 

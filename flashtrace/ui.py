@@ -13,6 +13,7 @@ import streamlit as st
 from .app_state import TraceRef, load_trace, trace_choices
 from .glossary import help_link
 from .schema import Trace
+from .story import counted
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",
@@ -126,7 +127,7 @@ def trace_header(trace: Trace) -> None:
     lo, hi = trace.settings.target
     target = "".join(t.text for t in trace.tokens[lo:hi])
     st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
-               f"method {plain(trace.settings.method)} · {trace.settings.hops:d} hop(s) · ρ "
+               f"method {plain(trace.settings.method)} · {counted(trace.settings.hops, 'hop')} · ρ "
                + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho"))  # md-ok: numbers, link
     st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
 

@@ -6,6 +6,7 @@ import streamlit as st
 from flashtrace import app_methods, ui
 from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
 from flashtrace.glossary import help_link
+from flashtrace.story import counted
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
                                     method_strips, method_table, reach_bars)
@@ -93,7 +94,7 @@ def methods(ref, trace) -> None:
                          f"{results[name]['deletion_s']:.1f} s")
             ticker.empty()
             cancel.empty()
-            status.update(label=f"Ran {len(pending):d} method(s)", state="complete")
+            status.update(label=f"Ran {counted(len(pending), 'method')}", state="complete")
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
                 + " the comparison again for the rest.")

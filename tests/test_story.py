@@ -5,8 +5,8 @@ import math
 import pytest
 
 from flashtrace.gallery import list_gallery, load_gallery_trace
-from flashtrace.story import (STEPS, check_panel, pct, prompt_pieces, quote, reached, role_shares, stored_check,
-                              story_panels)
+from flashtrace.story import (STEPS, check_panel, counted, evidence_panel, pct, prompt_pieces, quote, reached,
+                              role_shares, stored_check, story_panels)
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 120, "n_deleted": 12, "before": -0.5, "top": -6.25,
          "random": [-0.75, -1.0, -0.5], "random_mean": -0.75, "seed": 0, "model": "m"}
@@ -55,6 +55,22 @@ def test_evidence_pieces_are_the_top_prompt_sentences(trace):
     assert [p.key for p in pieces] == [i for _v, i in sums[:3]]
     assert pieces[0].share == pytest.approx(sums[0][0] / sum(trace.scores.prompt[i] for i in trace.positions("prompt")))
     assert quote(pieces[0].text, 90) in story_panels(trace)[3].caption
+
+
+def test_counts_read_in_the_right_number():
+    assert [counted(0, "hop"), counted(1, "hop"), counted(3, "step"), counted(2, "query", "queries")] == [
+        "0 hops", "1 hop", "3 steps", "2 queries"]
+
+
+def test_a_single_evidence_sentence_is_named_in_the_singular():
+    trace = load_gallery_trace("arithmetic")
+    prompt = [s for s in trace.segments if s.role == "prompt"]
+    whole = prompt[0].model_copy(update={"end": prompt[-1].end, "text": "".join(s.text for s in prompt)})
+    one = trace.model_copy(update={"segments": [s for s in trace.segments if s.role != "prompt"] + [whole]})
+    caption = evidence_panel(one).caption
+    assert caption.startswith("After all hops, the answer rests most on one prompt sentence, “")
+    assert "sentence(s)" not in caption and "the first is" not in caption
+    assert "prompt sentences below" in evidence_panel(trace).caption
 
 
 def test_check_panel_says_plainly_when_not_precomputed():
