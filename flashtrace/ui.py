@@ -127,7 +127,7 @@ def trace_header(trace: Trace) -> None:
     lo, hi = trace.settings.target
     target = "".join(t.text for t in trace.tokens[lo:hi])
     st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
-               f"method {plain(trace.settings.method)} · {counted(trace.settings.hops, 'hop')} · ρ "
+               f"method {plain(trace.settings.method)} · {plain(counted(trace.settings.hops, 'hop'))} · ρ "
                + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho"))  # md-ok: numbers, link
     st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
 

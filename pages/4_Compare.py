@@ -94,7 +94,7 @@ def methods(ref, trace) -> None:
                          f"{results[name]['deletion_s']:.1f} s")
             ticker.empty()
             cancel.empty()
-            status.update(label=f"Ran {counted(len(pending), 'method')}", state="complete")
+            status.update(label=f"Ran {ui.plain(counted(len(pending), 'method'))}", state="complete")
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
                 + " the comparison again for the rest.")
