@@ -119,11 +119,10 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     from playwright.sync_api import sync_playwright
 
     from flashtrace.gallery import load_gallery_trace
+    from flashtrace.graph import HopGraph
     from flashtrace.viz import token_heatmap, view_values
     from flashtrace.viz.heatmap import heatmap_windows, window_of
     from tests.app.browser import app_server, launch, settle
-
-    from flashtrace.graph import HopGraph
 
     trace = load_gallery_trace(name)
     windows = heatmap_windows(trace.n_tokens)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from .aliases import SHAPED_CONFIGS, TINY_ALIASES  # noqa: F401 - re-exported: the names live with the other aliases
+from .aliases import SHAPED_CONFIGS
 from .recording import ATTN_IMPLEMENTATION  # importing it registers the attention function with transformers
 
 _COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,

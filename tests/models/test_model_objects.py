@@ -7,7 +7,8 @@ from transformers import GPT2Config, GPT2LMHeadModel
 import flashtrace
 from flashtrace.models import ModelLoadError, UnsupportedModelError, load_model
 from flashtrace.models.loading import default_tokenizer
-from flashtrace.models.tiny import TINY_ALIASES, build_tiny_model
+from flashtrace.models.aliases import TINY_ALIASES
+from flashtrace.models.tiny import build_tiny_model
 
 PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. Answer: 7"
 
