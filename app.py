@@ -3,9 +3,9 @@ home page: what the tool does, the gallery of precomputed traces, recent library
 
 import streamlit as st
 
-from flashtrace import ui
-from flashtrace.app_state import library
-from flashtrace.gallery import list_gallery
+from flashtrace.app import ui
+from flashtrace.app.state import library
+from flashtrace.store.gallery import list_gallery
 
 
 def home() -> None:

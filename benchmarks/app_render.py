@@ -46,9 +46,9 @@ def timed(fn, repeats: int) -> tuple[float, float]:
 
 
 def figures(name: str) -> None:
-    from flashtrace.gallery import gallery_path
-    from flashtrace.graph import HopGraph
-    from flashtrace.schema import Trace
+    from flashtrace.store.gallery import gallery_path
+    from flashtrace.analysis.graph import HopGraph
+    from flashtrace.analysis.schema import Trace
     from flashtrace.viz import token_heatmap
     from flashtrace.viz.graph import hop_graph_figure
 
@@ -118,8 +118,8 @@ def browser(name: str, repeats: int) -> dict[str, tuple[float, float]]:
     until its heatmap (Explore) or graph (Hop graph) is drawn. Full page loads are reported too."""
     from playwright.sync_api import sync_playwright
 
-    from flashtrace.gallery import load_gallery_trace
-    from flashtrace.graph import HopGraph
+    from flashtrace.store.gallery import load_gallery_trace
+    from flashtrace.analysis.graph import HopGraph
     from flashtrace.viz import token_heatmap, view_values
     from flashtrace.viz.heatmap import heatmap_windows, window_of
     from tests.app.browser import app_server, launch, settle
@@ -174,7 +174,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    from flashtrace.gallery import load_gallery_trace
+    from flashtrace.store.gallery import load_gallery_trace
 
     n_tokens = load_gallery_trace(args.trace).n_tokens
     results, external = {}, []

@@ -124,8 +124,8 @@ def ref_worker(spec: dict) -> dict:
 def ours_worker(spec: dict) -> dict:
     import torch
 
-    from flashtrace.attribution import recursive_hops, span_aggregate
-    from flashtrace.models import load_model, record_forward
+    from flashtrace.engine.attribution import recursive_hops, span_aggregate
+    from flashtrace.engine.models import load_model, record_forward
 
     torch.set_num_threads(spec["threads"])
     loaded = load_model(spec["model_path"], dtype="float32")
@@ -214,7 +214,7 @@ def _median_run(runs: list[dict]) -> dict:
 
 
 def _round(n: int, args, python: Path | None, spec_path: Path, env: dict, tmp: Path, order) -> dict:
-    from flashtrace.bench.sweep import busy_threshold, load_warning, wait_for_quiet
+    from flashtrace.run.bench.sweep import busy_threshold, load_warning, wait_for_quiet
 
     row = {}
     script = str(Path(__file__).resolve())
@@ -340,10 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         (args.spec.parent / f"{args.spec.name.split('.')[0]}.{args.worker}.json").write_text(json.dumps(result))
         return 0
     sys.path.insert(0, str(ROOT))
-    from flashtrace.bench.sweep import BUSY_RULE, machine
+    from flashtrace.run.bench.sweep import BUSY_RULE, machine
 
     if args.model_path is None:
-        from flashtrace.models.default_model import ensure_default_model
+        from flashtrace.engine.models.default_model import ensure_default_model
 
         args.model_path = str(ensure_default_model())
     python = args.venv / "bin" / "python"

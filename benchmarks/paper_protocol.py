@@ -5,7 +5,7 @@
     .venv/bin/python benchmarks/paper_protocol.py --model tiny-llama --prompt 16 --m 24 --rows 4 --out /tmp/pp
 
 SmolLM2-135M, fp32, a prompt of 512 random token ids followed by M random "generated" ids (as
-`flashtrace.bench.cell` builds them). Each cell runs in its own process with the same threads:
+`flashtrace.run.bench.cell` builds them). Each cell runs in its own process with the same threads:
 
 - `forward`: one plain SDPA forward over the N = 512 + M tokens (context);
 - FlashTrace K = 0: the recording plus one span-wise sweep over the M target tokens (the paper's unit);
@@ -19,7 +19,7 @@ SmolLM2-135M, fp32, a prompt of 512 random token ids followed by M random "gener
 
 The speed-up is reported two ways: attribution only (row-wise IFR rows / FlashTrace sweep, both on the same
 recording) and end to end (recording + attribution on each side). Before running, the predicted peak
-memory of the longest FlashTrace cell (`flashtrace.estimate`) is checked against the memory available.
+memory of the longest FlashTrace cell (`flashtrace.engine.estimate`) is checked against the memory available.
 Writes benchmarks/results/<name>.{json,md} (default name paper_protocol).
 """
 
@@ -116,8 +116,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
 
 def memory_check(model: str, n_tokens: int, m: int) -> dict:
     """Predicted peak of the largest FlashTrace cell against the memory available now (SmolLM2 shape)."""
-    from flashtrace.estimate import estimate
-    from flashtrace.models.memory import available_bytes
+    from flashtrace.engine.estimate import estimate
+    from flashtrace.engine.models.memory import available_bytes
 
     info = SMOLLM2 if "smollm2" in model else None
     if info is None:
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--name", default="paper_protocol")
     args = parser.parse_args(argv)
-    from flashtrace.bench.sweep import BUSY_RULE, machine, run_cells
+    from flashtrace.run.bench.sweep import BUSY_RULE, machine, run_cells
 
     ms = [int(x) for x in args.m.split(",") if x.strip()]
     check = memory_check(args.model, args.prompt + max(ms), max(ms))

@@ -48,7 +48,7 @@ def tiny_folder(family: str, zero_value_bias: bool) -> Path:
     """Save our deterministic tiny model (weights and tokenizer) where both sides can load it."""
     import torch
 
-    from flashtrace.models import load_model
+    from flashtrace.engine.models import load_model
 
     folder = VENV / "models" / (f"tiny-{family}" + ("-novbias" if zero_value_bias else ""))
     if not (folder / "config.json").exists():
@@ -65,7 +65,7 @@ def tiny_folder(family: str, zero_value_bias: bool) -> Path:
 
 def groups(quick: bool) -> list[dict]:
     from flashtrace.evaluate.tasks import make_example
-    from flashtrace.models.default_model import ensure_default_model
+    from flashtrace.engine.models.default_model import ensure_default_model
 
     smol = str(ensure_default_model())
     out = []

@@ -100,9 +100,9 @@ def _rss_mb(peak: bool = False) -> float:
 def ours_worker(spec: dict, ref: dict) -> dict:
     import torch
 
-    from flashtrace.attribution import get_method, recursive_hops
-    from flashtrace.models import load_model
-    from flashtrace.tracing import attribute, method_source, prepare, stop_mask
+    from flashtrace.engine.attribution import get_method, recursive_hops
+    from flashtrace.engine.models import load_model
+    from flashtrace.run.tracing import attribute, method_source, prepare, stop_mask
 
     torch.set_num_threads(1)
     loaded = load_model(spec["model_path"], dtype="float32")

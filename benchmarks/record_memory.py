@@ -20,7 +20,7 @@ rows = []
 for n in [int(x) for x in args.lengths.split(",")]:
     for mode in ("forward", "record"):
         spec = {"model": args.model, "n_prompt": n, "n_response": 0, "mode": mode, "threads": 1}
-        out = subprocess.run([sys.executable, "-m", "flashtrace.bench.cell", json.dumps(spec)], capture_output=True,
+        out = subprocess.run([sys.executable, "-m", "flashtrace.run.bench.cell", json.dumps(spec)], capture_output=True,
                              text=True, check=True).stdout.strip().splitlines()[-1]
         rows.append(json.loads(out))
         r = rows[-1]

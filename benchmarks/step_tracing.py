@@ -48,10 +48,10 @@ def _median_seconds(fn, repeats: int) -> float:
 
 def measure(model, n_steps: int = 20, repeats: int = 3, threads: int = 1) -> dict:
     import flashtrace
-    from flashtrace.attribution import span_aggregate
-    from flashtrace.attribution.steps import range_weights
-    from flashtrace.segments import segment_sequence
-    from flashtrace.tracing import stop_mask
+    from flashtrace.engine.attribution import span_aggregate
+    from flashtrace.engine.attribution.steps import range_weights
+    from flashtrace.analysis.segments import segment_sequence
+    from flashtrace.run.tracing import stop_mask
 
     prompt, response = make_problem(n_steps)
     prepared = flashtrace.prepare(model, prompt, response)

@@ -8,20 +8,22 @@ Quick start::
     tr.top_prompt_tokens(10)
 """
 
-from ._lazy import lazy_exports
-from .errors import FlashTraceError
-from .schema import Trace, TraceValidationError
+from . import _moved
+from .base.lazy import lazy_exports
+from .base.errors import FlashTraceError
+from .analysis.schema import Trace, TraceValidationError
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
-_LAZY = {"LoadedModel": "models", "ModelLoadError": "models", "UnsupportedModelError": "models",
-         "load_model": "models", "record_forward": "models", "Prepared": "tracing", "attribute": "tracing",
-         "prepare": "tracing"}
+_LAZY = {"LoadedModel": "engine.models", "ModelLoadError": "engine.models", "UnsupportedModelError": "engine.models",
+         "load_model": "engine.models", "record_forward": "engine.models", "Prepared": "run.tracing",
+         "attribute": "run.tracing", "prepare": "run.tracing"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+_moved.install()  # old module paths (flashtrace.schema, flashtrace.models, ...) for one release
 
 
 def trace(*args, **kwargs) -> Trace:
-    """`flashtrace.tracing.trace`: prepare and attribute in one call (imports the engine on first use)."""
-    from .tracing import trace as run
+    """`flashtrace.run.tracing.trace`: prepare and attribute in one call (imports the engine on first use)."""
+    from .run.tracing import trace as run
 
     return run(*args, **kwargs)
 

@@ -6,15 +6,15 @@ import time
 
 import streamlit as st
 
-from flashtrace import app_state, ui
-from flashtrace.attribution import METHODS
-from flashtrace.gallery import PRESETS, preset_text
-from flashtrace.glossary import help_link
-from flashtrace.inputs import STOP_PRESETS, detect_spans
-from flashtrace.limits import MAX_INPUT_CHARS, MAX_TITLE
-from flashtrace.models import MODEL_ALIASES
-from flashtrace.models.generation import generate
-from flashtrace.tracing import attribute
+from flashtrace.app import state as app_state, ui
+from flashtrace.engine.attribution import METHODS
+from flashtrace.store.gallery import PRESETS, preset_text
+from flashtrace.app.glossary import help_link
+from flashtrace.engine.inputs import STOP_PRESETS, detect_spans
+from flashtrace.analysis.limits import MAX_INPUT_CHARS, MAX_TITLE
+from flashtrace.engine.models import MODEL_ALIASES
+from flashtrace.engine.models.generation import generate
+from flashtrace.run.tracing import attribute
 
 OTHER = "Other: Hugging Face id or local folder"
 ss = st.session_state

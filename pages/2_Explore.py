@@ -4,9 +4,9 @@ inner scroll box; hop views share one colour scale by default so hops compare by
 
 import streamlit as st
 
-from flashtrace import ui
-from flashtrace.export_ui import export_buttons
-from flashtrace.glossary import help_link
+from flashtrace.app import ui
+from flashtrace.app.export import export_buttons
+from flashtrace.app.glossary import help_link
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 from flashtrace.viz.tokens import salient_positions, scale_maxima

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from flashtrace import app_state, ui
-from flashtrace.export_ui import export_buttons
-from flashtrace.glossary import help_link
-from flashtrace.graph import OTHER
+from flashtrace.app import state as app_state, ui
+from flashtrace.app.export import export_buttons
+from flashtrace.app.glossary import help_link
+from flashtrace.analysis.graph import OTHER
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
 from flashtrace.viz.report import static_graph

@@ -3,10 +3,10 @@ by side (time and live deletion-curve faithfulness)."""
 
 import streamlit as st
 
-from flashtrace import app_methods, ui
-from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
-from flashtrace.glossary import help_link
-from flashtrace.story import counted
+from flashtrace.app import methods as app_methods, ui
+from flashtrace.analysis.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
+from flashtrace.app.glossary import help_link
+from flashtrace.analysis.story import counted
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
                                     method_strips, method_table, reach_bars)

@@ -4,10 +4,10 @@ export of the gallery's traces without importing them."""
 import pandas as pd
 import streamlit as st
 
-from flashtrace import ui
-from flashtrace.app_state import library
-from flashtrace.gallery import gallery_path, list_gallery
-from flashtrace.schema import Trace
+from flashtrace.app import ui
+from flashtrace.app.state import library
+from flashtrace.store.gallery import gallery_path, list_gallery
+from flashtrace.analysis.schema import Trace
 
 ss = st.session_state
 PAGE, ALL, MAIN = 50, "all", "(library)"  # rows per page; filter and collection choices meaning 'no filter'

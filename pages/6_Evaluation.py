@@ -6,8 +6,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from flashtrace import ui
-from flashtrace.glossary import help_link
+from flashtrace.app import ui
+from flashtrace.app.glossary import help_link
 from flashtrace.evaluate.report import featured_first, find_eval_folders, load_records, load_settings, summarise
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows

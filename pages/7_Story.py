@@ -4,10 +4,10 @@ the reasoning passes it on, the evidence, a faithfulness check), stepped with Ba
 
 import streamlit as st
 
-from flashtrace import app_state, ui
-from flashtrace.export_ui import export_buttons
-from flashtrace.glossary import help_link
-from flashtrace.story import STEPS, TITLES, stored_check, story_panels
+from flashtrace.app import state as app_state, ui
+from flashtrace.app.export import export_buttons
+from flashtrace.app.glossary import help_link
+from flashtrace.analysis.story import STEPS, TITLES, stored_check, story_panels
 from flashtrace.viz.story import evidence_html, panel_figures, sentences_html
 
 

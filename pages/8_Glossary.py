@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from flashtrace import ui
-from flashtrace.glossary import TERMS
+from flashtrace.app import ui
+from flashtrace.app.glossary import TERMS
 
 ui.page_setup("Glossary")
 st.title("Glossary")

@@ -4,7 +4,7 @@ import json
 
 import torch
 
-from flashtrace.schema import Trace
+from flashtrace.analysis.schema import Trace
 
 PROMPTS = ["What is 2+3?", "Name a colour.", "Count to three.", "Which is larger, 7 or 9?",
            "Spell cat.", "What day follows Monday?", "Is ice cold?", "Add 10 and 5."]

@@ -12,7 +12,7 @@ TINY_MODELS = ["tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-g
 
 @functools.lru_cache(maxsize=None)
 def _load(name: str):
-    from flashtrace.models import load_model
+    from flashtrace.engine.models import load_model
 
     return load_model(name)
 

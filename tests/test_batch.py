@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from flashtrace import batch as batch_mod
-from flashtrace.batch import BatchSettings, run_batch
+from flashtrace.run import batch as batch_mod
+from flashtrace.run.batch import BatchSettings, run_batch
 from flashtrace.cli import main
-from flashtrace.library import Library
-from flashtrace.library_index import LibraryIndex
+from flashtrace.store.library import Library
+from flashtrace.store.index import LibraryIndex
 
 from .batch_helpers import traces, write_input
 

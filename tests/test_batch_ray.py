@@ -6,8 +6,8 @@ import json
 import pytest
 import ray  # the dev extra installs it (`make setup`): a missing Ray fails here, it is not skipped
 
-from flashtrace.batch import BatchSettings, run_batch
-from flashtrace.distributed import RayPool
+from flashtrace.run.batch import BatchSettings, run_batch
+from flashtrace.run.distributed import RayPool
 
 from .batch_helpers import Flaky, assert_same_traces, traces, write_input
 

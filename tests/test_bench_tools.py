@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flashtrace.bench.cell import extrapolate_rows, flashtrace_target, spread_positions
-from flashtrace.bench.sweep import busy_threshold, load_warning, markdown_report, wait_for_quiet
+from flashtrace.run.bench.cell import extrapolate_rows, flashtrace_target, spread_positions
+from flashtrace.run.bench.sweep import busy_threshold, load_warning, markdown_report, wait_for_quiet
 
 
 @pytest.mark.parametrize("cpus, threads, limit", [(2, 2, 0.5), (2, 1, 1.0), (16, 2, 7.5), (1, 4, 0.5)])

@@ -75,7 +75,7 @@ def test_trace_on_the_default_model():
 
 
 def test_a_run_that_would_not_fit_exits_3(monkeypatch, capsys):
-    from flashtrace import estimate
+    from flashtrace.engine import estimate
     from flashtrace.cli import main
 
     monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
+from flashtrace.analysis.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
                                 hop_depth_comparison, reach_sentence, short_text, spearman, top_k_overlap,
                                 top_segment_sentence)
-from flashtrace.tracing import attribute, prepare
+from flashtrace.run.tracing import attribute, prepare
 from flashtrace.viz import visible_label
 from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
 
@@ -22,7 +22,7 @@ RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"
 
 @pytest.fixture(scope="module")
 def prepared():
-    from flashtrace.models import load_model
+    from flashtrace.engine.models import load_model
 
     return prepare(load_model("tiny-llama"), PROMPT, RESPONSE)
 

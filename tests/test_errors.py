@@ -4,13 +4,13 @@ cost estimate before a run uses the hops that will run (issue 18 item 10)."""
 import pytest
 
 from flashtrace.cli import exit_code, main
-from flashtrace.errors import EXIT_FAILURE, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
-from flashtrace.estimate import ResourceError
-from flashtrace.library import LibraryError
-from flashtrace.models import ModelLoadError, UnsupportedModelError
-from flashtrace.models.default_model import DefaultModelMissingError
-from flashtrace.schema import TraceValidationError
-from flashtrace.tracing import prepare
+from flashtrace.base.errors import EXIT_FAILURE, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
+from flashtrace.engine.estimate import ResourceError
+from flashtrace.store.library import LibraryError
+from flashtrace.engine.models import ModelLoadError, UnsupportedModelError
+from flashtrace.engine.models.default_model import DefaultModelMissingError
+from flashtrace.analysis.schema import TraceValidationError
+from flashtrace.run.tracing import prepare
 
 
 @pytest.mark.parametrize("cls, builtin, code", [

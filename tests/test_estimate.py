@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from flashtrace import estimate as est_mod
-from flashtrace.estimate import ResourceError, check_fits, estimate, max_tokens_fitting
-from flashtrace.tracing import prepare
+from flashtrace.engine import estimate as est_mod
+from flashtrace.engine.estimate import ResourceError, check_fits, estimate, max_tokens_fitting
+from flashtrace.run.tracing import prepare
 from tests.conftest import _load
 
 
@@ -17,7 +17,7 @@ from tests.conftest import _load
 def test_memory_estimate_within_factor_two_of_measured(name, n):
     tiny = _load(name)
     spec = {"model": name, "n_prompt": n // 4, "n_response": n - n // 4, "mode": "flashtrace", "threads": 1}
-    out = subprocess.run([sys.executable, "-m", "flashtrace.bench.cell", json.dumps(spec)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "flashtrace.run.bench.cell", json.dumps(spec)], capture_output=True,
                          text=True, check=True, timeout=600)
     measured = json.loads(out.stdout.strip().splitlines()[-1])["peak_rss_bytes"]
     predicted = estimate(tiny, n, hops=1, n_target=n - n // 4).peak_bytes

@@ -4,7 +4,7 @@ timing, measured by benchmarks/estimate_accuracy.py on an idle machine, not asse
 
 import pytest
 
-from flashtrace.estimate import cpu_slowdown, estimate, thread_wait_s
+from flashtrace.engine.estimate import cpu_slowdown, estimate, thread_wait_s
 
 
 

@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from flashtrace.graph import HopGraph
-from flashtrace.tracing import attribute, prepare
+from flashtrace.analysis.graph import HopGraph
+from flashtrace.run.tracing import attribute, prepare
 from flashtrace.viz.graph import hop_graph_figure
 from flashtrace.viz.report import trace_report_html
 from tests.app.test_browser_pages import CHART_PROBLEMS

@@ -4,9 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from flashtrace.compare import depth_change
+from flashtrace.analysis.compare import depth_change
 from flashtrace.evaluate.faithfulness import FAITHFULNESS_KEY
-from flashtrace.gallery import (CHANGED_OVERLAP, GALLERY, PRESETS, build_gallery, build_trace, change_note, gallery_dir,
+from flashtrace.store.gallery import (CHANGED_OVERLAP, GALLERY, PRESETS, build_gallery, build_trace, change_note, gallery_dir,
                                 list_gallery, load_gallery_trace, preset_text, round_floats)
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from flashtrace.glossary import BY_KEY, PAGE, TERMS, help_link
+from flashtrace.app.glossary import BY_KEY, PAGE, TERMS, help_link
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIRED = {"rho": "ρ", "hop": "Hop", "span": "Span", "threshold": "Threshold", "rise": "RISE", "mas": "MAS",
@@ -27,7 +27,7 @@ def test_help_link_points_at_the_term_anchor():
 
 LINKED = {"pages/1_Trace.py": ("hop", "span"), "pages/2_Explore.py": ("hop",), "pages/3_Hop_graph.py": ("threshold",),
           "pages/4_Compare.py": ("rho",), "pages/6_Evaluation.py": ("rise", "mas", "recovery"),
-          "pages/7_Story.py": ("hop", "rho", "deletion"), "flashtrace/ui.py": ("rho",)}
+          "pages/7_Story.py": ("hop", "rho", "deletion"), "flashtrace/app/ui.py": ("rho",)}
 
 
 @pytest.mark.parametrize("path", sorted(LINKED))

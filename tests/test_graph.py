@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flashtrace.evaluate.paths import make_examples, path_hits, value_line
-from flashtrace.graph import OTHER, HopGraph, incoming_shares
-from flashtrace.schema import StepRecord
-from flashtrace.tracing import attribute, prepare
+from flashtrace.analysis.graph import OTHER, HopGraph, incoming_shares
+from flashtrace.analysis.schema import StepRecord
+from flashtrace.run.tracing import attribute, prepare
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. Cid has 9 green balls. How many do Ann and Ben have?"
 RESPONSE = "1. Ann has 3 balls.\n2. Ben has 4 balls.\n3. So 3 + 4 = 7.\nAnswer: 7 balls"
@@ -20,7 +20,7 @@ RESPONSE = "1. Ann has 3 balls.\n2. Ben has 4 balls.\n3. So 3 + 4 = 7.\nAnswer: 
 
 @pytest.fixture(scope="module")
 def prepared():
-    from flashtrace.models import load_model
+    from flashtrace.engine.models import load_model
 
     return prepare(load_model("tiny-llama"), PROMPT, RESPONSE)
 
@@ -276,7 +276,7 @@ def test_pruning_keeps_the_evidence_and_folds_the_rest(seed, keep, edges, cap, k
 
 
 def test_pruning_on_the_long_gallery_trace():
-    from flashtrace.gallery import load_gallery_trace
+    from flashtrace.store.gallery import load_gallery_trace
 
     trace = load_gallery_trace("long-vartrack")
     full = HopGraph.from_trace(trace)

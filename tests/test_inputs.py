@@ -2,8 +2,8 @@
 
 import pytest
 
-from flashtrace.inputs import build_sequence, detect_spans, is_stop_token, parse_stop_tokens, stop_rule
-from flashtrace.models.loading import default_tokenizer
+from flashtrace.engine.inputs import build_sequence, detect_spans, is_stop_token, parse_stop_tokens, stop_rule
+from flashtrace.engine.models.loading import default_tokenizer
 
 
 def _text(response, rng):
@@ -64,7 +64,7 @@ def test_sequence_roles_and_offsets(tok, chat):
 def test_text_after_the_answer_stays_out_of_the_reasoning_span(tok, response):
     """Response text after the answer: the reasoning span ends where the answer starts, so a
     reasoning target or span never contains the answer; the response target covers everything."""
-    from flashtrace.tracing import resolve_target
+    from flashtrace.run.tracing import resolve_target
 
     seq = build_sequence(tok, "What is 5 + 7?", response, chat_template=True)
     answer = seq.token_range("answer")

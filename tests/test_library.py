@@ -3,8 +3,8 @@ import json
 import pytest
 
 import flashtrace
-from flashtrace.library import LIBRARY_ENV, Library, LibraryError, default_root, sanitize_name
-from flashtrace.schema import TraceValidationError
+from flashtrace.store.library import LIBRARY_ENV, Library, LibraryError, default_root, sanitize_name
+from flashtrace.analysis.schema import TraceValidationError
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import flashtrace
-from flashtrace.fileio import remove_stale_temps
-from flashtrace.library import Library, LibraryError
-from flashtrace.schema import Trace
+from flashtrace.base.fileio import remove_stale_temps
+from flashtrace.store.library import Library, LibraryError
+from flashtrace.analysis.schema import Trace
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,8 @@ def test_concurrent_renames_to_one_name_never_lose_a_trace(tmp_path, a_trace):
 _KILLED_WRITER = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from flashtrace.library import Library
-    from flashtrace.schema import Trace
+    from flashtrace.store.library import Library
+    from flashtrace.analysis.schema import Trace
 
     root, source, ready = sys.argv[1:4]
     trace = Trace.load(source)
@@ -123,7 +123,7 @@ def test_a_killed_writer_leaves_nothing_on_the_next_open(tmp_path, a_trace):
 
 def test_a_live_writers_temporary_file_is_kept(tmp_path, a_trace):
     """Cleaning only removes what dead writers left: a save in progress (lock held, process alive) stays."""
-    from flashtrace.fileio import _TempFile
+    from flashtrace.base.fileio import _TempFile
 
     with _TempFile(tmp_path, ".json", "{}") as live:
         assert remove_stale_temps(tmp_path) == []

@@ -6,9 +6,9 @@ import time
 import pytest
 
 import flashtrace
-from flashtrace.bench.synthetic import synthetic_library
-from flashtrace.library import Library
-from flashtrace.library_index import INDEX_NAME, LibraryIndex
+from flashtrace.run.bench.synthetic import synthetic_library
+from flashtrace.store.library import Library
+from flashtrace.store.index import INDEX_NAME, LibraryIndex
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Issue 18 item 8: no public name hides a module of its package or a `typing` name.
 
-`flashtrace.trace` is the function (the Trace schema lives in `flashtrace.schema`), `attribution.proximity` is
+`flashtrace.trace` is the function (the Trace schema lives in `flashtrace.analysis.schema`), `attribution.proximity` is
 the function (its module was merged into `kernels`), and the token sequence class is `TokenSequence`.
 """
 
@@ -24,7 +24,7 @@ def _submodules(package) -> set[str]:
 
 
 def test_trace_is_the_function_and_the_schema_module_has_its_own_name():
-    schema = importlib.import_module("flashtrace.schema")
+    schema = importlib.import_module("flashtrace.analysis.schema")
     assert callable(flashtrace.trace) and not isinstance(flashtrace.trace, type(schema))
     assert flashtrace.trace.__module__ == "flashtrace"
     assert flashtrace.Trace is schema.Trace and flashtrace.TraceValidationError is schema.TraceValidationError
@@ -56,9 +56,9 @@ def test_no_exported_name_is_a_typing_name():
             if hasattr(typing, public):
                 clashes.append(f"{name}.{public}")
     assert clashes == []
-    import flashtrace.inputs as inputs
+    import flashtrace.engine.inputs as inputs
 
     assert not hasattr(inputs, "Sequence") and inputs.TokenSequence.__name__ == "TokenSequence"
-    import flashtrace.attribution as attribution
+    import flashtrace.engine.attribution as attribution
 
     assert callable(attribution.proximity) and "proximity" not in _submodules(attribution)

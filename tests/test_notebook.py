@@ -12,7 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 import flashtrace
-from flashtrace.compare import hop_additions
+from flashtrace.analysis.compare import hop_additions
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '<script>alert(1)</script> " onmouseover="x" <img src=http://127.0.0.1:9/leak.png>'

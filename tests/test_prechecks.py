@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import flashtrace
-from flashtrace import models
+from flashtrace.engine import models
 from flashtrace.cli import main
-from flashtrace.models import memory
+from flashtrace.engine.models import memory
 from tests.conftest import _load
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(flashtrace.__file__).parents[1])}
@@ -25,7 +25,7 @@ def _capped(code: str, *args: str, room_mb: int = 500) -> list[str]:
     script = textwrap.dedent(f"""
         import resource, sys, time
         import flashtrace
-        from flashtrace.models.loading import default_tokenizer
+        from flashtrace.engine.models.loading import default_tokenizer
         default_tokenizer()
         size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (size + {room_mb} * 2**20, size + {room_mb} * 2**20))
@@ -40,7 +40,7 @@ def test_a_model_larger_than_memory_is_refused_from_its_config():
     """Issue 13.4: random-qwen3-8b (~33 GB in float32) was allocated before any check; under an 8 GB cap the
     CLI died in the allocator at 7 GB. Now refused from the config, under a 500 MB cap, in seconds."""
     words = _capped("""
-        from flashtrace.models import ResourceError, load_model
+        from flashtrace.engine.models import ResourceError, load_model
         try:
             load_model("random-qwen3-8b")
             print("loaded")
@@ -62,8 +62,8 @@ def test_the_cli_exits_3_for_a_model_that_does_not_fit(monkeypatch, capsys):
 def test_a_16_mb_prompt_is_refused_before_it_is_tokenised():
     """Issue 13.5: 16 MB of text was tokenised in full (69 s, 3.8 GB) before the context check."""
     words = _capped("""
-        from flashtrace.tracing import prepare
-        from flashtrace.models import load_model
+        from flashtrace.run.tracing import prepare
+        from flashtrace.engine.models import load_model
         loaded = load_model("tiny-llama")
         for n in (16_000_000, 1_000_000):  # over what a trace holds; over the context's character bound
             start = time.perf_counter()
@@ -82,10 +82,10 @@ def test_a_16_mb_prompt_is_refused_before_it_is_tokenised():
 def test_the_context_check_the_app_calls():
     """Issue 13.7 (library side): tiny-gpt2 with 5,000 tokens failed with IndexError in the app; the estimate's
     refusal offered more tokens than the context holds."""
-    from flashtrace.app_state import run_estimate
-    from flashtrace.estimate import ResourceError, check_fits, estimate
-    from flashtrace.inputs import ResponseSpans
-    from flashtrace.limits import max_input_chars
+    from flashtrace.app.state import run_estimate
+    from flashtrace.engine.estimate import ResourceError, check_fits, estimate
+    from flashtrace.engine.inputs import ResponseSpans
+    from flashtrace.analysis.limits import max_input_chars
 
     gpt2 = _load("tiny-gpt2")
     prompt = "one two three four " * 1300
@@ -147,7 +147,7 @@ def test_export_refuses_devices_folders_and_bad_destinations(tmp_path, capsys):
 
 
 def test_generation_past_the_context_is_refused_before_generating(monkeypatch, capsys):
-    from flashtrace.models import generation
+    from flashtrace.engine.models import generation
 
     def refuse(*_a, **_k):
         raise AssertionError("generation started")
@@ -172,7 +172,7 @@ def test_model_folders_with_a_bad_or_remote_code_config_say_so(tmp_path, capsys)
 
 
 def test_options_are_checked_before_the_forward_pass(monkeypatch):
-    from flashtrace import tracing
+    from flashtrace.run import tracing
 
     def refuse(*_a, **_k):
         raise AssertionError("the model ran")

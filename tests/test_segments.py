@@ -4,9 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flashtrace.inputs import build_sequence
-from flashtrace.models.loading import default_tokenizer
-from flashtrace.segments import (LineSplitter, SentenceSplitter, StepSplitter, WholeSplitter, segment_at,
+from flashtrace.engine.inputs import build_sequence
+from flashtrace.engine.models.loading import default_tokenizer
+from flashtrace.analysis.segments import (LineSplitter, SentenceSplitter, StepSplitter, WholeSplitter, segment_at,
                                  segment_sequence)
 
 TEXTS = [

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from flashtrace import Trace, TraceValidationError
-from flashtrace.attribution import span_aggregate, tokenwise_aggregate
-from flashtrace.attribution.steps import range_weights, step_attributions
-from flashtrace.tracing import attribute, prepare, stop_mask
+from flashtrace.engine.attribution import span_aggregate, tokenwise_aggregate
+from flashtrace.engine.attribution.steps import range_weights, step_attributions
+from flashtrace.run.tracing import attribute, prepare, stop_mask
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "1. Ann has 3 balls.\n2. Ben has 4 balls.\n3. So 3 + 4 = 7.\nAnswer: 7 balls"

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from flashtrace.gallery import list_gallery, load_gallery_trace
-from flashtrace.story import (STEPS, check_panel, counted, evidence_panel, pct, prompt_pieces, quote, reached,
+from flashtrace.store.gallery import list_gallery, load_gallery_trace
+from flashtrace.analysis.story import (STEPS, check_panel, counted, evidence_panel, pct, prompt_pieces, quote, reached,
                               role_shares, stored_check, story_panels)
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 120, "n_deleted": 12, "before": -0.5, "top": -6.25,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import flashtrace
-from flashtrace.gallery import gallery_dir
-from flashtrace.schema import MAX_EXTRA_DEPTH, Trace, TraceValidationError
+from flashtrace.store.gallery import gallery_dir
+from flashtrace.analysis.schema import MAX_EXTRA_DEPTH, Trace, TraceValidationError
 
 GALLERY = sorted(p for p in Path(gallery_dir()).glob("*.json") if p.name != "index.json")
 
@@ -91,7 +91,7 @@ def test_nested_extra_is_bounded_and_what_loads_saves_back(doc, tmp_path):
 
 _CAPPED_LOAD = textwrap.dedent("""
     import resource, sys, time
-    from flashtrace.schema import Trace, TraceValidationError
+    from flashtrace.analysis.schema import Trace, TraceValidationError
     size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
     resource.setrlimit(resource.RLIMIT_AS, (size + 400 * 2**20, size + 400 * 2**20))  # 400 MB more than now
     start = time.perf_counter()

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flashtrace import Trace, TraceValidationError
-from flashtrace.tracing import attribute, prepare
+from flashtrace.run.tracing import attribute, prepare
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),

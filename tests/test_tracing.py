@@ -8,7 +8,7 @@ import torch
 
 import flashtrace
 from flashtrace import Trace, TraceValidationError
-from flashtrace.tracing import attribute, prepare, resolve_target, stop_mask
+from flashtrace.run.tracing import attribute, prepare, resolve_target, stop_mask
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"

@@ -48,7 +48,7 @@ def _clean_env(**extra) -> dict:
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     venv, tmp = installed
     out = _run(venv / "bin" / "python", "-c",
-               "import flashtrace, flashtrace.gallery as g; print(flashtrace.__file__); print(g.gallery_dir())",
+               "import flashtrace, flashtrace.store.gallery as g; print(flashtrace.__file__); print(g.gallery_dir())",
                cwd=tmp, env=_clean_env()).stdout.split()
     assert out[0].startswith(str(venv)) and out[1].startswith(str(venv)), out
     assert (Path(out[1]) / "index.json").is_file()

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .methods import replacement_id
 from .metrics import deletion_order
 from .runner import score_masks

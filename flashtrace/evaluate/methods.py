@@ -1,6 +1,6 @@
 """Evaluation methods by name: each maps a prepared example to one attribution score per position.
 
-Every one is a method of the attribution registry (`flashtrace.attribution.METHODS`): FlashTrace with
+Every one is a method of the attribution registry (`flashtrace.engine.attribution.METHODS`): FlashTrace with
 K hops and token-wise IFR through `attribute`; the baselines through the registry's aggregator on the
 raw target weights (signed scores kept: deletion orders by them). The recording-based methods share
 the example's single recorded forward pass; IG and perturbation run the model themselves.
@@ -14,10 +14,10 @@ from typing import Callable
 
 import torch
 
-from ..attribution import get_method
-from ..models import LoadedModel
-from ..tracing import Prepared, attribute, method_source, prepare, resolve_target
-from ..tracing import replacement_id as _replacement_id
+from ..engine.attribution import get_method
+from ..engine.models import LoadedModel
+from ..run.tracing import Prepared, attribute, method_source, prepare, resolve_target
+from ..run.tracing import replacement_id as _replacement_id
 from .names import DEFAULT_METHODS
 from .tasks import Example
 

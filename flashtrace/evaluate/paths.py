@@ -40,8 +40,8 @@ def top_segment(trace, scores: list[float]) -> str:
 def path_hits(model, examples: list[Example], k_paths: int = 3, stop_tokens: str = "paper") -> dict:
     """Trace each example (teacher-forced, hops=1, step-level, `stop_tokens` preset) and score the hop
     graph's paths."""
-    from ..graph import HopGraph
-    from ..tracing import attribute, prepare
+    from ..analysis.graph import HopGraph
+    from ..run.tracing import attribute, prepare
 
     rows = []
     threads = torch.get_num_threads()

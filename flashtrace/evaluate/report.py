@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from ..fileio import atomic_write_text
+from ..base.fileio import atomic_write_text
 
 METRICS = ("rise", "mas", "recovery", "seconds")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s"}

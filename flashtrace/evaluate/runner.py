@@ -14,9 +14,9 @@ from typing import Callable, Iterable
 
 import torch
 
-from ..attribution.baselines import target_logprob
-from ..fileio import atomic_write_text
-from ..models import LoadedModel
+from ..engine.attribution.baselines import target_logprob
+from ..base.fileio import atomic_write_text
+from ..engine.models import LoadedModel
 from .methods import EvalContext, build_context, get_eval_method
 from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
 from .tasks import Example
@@ -142,12 +142,12 @@ class EvalWorker:
     methods)`` job and returns its record, or ``{"error": message}``."""
 
     def __init__(self, model: str, dtype: str | None, options: dict, device: str | None = None):
-        from ..models import load_model
+        from ..engine.models import load_model
 
         self.loaded, self.options = load_model(model, device=device, dtype=dtype), options
 
     def __call__(self, job: tuple) -> dict:
-        from ..distributed import kill_hook
+        from ..run.distributed import kill_hook
 
         ex_id, example, todo = job
         kill_hook(ex_id)
@@ -162,10 +162,10 @@ def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: l
                  target: str = "answer", resume: bool = True, address: str = "local", workers: int | None = None,
                  num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2,
                  on_example: Callable[[str, dict], None] | None = None) -> tuple[list[Path], dict[str, str]]:
-    """`run_eval` on Ray actors (`flashtrace.distributed.RayPool`), each loading `model` once; records come
+    """`run_eval` on Ray actors (`flashtrace.run.distributed.RayPool`), each loading `model` once; records come
     back to this process, which alone writes them (same files, same resume rules). Returns the paths
     written or kept and ``{id: error}`` for examples that failed (not written)."""
-    from ..distributed import RayPool
+    from ..run.distributed import RayPool
 
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..compare import HopAdditions, HopDepthComparison, short_text
+from ..analysis.compare import HopAdditions, HopDepthComparison, short_text
 from .colors import PROMPT, PROMPT_SCALE, REASONING, method_colors
 from .tokens import plotly_text, visible_label
 

@@ -157,7 +157,7 @@ def write_charts(summary: dict, out) -> list:
     Returns the paths written."""
     from pathlib import Path
 
-    from ..fileio import atomic_write_bytes, atomic_write_text
+    from ..base.fileio import atomic_write_bytes, atomic_write_text
     from . import export
 
     out = Path(out)

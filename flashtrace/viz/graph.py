@@ -1,6 +1,6 @@
 """The hop graph drawn in layers with Plotly: input segments (template and prompt) | reasoning steps |
 answer. Every node carries the first words of its text beside it and its whole text on hover; nodes are
-sized by their influence on the answer (sum over paths of share products, see `flashtrace.graph`); edge
+sized by their influence on the answer (sum over paths of share products, see `flashtrace.analysis.graph`); edge
 width follows the share of attribution, edges from the input are blue and from reasoning orange; the
 strongest path to each of the most influential prompt segments is overlaid in reddish purple, and the
 selected node has a thick bluish-green outline and a bold label (Okabe–Ito colours: apart for colour-blind readers, and on light
@@ -16,8 +16,8 @@ import textwrap
 import numpy as np
 import plotly.graph_objects as go
 
-from ..graph import INPUT_ROLES, OTHER, HopGraph, HopPath
-from ..schema import Trace
+from ..analysis.graph import INPUT_ROLES, OTHER, HopGraph, HopPath
+from ..analysis.schema import Trace
 from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths

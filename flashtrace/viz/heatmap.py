@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .colors import PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
 from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
                      visible_label)

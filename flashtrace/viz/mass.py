@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .colors import ROLE_COLORS
 
 ROLE_ORDER = ("prompt", "template", "reasoning", "answer")

@@ -10,7 +10,7 @@ import re
 
 import plotly.graph_objects as go
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .heatmap import token_heatmap, top_tokens
 from .export import standalone_html
 from .mass import mass_per_hop
@@ -54,7 +54,7 @@ def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph
     """The standalone page (a complete HTML document) for `trace`. Without `graph_figure`, a trace with
     step vectors gets its hop graph drawn at `graph_threshold`."""
     if graph_figure is None and trace.steps is not None and trace.segments:
-        from ..graph import HopGraph
+        from ..analysis.graph import HopGraph
         from .graph import hop_graph_figure
 
         graph_figure = hop_graph_figure(HopGraph.from_trace(trace, graph_threshold), trace)

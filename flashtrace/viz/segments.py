@@ -7,7 +7,7 @@ import html
 
 import plotly.graph_objects as go
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .colors import ROLE_COLORS
 from .tokens import target_positions, view_values, visible_label
 

@@ -1,4 +1,4 @@
-"""Figures of the Story page's panels (`flashtrace.story`): small, labelled in words, sized for a
+"""Figures of the Story page's panels (`flashtrace.analysis.story`): small, labelled in words, sized for a
 1280×720 projector. Every text that comes from a trace is escaped before Plotly renders it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import html
 
 import plotly.graph_objects as go
 
-from ..story import Panel, Piece, pct
-from ..schema import Trace
+from ..analysis.story import Panel, Piece, pct
+from ..analysis.schema import Trace
 from .colors import PROMPT, REASONING, TEMPLATE
 from .tokens import tokens_html
 

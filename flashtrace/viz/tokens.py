@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from ..schema import Trace
+from ..analysis.schema import Trace
 from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}

@@ -5,8 +5,8 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from flashtrace.gallery import list_gallery
-from flashtrace.library import LIBRARY_ENV
+from flashtrace.store.gallery import list_gallery
+from flashtrace.store.library import LIBRARY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -65,6 +65,6 @@ def literal(markdown: str) -> str:
     """What `ui.plain`-escaped Markdown shows: backslash escapes and word joiners removed."""
     import re
 
-    from flashtrace.ui import WORD_JOINER
+    from flashtrace.app.ui import WORD_JOINER
 
     return re.sub(r"\\(.)", r"\1", markdown).replace(WORD_JOINER, "").replace("  \n", "\n")

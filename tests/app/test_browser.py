@@ -3,7 +3,7 @@ Debian's chromium. Screenshots go to test-artifacts/ (light and dark theme)."""
 
 import pytest
 
-from flashtrace.library import LIBRARY_ENV, Library
+from flashtrace.store.library import LIBRARY_ENV, Library
 
 from .browser import ROOT, app_server, launch, settle
 

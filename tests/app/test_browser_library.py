@@ -4,8 +4,8 @@ while rename, open and the still-ticked delete box pointed at the next)."""
 
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.library import LIBRARY_ENV, Library
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.store.library import LIBRARY_ENV, Library
 
 from .browser import app_server, launch, settle
 

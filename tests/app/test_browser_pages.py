@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.library import LIBRARY_ENV, Library
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.store.library import LIBRARY_ENV, Library
 
 from .browser import ROOT, app_server, launch, settle
 

@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.library import LIBRARY_ENV, Library
-from flashtrace.ui import WORD_JOINER
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.store.library import LIBRARY_ENV, Library
+from flashtrace.app.ui import WORD_JOINER
 
 from .browser import app_server, launch, settle
 

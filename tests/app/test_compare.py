@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import flashtrace
-from flashtrace.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
+from flashtrace.analysis.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
 from flashtrace.viz import visible_label
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.library import Library
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.store.library import Library
 
 from .conftest import charts, no_problems
 

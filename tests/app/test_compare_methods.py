@@ -7,9 +7,9 @@ import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 import flashtrace
-from flashtrace import app_methods
+from flashtrace.app import methods as app_methods
 from flashtrace.evaluate import methods as eval_methods
-from flashtrace.library import Library
+from flashtrace.store.library import Library
 
 from .conftest import literal, no_problems
 

@@ -1,6 +1,6 @@
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
+from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.viz import heatmap_values, view_values
 
 from .conftest import charts, figure, no_problems

@@ -3,7 +3,7 @@ and its chart as PNG/SVG (files made on click; the Story browser test downloads 
 
 import pytest
 
-from flashtrace.export_ui import file_stem
+from flashtrace.app.export import file_stem
 from flashtrace.viz.export import image_export_problem
 
 from .conftest import no_problems

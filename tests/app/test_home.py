@@ -1,5 +1,5 @@
-from flashtrace.library import Library
-from flashtrace.ui import plain
+from flashtrace.store.library import Library
+from flashtrace.app.ui import plain
 
 from .conftest import no_problems
 
@@ -18,7 +18,7 @@ def test_home_lists_the_gallery(open_page, gallery_items):
 
 
 def test_home_lists_recent_library_traces(open_page, library_dir, gallery_items):
-    from flashtrace.gallery import load_gallery_trace
+    from flashtrace.store.gallery import load_gallery_trace
 
     Library(library_dir).save(load_gallery_trace(gallery_items[0].name), "my-saved-trace")
     at = open_page()

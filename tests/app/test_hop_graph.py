@@ -2,10 +2,10 @@ import html
 
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.graph import OTHER, HopGraph
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.analysis.graph import OTHER, HopGraph
 from flashtrace.viz import heatmap_values, step_values
-from flashtrace.ui import plain
+from flashtrace.app.ui import plain
 from flashtrace.viz.graph import short_label
 
 from .conftest import charts, figure, no_problems

@@ -3,9 +3,9 @@ import json
 import pytest
 
 import flashtrace
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.library import Library
-from flashtrace.schema import Trace
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.store.library import Library
+from flashtrace.analysis.schema import Trace
 
 from .conftest import literal, no_problems
 
@@ -130,8 +130,8 @@ def test_gallery_traces_export_without_importing(open_page, library_dir, gallery
 def test_collection_pages_and_filters(open_page, library_dir, tiny_trace):
     """A batch output folder inside the library is a collection: paged 50 rows at a time, filtered by
     model and task, and its traces open in Explore as lib:COLLECTION/NAME."""
-    from flashtrace.app_state import load_trace
-    from flashtrace.bench.synthetic import synthetic_library
+    from flashtrace.app.state import load_trace
+    from flashtrace.run.bench.synthetic import synthetic_library
 
     Library(library_dir).save(tiny_trace, "loose")
     synthetic_library(library_dir / "batch-1", 60, tiny_trace)

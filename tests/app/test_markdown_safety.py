@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flashtrace.ui import WORD_JOINER, plain
+from flashtrace.app.ui import WORD_JOINER, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),  # every page, and every module that draws

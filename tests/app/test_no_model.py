@@ -2,7 +2,7 @@
 
 import pytest
 
-from flashtrace import app_state
+from flashtrace.app import state as app_state
 
 from .conftest import no_problems
 

@@ -4,14 +4,14 @@ icon is a file the app serves itself (a :material: or emoji icon makes the brows
 import subprocess
 import sys
 
-from flashtrace import ui
+from flashtrace.app import ui
 
 from .conftest import ROOT
 
 
 def test_home_modules_do_not_import_the_engine():
-    code = ("import sys, flashtrace, flashtrace.ui, flashtrace.app_state, flashtrace.gallery, flashtrace.library, "
-            "flashtrace.story\n"
+    code = ("import sys, flashtrace, flashtrace.app.ui, flashtrace.app.state, flashtrace.store.gallery, flashtrace.store.library, "
+            "flashtrace.analysis.story\n"
             "heavy = sorted(m for m in ('torch', 'transformers', 'accelerate', 'numba') if m in sys.modules)\n"
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -27,5 +27,5 @@ def test_public_api_still_loads_the_engine_on_use():
 
 def test_page_icon_is_a_local_file():
     assert ui.FAVICON.is_file() and ui.FAVICON.read_bytes().startswith(b"\x89PNG")
-    source = (ROOT / "flashtrace" / "ui.py").read_text(encoding="utf-8")
+    source = (ROOT / "flashtrace" / "app" / "ui.py").read_text(encoding="utf-8")
     assert 'page_icon=":' not in source

@@ -7,9 +7,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from flashtrace.gallery import list_gallery, load_gallery_trace
-from flashtrace.library import LIBRARY_ENV
-from flashtrace.story import STEPS, TITLES, stored_check
+from flashtrace.store.gallery import list_gallery, load_gallery_trace
+from flashtrace.store.library import LIBRARY_ENV
+from flashtrace.analysis.story import STEPS, TITLES, stored_check
 
 from .browser import ROOT, app_server, launch, settle
 

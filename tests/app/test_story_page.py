@@ -4,9 +4,9 @@ captions shown literally, the faithfulness check run live for a library trace, g
 import pytest
 
 import flashtrace
-from flashtrace.glossary import TERMS
-from flashtrace.library import Library
-from flashtrace.story import STEPS, TITLES
+from flashtrace.app.glossary import TERMS
+from flashtrace.store.library import Library
+from flashtrace.analysis.story import STEPS, TITLES
 
 from .conftest import no_problems
 
@@ -41,8 +41,8 @@ def test_a_bad_step_in_the_url_falls_back_to_a_real_panel(open_page, step):
 
 
 def test_hops_panel_says_how_much_reached_the_input(open_page):
-    from flashtrace.gallery import load_gallery_trace
-    from flashtrace.story import pct, reached
+    from flashtrace.store.gallery import load_gallery_trace
+    from flashtrace.analysis.story import pct, reached
 
     at = open_page(STORY, trace="gallery:needle", step="3")
     no_problems(at)
@@ -98,8 +98,8 @@ def test_help_tooltips_link_the_glossary(open_page, page, anchors):
 def test_a_precomputed_check_is_shown_without_a_model(open_page, tmp_path, monkeypatch):
     import shutil
 
-    from flashtrace.gallery import GALLERY_ENV, gallery_dir
-    from flashtrace.schema import Trace
+    from flashtrace.store.gallery import GALLERY_ENV, gallery_dir
+    from flashtrace.analysis.schema import Trace
 
     folder = tmp_path / "gallery"
     shutil.copytree(gallery_dir(), folder)

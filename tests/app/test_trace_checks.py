@@ -6,11 +6,11 @@ import dataclasses
 import pytest
 from streamlit.proto.Block_pb2 import Block
 
-from flashtrace import estimate as estimate_module
-from flashtrace.inputs import build_sequence
-from flashtrace.library import Library
-from flashtrace.limits import MAX_INPUT_CHARS
-from flashtrace.models import generation
+from flashtrace.engine import estimate as estimate_module
+from flashtrace.engine.inputs import build_sequence
+from flashtrace.store.library import Library
+from flashtrace.analysis.limits import MAX_INPUT_CHARS
+from flashtrace.engine.models import generation
 
 from .conftest import literal, no_problems
 from .test_trace_page import PROMPT, RESPONSE, TRACE, _fill
@@ -33,7 +33,7 @@ def test_run_says_why_it_is_greyed_out(open_page):
 
 
 def test_an_empty_character_range_is_refused_before_any_forward_pass(open_page, library_dir, monkeypatch):
-    from flashtrace import models
+    from flashtrace.engine import models
 
     def no_forward(*args, **kwargs):
         raise AssertionError("the forward pass ran")

@@ -1,7 +1,7 @@
 import pytest
 
-from flashtrace.library import Library
-from flashtrace.ui import plain
+from flashtrace.store.library import Library
+from flashtrace.app.ui import plain
 
 from .conftest import no_problems
 
@@ -104,7 +104,7 @@ def test_generate_fills_the_response_then_it_can_be_traced(open_page, library_di
 
 
 def test_a_run_that_would_not_fit_is_refused_before_it_starts(open_page, library_dir, monkeypatch):
-    from flashtrace import estimate
+    from flashtrace.engine import estimate
 
     monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)
     at = _fill(open_page(TRACE))

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from flashtrace.attribution import recursive_hops
+from flashtrace.engine.attribution import recursive_hops
 
 
 def matrix_aggregator(seed=0, n=12):

@@ -7,9 +7,9 @@ import threading
 import pytest
 import torch
 
-import flashtrace.attribution.span as span_module
-from flashtrace.attribution import span_aggregate
-from flashtrace.models import record_forward
+import flashtrace.engine.attribution.span as span_module
+from flashtrace.engine.attribution import span_aggregate
+from flashtrace.engine.models import record_forward
 from tests.conftest import _load, random_ids
 
 
@@ -99,7 +99,7 @@ def test_the_memory_budget_caps_the_layers_in_flight(recording):
 
 
 def test_the_memory_estimate_counts_the_layers_in_flight_within_the_sweeps_budget():
-    from flashtrace.estimate import estimate
+    from flashtrace.engine.estimate import estimate
 
     model = _load("smollm2-135m")
     one, many = (estimate(model, 2048, threads=t, slowdown=1.0, warm=True).peak_bytes for t in (1, 16))

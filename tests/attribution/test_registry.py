@@ -4,9 +4,9 @@ capabilities, and the same methods behind `attribute`, the CLI and the evaluatio
 import pytest
 import torch
 
-from flashtrace.attribution import METHODS, get_method
-from flashtrace.attribution.baselines import attention_rollout, raw_attention
-from flashtrace.tracing import attribute, method_source, prepare
+from flashtrace.engine.attribution import METHODS, get_method
+from flashtrace.engine.attribution.baselines import attention_rollout, raw_attention
+from flashtrace.run.tracing import attribute, method_source, prepare
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls."

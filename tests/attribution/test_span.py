@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from flashtrace.attribution import proximity, span_aggregate, tokenwise_aggregate, tokenwise_rows
-from flashtrace.attribution.kernels import _proximity_torch, head_proximities, value_proximities
-from flashtrace.models import record_forward
-from flashtrace.models.recording import LayerRecord, Recording
+from flashtrace.engine.attribution import proximity, span_aggregate, tokenwise_aggregate, tokenwise_rows
+from flashtrace.engine.attribution.kernels import _proximity_torch, head_proximities, value_proximities
+from flashtrace.engine.models import record_forward
+from flashtrace.engine.models.recording import LayerRecord, Recording
 from tests.attribution.reference import reference_span_scores
 from tests.conftest import random_ids
 
@@ -106,7 +106,7 @@ def test_proximities_from_values_equal_the_formula_where_parts_overshoot(seed):
     got = value_proximities(v, w_o, abar, y).double()
     assert ((got - expected).abs().max() / expected.abs().max()).item() < 1e-5
     if seed == 0:  # many spans go through the kernel in chunks: one span at a time gives the same
-        import flashtrace.attribution.kernels as kernels
+        import flashtrace.engine.attribution.kernels as kernels
 
         chunk, kernels.SPAN_CHUNK_ELEMENTS = kernels.SPAN_CHUNK_ELEMENTS, 1
         try:
@@ -117,8 +117,8 @@ def test_proximities_from_values_equal_the_formula_where_parts_overshoot(seed):
 
 def test_span_aggregate_through_the_gpu_kernels_matches_reference(monkeypatch):
     """The paths other devices take (head values + torch proximity, four-pass softmax), run here."""
-    import flashtrace.attribution.span as span_module
-    import flashtrace.models.attention as attention_module
+    import flashtrace.engine.attribution.span as span_module
+    import flashtrace.engine.models.attention as attention_module
 
     monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
     monkeypatch.setattr(attention_module, "FUSED_CPU", False)

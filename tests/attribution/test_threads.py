@@ -7,8 +7,8 @@ import sys
 
 CODE = """
 import threading, torch
-from flashtrace.attribution import span_aggregate
-from flashtrace.models import record_forward
+from flashtrace.engine.attribution import span_aggregate
+from flashtrace.engine.models import record_forward
 from tests.conftest import _load, random_ids
 
 rec = record_forward(_load("tiny-llama"), random_ids(300, seed=1))

@@ -4,14 +4,14 @@ import subprocess
 import sys
 
 CODE = """
-import torch, flashtrace.models, flashtrace.attribution.kernels as k
-from flashtrace.attribution import span_aggregate
-from flashtrace.models.softmax_cpu import exp_accumulate
+import torch, flashtrace.engine.models, flashtrace.engine.attribution.kernels as k
+from flashtrace.engine.attribution import span_aggregate
+from flashtrace.engine.models.softmax_cpu import exp_accumulate
 kernels = (k._value_proximity_cpu, exp_accumulate)
 print(*[len(f.signatures) for f in kernels])
-loaded = flashtrace.models.load_model('tiny-llama')
+loaded = flashtrace.engine.models.load_model('tiny-llama')
 print(*[len(f.signatures) for f in kernels])
-rec = flashtrace.models.record_forward(loaded, torch.arange(3, 40))
+rec = flashtrace.engine.models.record_forward(loaded, torch.arange(3, 40))
 w = torch.zeros(37); w[30:] = 1.0
 span_aggregate(rec, torch.stack([w, w.flip(0)]))
 print(*[len(f.signatures) for f in kernels])

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from flashtrace.attribution.baselines import (attention_rollout, integrated_gradients, raw_attention,
+from flashtrace.engine.attribution.baselines import (attention_rollout, integrated_gradients, raw_attention,
                                               segment_ablation, target_logprob)
-from flashtrace.models import load_model, record_forward
-from flashtrace.models.tiny import build_tiny_model
+from flashtrace.engine.models import load_model, record_forward
+from flashtrace.engine.models.tiny import build_tiny_model
 
 N = 24
 

@@ -6,13 +6,13 @@ import math
 import pytest
 import torch
 
-from flashtrace.attribution.baselines import target_logprob
+from flashtrace.engine.attribution.baselines import target_logprob
 from flashtrace.evaluate.faithfulness import faithfulness_check
 from flashtrace.evaluate.metrics import deletion_order
 from flashtrace.evaluate.methods import replacement_id
 from flashtrace.evaluate.tasks import make_example
-from flashtrace.models import load_model
-from flashtrace.tracing import attribute, prepare
+from flashtrace.engine.models import load_model
+from flashtrace.run.tracing import attribute, prepare
 
 
 @pytest.fixture(scope="module")

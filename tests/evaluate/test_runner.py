@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from flashtrace.attribution.baselines import target_logprob
+from flashtrace.engine.attribution.baselines import target_logprob
 from flashtrace.cli import main
 from flashtrace.evaluate.methods import build_context, get_eval_method, parse_methods
 from flashtrace.evaluate.report import markdown, summarise, write_report
 from flashtrace.viz.evaluation import write_charts
 from flashtrace.evaluate.runner import evaluate_context, run_eval, score_deletions
 from flashtrace.evaluate.tasks import make_example
-from flashtrace.models import load_model
+from flashtrace.engine.models import load_model
 from flashtrace.viz.export import image_export_problem
 
 METHODS = ["flashtrace-k0", "flashtrace-k1", "ifr", "attention", "rollout", "ig", "perturbation"]
@@ -73,7 +73,7 @@ def test_flashtrace_hops_differ_from_hop0(ctx):
 
 
 def test_flashtrace_variants_use_their_settings(ctx):
-    from flashtrace.tracing import attribute
+    from flashtrace.run.tracing import attribute
 
     def scores(**kw):
         return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=1, **kw).scores.final)
@@ -217,7 +217,7 @@ def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
     behind (issue 18 item 9: fileio.atomic_write_text instead of plain or hand-rolled writes)."""
     import shutil
 
-    from flashtrace import fileio
+    from flashtrace.base import fileio
 
     source = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "eval_smollm2" / "examples"
     (tmp_path / "examples").mkdir()
@@ -238,7 +238,7 @@ def test_report_files_are_replaced_atomically(tmp_path, monkeypatch):
 def test_example_records_are_replaced_atomically(tmp_path, monkeypatch):
     """The runner's per-example write extends a record in one replace: a write that fails at the last step
     leaves the previous record whole and no temporary file (issue 18 item 9, `runner._write`)."""
-    from flashtrace import fileio
+    from flashtrace.base import fileio
     from flashtrace.evaluate import runner
 
     path = tmp_path / "needle-0000.json"

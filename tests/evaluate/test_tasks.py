@@ -6,7 +6,7 @@ import re
 import pytest
 
 from flashtrace.evaluate.tasks import NEEDLE_VARIANTS, TASKS, load_jsonl, make_example
-from flashtrace.inputs import detect_spans
+from flashtrace.engine.inputs import detect_spans
 
 SEEDS = range(12)
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from flashtrace.models import ModelLoadError, UnsupportedModelError, load_model, spec_for, supported_families
+from flashtrace.engine.models import ModelLoadError, UnsupportedModelError, load_model, spec_for, supported_families
 
 
 def test_unsupported_family_is_refused_with_the_supported_list(tmp_path):
@@ -55,9 +55,9 @@ def test_tiny_models_are_small_and_deterministic(tiny):
 @pytest.mark.slow
 def test_default_model_loads_fast_and_answers(smollm):
     # torch and transformers are imported before the clock starts (`import flashtrace` and
-    # `import flashtrace.models` no longer import them): the claim is about loading the cached model,
+    # `import flashtrace.engine.models` no longer import them): the claim is about loading the cached model,
     # verification included, not Python's imports
-    code = ("import time, flashtrace, flashtrace.models.loading, flashtrace.attribution.kernels; t = time.perf_counter(); "
+    code = ("import time, flashtrace, flashtrace.engine.models.loading, flashtrace.engine.attribution.kernels; t = time.perf_counter(); "
             "flashtrace.load_model('smollm2-135m'); print(time.perf_counter() - t)")
     seconds = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
                     .stdout.strip().splitlines()[-1])

@@ -5,10 +5,10 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 import flashtrace
-from flashtrace.models import ModelLoadError, UnsupportedModelError, load_model
-from flashtrace.models.loading import default_tokenizer
-from flashtrace.models.aliases import TINY_ALIASES
-from flashtrace.models.tiny import build_tiny_model
+from flashtrace.engine.models import ModelLoadError, UnsupportedModelError, load_model
+from flashtrace.engine.models.loading import default_tokenizer
+from flashtrace.engine.models.aliases import TINY_ALIASES
+from flashtrace.engine.models.tiny import build_tiny_model
 
 PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. Answer: 7"
 

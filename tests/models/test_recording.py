@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from flashtrace.models import record_forward
-from flashtrace.models.attention import attention_rows
+from flashtrace.engine.models import record_forward
+from flashtrace.engine.models.attention import attention_rows
 from tests.conftest import random_ids
 
 N = 48
@@ -116,7 +116,7 @@ def test_cpu_recording_keeps_each_kind_in_one_block(tiny_llama):
 
 
 def test_a_layer_of_another_shape_keeps_its_own_tensor(tiny_llama):
-    from flashtrace.models.recording import _Recorder
+    from flashtrace.engine.models.recording import _Recorder
 
     recorder = _Recorder(tiny_llama.spec, tiny_llama.model)
     first, other = torch.randn(4, 8), torch.randn(4, 6)

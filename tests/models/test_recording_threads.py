@@ -5,7 +5,7 @@ import threading
 
 import torch
 
-from flashtrace.models import record_forward
+from flashtrace.engine.models import record_forward
 from tests.conftest import _load, random_ids
 
 
@@ -46,7 +46,7 @@ def test_a_hook_called_by_another_thread_before_its_kwargs_flag_is_set_does_noth
     """torch registers a with-kwargs hook in two steps; another thread's forward pass in between calls it
     without kwargs. That failed one recording of the test above with "hook() missing 1 required positional
     argument: 'kwargs'" (about one run in ten); the hook must ignore the call instead."""
-    from flashtrace.models.recording import _Recorder
+    from flashtrace.engine.models.recording import _Recorder
 
     loaded = _load("tiny-gemma2")  # a family with every hook: input, x_mid and the sandwich norm's scale
     recorder = _Recorder(loaded.spec, loaded.model, keep_mid=True)  # not the calling thread's recording
@@ -74,7 +74,7 @@ def test_a_hook_called_by_another_thread_before_its_kwargs_flag_is_set_does_noth
 def test_the_model_lock_survives_clearing_the_caches():
     import streamlit as st
 
-    from flashtrace import app_state
+    from flashtrace.app import state as app_state
 
     lock = app_state.model_lock()
     assert lock.acquire(timeout=10)

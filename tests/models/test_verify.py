@@ -3,9 +3,9 @@ no longer reproduces the attention output is refused when the model loads, unles
 
 import pytest
 
-from flashtrace.models import UnsupportedModelError, load_model
-from flashtrace.models.recording import LayerRecord
-from flashtrace.models.verify import decomposition_errors, verify_decomposition
+from flashtrace.engine.models import UnsupportedModelError, load_model
+from flashtrace.engine.models.recording import LayerRecord
+from flashtrace.engine.models.verify import decomposition_errors, verify_decomposition
 
 
 def test_every_family_passes(tiny):

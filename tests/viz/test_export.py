@@ -9,8 +9,8 @@ from importlib import resources
 import plotly.graph_objects as go
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.graph import HopGraph
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.analysis.graph import HopGraph
 from flashtrace.viz.export import BUNDLE, bundle_base64, figure_image, image_export_problem, standalone_html
 from flashtrace.viz.graph import hop_graph_figure
 from flashtrace.viz.report import static_graph, trace_report_html

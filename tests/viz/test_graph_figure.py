@@ -3,7 +3,7 @@
 import networkx as nx
 import pytest
 
-from flashtrace.graph import OTHER, HopGraph
+from flashtrace.analysis.graph import OTHER, HopGraph
 from flashtrace.viz.graph import (PATH_COLOR, SELECTED_COLOR, hop_graph_figure, node_label, path_text, plain,
                                   short_label)
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from flashtrace.gallery import load_gallery_trace
-from flashtrace.story import Piece, check_panel, reached, story_panels
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.analysis.story import Piece, check_panel, reached, story_panels
 from flashtrace.viz.story import check_figure, panel_figures, pieces_figure, sentences_html
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 50, "n_deleted": 5, "before": -0.5, "top": -4.0,

@@ -1,0 +1,285 @@
+"""Hop depth comparison: how the prompt attribution changes as hops 0, 1, 2, ... are added (one recording).
+
+Depth K means the attribution after hops ``0..K``: ``final_K = Σ_{k≤K} contribution_k``. For each depth
+this gives the prompt attribution (normalised over the user's prompt tokens), where hop K's raw
+attribution lands (prompt / reasoning / answer), and how much of the target's attribution has reached
+the input so far; between consecutive depths, the Spearman rank correlation and top-k overlap of the
+prompt ranking; and the convergence depth, from which on the top-k overlap with the next depth stays
+at or above 0.9.
+
+`hop_additions` splits the same data by hop: what hop K adds over depth K-1 is hop K's stored
+contribution ``ρ_{K-1}·a_K·obs``, on tokens and summed per prompt segment (sentence/line), so the rows
+sum to the final attribution exactly. `reach_sentence` and `top_segment_sentence` say in words how much
+of the answer's attribution has reached the input and whether a hop changed the top prompt segment.
+
+Two different quantities, never one symbol: ρ is the hop mass (share of the target's attribution still
+on generated text); agreement between depths is the rank correlation (Spearman).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .schema import Trace, normalised
+from ..run.tracing import Prepared, attribute
+
+CONVERGED_OVERLAP = 0.9
+_ROLE_GROUP = {"template": "prompt", "prompt": "prompt", "reasoning": "reasoning", "answer": "answer"}
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(values, kind="stable")
+    sorted_vals = values[order]
+    ranks = np.empty(len(values))
+    start = 0
+    for end in range(1, len(values) + 1):
+        if end == len(values) or sorted_vals[end] != sorted_vals[start]:
+            ranks[order[start:end]] = (start + end + 1) / 2  # mean of ranks start+1 .. end
+            start = end
+    return ranks
+
+
+def spearman(a, b) -> float | None:
+    """Spearman rank correlation of two equally long score lists (None when either is constant)."""
+    ra, rb = _average_ranks(np.asarray(a, dtype=float)), _average_ranks(np.asarray(b, dtype=float))
+    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
+        return None
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def top_k(scores, positions: list[int], k: int) -> list[int]:
+    """The `k` positions with the highest score (ties: earlier position first)."""
+    return sorted(positions, key=lambda i: (-scores[i], i))[:k]
+
+
+def top_k_overlap(a, b, positions: list[int], k: int) -> float:
+    """``|top_k(a) ∩ top_k(b)| / k`` over `positions` (k capped at their number)."""
+    k = min(k, len(positions))
+    if k == 0:
+        return 1.0
+    return len(set(top_k(a, positions, k)) & set(top_k(b, positions, k))) / k
+
+
+@dataclass
+class HopDepthComparison:
+    """Per-depth data for depths ``0..max_hops`` (see the module docstring)."""
+
+    depths: list[int]
+    hops_run: int  # hops actually computed; fewer than max_hops when no mass was left on the reasoning
+    k: int
+    prompt_positions: list[int]  # ranked positions: user prompt tokens with a score at some depth (no stop tokens)
+    prompt_scores: list[list[float]]  # [depth][N]: final_K normalised to sum 1 over the prompt tokens
+    mass: list[dict[str, float] | None]  # [depth]: where hop K's raw attribution lands (template counts as prompt)
+    reached: list[float]  # [depth]: share of the target's attribution on the input after hops 0..K
+    rho: list[float]  # [depth]: ρ_K, the share still on generated tokens
+    spearman: list[float | None]  # [depth - 1]: rank correlation between depth K and K+1
+    overlap: list[float]  # [depth - 1]: top-k overlap between depth K and K+1
+    convergence_depth: int | None  # first K whose top-k overlap with every next depth is >= 0.9
+    top: list[list[int]] = field(default_factory=list)  # [depth]: the top-k prompt positions
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> HopDepthComparison:
+    """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
+    (default: the trace's hop setting)."""
+    max_hops = trace.settings.hops if max_hops is None else max_hops
+    if not 0 <= max_hops <= trace.settings.hops:
+        raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    roles = [_ROLE_GROUP[t.role] for t in trace.tokens]
+    user_prompt = trace.positions("prompt")
+    depths = list(range(max_hops + 1))
+    final = np.zeros(trace.n_tokens)
+    scores, mass, rho = [], [], []
+    reached = reached_input(trace, max_hops)
+    for depth in depths:
+        hop = trace.hops[depth] if depth < len(trace.hops) else None
+        if hop is not None:
+            final = final + np.asarray(hop.contribution)
+            raw = np.asarray(hop.raw)
+            total = raw.sum()
+            split = {g: 0.0 for g in ("prompt", "reasoning", "answer")}
+            for value, group in zip(raw, roles):
+                split[group] += value
+            mass.append({g: float(v / total) if total > 0 else 0.0 for g, v in split.items()})
+            rho.append(hop.rho)
+        else:
+            mass.append(None)
+            rho.append(rho[-1])
+        scores.append(normalised(final.tolist(), user_prompt))
+    ranked = [i for i in user_prompt if any(s[i] > 0 for s in scores)] or user_prompt
+    corr = [spearman([scores[d][i] for i in ranked], [scores[d + 1][i] for i in ranked]) for d in depths[:-1]]
+    overlap = [top_k_overlap(scores[d], scores[d + 1], ranked, k) for d in depths[:-1]]
+    converged = None
+    for d in reversed(depths[:-1]):
+        if overlap[d] < CONVERGED_OVERLAP:
+            break
+        converged = d
+    return HopDepthComparison(depths=depths, hops_run=min(len(trace.hops) - 1, max_hops), k=k,
+                              prompt_positions=ranked, prompt_scores=scores, mass=mass, reached=reached, rho=rho,
+                              spearman=corr, overlap=overlap, convergence_depth=converged,
+                              top=[top_k(s, ranked, k) for s in scores])
+
+
+def input_shares(trace: Trace, max_hops: int | None = None) -> list[float]:
+    """Per hop ``0..max_hops``: the share of the target's attribution that hop k moves onto the input
+    (chat template + prompt), ``ρ_{k-1} · Σ_input a_k / Σ_all a_k`` (ρ_{-1} = 1); 0 for hops not run."""
+    max_hops = trace.settings.hops if max_hops is None else max_hops
+    observed = np.asarray([t.role in ("template", "prompt") for t in trace.tokens])
+    shares, rho_prev = [], 1.0
+    for k in range(max_hops + 1):
+        if k >= len(trace.hops):
+            shares.append(0.0)
+            continue
+        raw = np.asarray(trace.hops[k].raw)  # [N]
+        total = raw.sum()
+        shares.append(float(rho_prev * raw[observed].sum() / total) if total > 0 else 0.0)
+        rho_prev = trace.hops[k].rho
+    return shares
+
+
+def reached_input(trace: Trace, max_hops: int | None = None) -> list[float]:
+    """Per depth K: the share of the target's attribution that has reached the input after hops 0..K.
+    With the default recursive span (reasoning + answer) this is ``1 - ρ_K``."""
+    return [float(v) for v in np.cumsum(input_shares(trace, max_hops))]
+
+
+@dataclass
+class SegmentInfo:
+    """A prompt segment (sentence or line): tokens ``[start, end)``."""
+
+    id: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass
+class HopAdditions:
+    """What each hop adds to the prompt attribution, on tokens and on prompt segments.
+
+    ``added[k]`` is hop k's stored contribution ``ρ_{k-1}·a_k·obs`` over all positions (raw units, zeros
+    for hops that were not run), so ``Σ_k added[k]`` is the trace's final attribution. ``unit`` is the
+    final attribution summed over the user's prompt tokens: dividing by it gives shares of what the
+    Explore page shows, on one scale for every hop."""
+
+    hops: list[int]  # 0..max_hops
+    prompt_positions: list[int]  # the user's prompt tokens in text order
+    added: list[list[float]]  # [hop][N]
+    unit: float
+    segments: list[SegmentInfo]  # the prompt's segments in text order (empty for traces without segments)
+    segment_added: list[list[float]]  # [hop][n_segments]: added summed over each segment's tokens
+    input_share: list[float]  # [hop]: share of the target's attribution this hop moved onto the input
+    reached: list[float]  # [depth]: cumulative input_share
+    rho: list[float]  # [depth]: ρ_K, the share still on generated text after hops 0..K
+    top_segment: list[int | None]  # [depth]: index into segments of the top prompt segment after hops 0..K
+    target_label: str = "answer"  # "answer" when the target is the answer span, else "target"
+
+    def cumulative(self, depth: int) -> list[float]:
+        """The attribution after hops ``0..depth`` over all positions (raw units)."""
+        return np.sum(np.asarray(self.added[: depth + 1]), axis=0).tolist()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
+    """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``."""
+    max_hops = trace.settings.hops if max_hops is None else max_hops
+    if not 0 <= max_hops <= trace.settings.hops:
+        raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
+    n = trace.n_tokens
+    added = np.asarray([trace.hops[k].contribution if k < len(trace.hops) else [0.0] * n
+                        for k in range(max_hops + 1)], dtype=float)  # [hops, N]
+    user_prompt = trace.positions("prompt")
+    unit = float(added.sum(axis=0)[user_prompt].sum()) if user_prompt else 0.0
+    segments = [SegmentInfo(s.id, s.text, s.start, s.end) for s in trace.segments or [] if s.role == "prompt"]
+    seg_added = np.asarray([[row[s.start:s.end].sum() for s in segments] for row in added]).reshape(
+        len(added), len(segments))  # [hops, S]
+    seg_cum = np.cumsum(seg_added, axis=0)
+    rho = [trace.hops[min(k, len(trace.hops) - 1)].rho for k in range(max_hops + 1)]
+    top = [int(np.argmax(row)) if len(segments) and row.max() > 0 else None for row in seg_cum]
+    return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
+                        unit=unit, segments=segments, segment_added=seg_added.tolist(),
+                        input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
+                        rho=rho, top_segment=top,
+                        target_label="answer" if tuple(trace.settings.target) == tuple(trace.spans.answer or ()) else
+                        "target")
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.0f} %"
+
+
+def short_text(text: str, limit: int = 70) -> str:
+    """`text` on one line, shortened in the middle when longer than `limit` (a sentence's end often holds
+    what tells it apart, e.g. the number a needle sentence states)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = (limit - 3) * 2 // 5
+    return text[:head].rstrip() + " … " + text[len(text) - (limit - 3 - head):].lstrip()
+
+
+def _quoted(text: str, limit: int = 70) -> str:
+    return "“" + short_text(text, limit) + "”"  # the quotes the Story and the Hop graph use
+
+
+def reach_sentence(additions: HopAdditions) -> str:
+    """E.g. "After 2 hops, 78 % of the answer's attribution has reached the prompt (hop 0: 37 %)."."""
+    last = additions.hops[-1]
+    if last == 0:
+        return f"Hop 0 puts {_pct(additions.reached[0])} of the {additions.target_label}'s attribution on the prompt."
+    return (f"After {last} hop{'s' if last > 1 else ''}, {_pct(additions.reached[last])} of the "
+            f"{additions.target_label}'s attribution "
+            f"has reached the prompt (hop 0: {_pct(additions.reached[0])})"
+            + ("; the rest is still on the reasoning and answer text." if abs(additions.reached[last] + additions.rho[last]
+                                                                             - 1) < 1e-6 else "."))
+
+
+def top_segment_sentence(additions: HopAdditions) -> str:
+    """Which hops changed the top prompt segment, e.g. "Hop 1 changed the top sentence from “Question: …”
+    to “VAR RPBER = 16819.”.", or that it stayed the same at every depth."""
+    top = additions.top_segment
+    if not additions.segments or top[0] is None:
+        return "This trace has no prompt segments to compare."
+    changes = [f"hop {d} changed the top sentence from {_quoted(additions.segments[top[d - 1]].text)} to "
+               f"{_quoted(additions.segments[top[d]].text)}" for d in range(1, len(top))
+               if top[d] is not None and top[d - 1] is not None and top[d] != top[d - 1]]
+    if not changes:
+        return (f"The top sentence is {_quoted(additions.segments[top[0]].text)} at every depth "
+                f"(hops 0..{additions.hops[-1]}).")
+    text = "; ".join(changes) + "."
+    return text[0].upper() + text[1:]
+
+
+def depth_change(trace: Trace, k: int = 10) -> dict:
+    """How much the hops change the picture, depth 0 against the trace's deepest: the top-k overlap of
+    the prompt tokens, and the top prompt segment at both ends (JSON-ready; the gallery index keeps it)."""
+    comparison = compare_depths(trace, k=k)
+    additions = hop_additions(trace)
+    first, last = additions.top_segment[0], additions.top_segment[-1]
+    ids = [None if t is None else additions.segments[t].id for t in (first, last)]
+    return {"k": k, "max_hops": comparison.depths[-1],
+            "overlap": top_k_overlap(comparison.prompt_scores[0], comparison.prompt_scores[-1],
+                                     comparison.prompt_positions, k),
+            "top_segment_k0": ids[0], "top_segment_kmax": ids[1], "top_segment_changed": ids[0] != ids[1],
+            "reached": additions.reached}
+
+
+def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
+    """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
+    ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
+    trace = attribute(prepared, hops=max_hops, **options)
+    return compare_depths(trace, k=k, max_hops=max_hops)
+
+
+__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "depth_change", "hop_additions",
+           "hop_depth_comparison", "input_shares", "reach_sentence", "reached_input", "short_text", "spearman",
+           "top_k", "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]

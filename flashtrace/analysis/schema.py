@@ -1,0 +1,382 @@
+"""The `Trace`: a versioned, JSON-serialisable record of one attribution run.
+
+It is the one object that crosses floors: the CLI, the app, the HTML export and the gallery all read
+it. Loading validates everything (types, lengths, ranges, finite numbers, size limits, the shape of
+the JSON before it is parsed, and the invariants below) and raises `TraceValidationError` with a
+message that names the problem.
+
+Invariants (checked within `REL_TOL`, which accepts values rounded to 6 significant digits):
+``scores.final = Σ_k hops[k].contribution``; ``scores.prompt`` sums to 1 over the prompt (or is all
+zero); ``1 <= len(hops) <= settings.hops + 1`` (fewer when the hops stop early); a token's character
+``start <= end``; the target lies in the response.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+from uuid import uuid4
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..base.errors import EXIT_USAGE, FlashTraceError
+from ..base.fileio import atomic_write_text, is_device
+from .trace_views import TraceViews
+
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
+MAX_TOKENS = 200_000
+MAX_HOPS = 8
+MAX_TEXT = 2_000_000
+MAX_FILE_BYTES = 256 * 2**20
+MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
+MAX_EXTRA_DEPTH = 16  # nesting of `extra` (free-form metadata)
+MAX_EXTRA_NODES = 100_000  # values in `extra`
+REL_TOL = 1e-4  # relative tolerance of the sum invariants (6-significant-digit rounding passes)
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+Role = Literal["template", "prompt", "reasoning", "answer"]
+TokenRange = tuple[int, int]
+
+
+class TraceValidationError(FlashTraceError, ValueError):
+    """A trace file or object is malformed; the message names the field and the problem."""
+
+    exit_code = EXIT_USAGE
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False)
+
+
+class TokenRecord(_Strict):
+    text: str = Field(max_length=1000)
+    role: Role
+    id: int = Field(ge=0)
+    start: int | None = Field(default=None, ge=0)  # character offsets into prompt or response
+    end: int | None = Field(default=None, ge=0)
+
+
+class ModelInfo(_Strict):
+    name: str = Field(max_length=500)
+    family: str = Field(max_length=50)
+    n_layers: int = Field(ge=0)
+    n_heads: int = Field(ge=0)
+    n_kv_heads: int = Field(ge=0)
+    hidden_size: int = Field(ge=0)
+    vocab_size: int = Field(ge=0)
+    n_params: int = Field(ge=0)
+    dtype: str = Field(max_length=20)
+
+
+# Settings a version-1 trace did not record, and the values that were in force when it was written.
+LEGACY_DEFAULTS = {"stop_tokens": "punctuation", "hop0": "answer"}
+
+
+class Settings(_Strict):
+    """How a trace was computed. `stop_tokens`: a preset (``paper``, ``punctuation``, ``none``) or a
+    user list; `hop0`: ``answer`` (hop 0 over the target span) or ``generation`` (hop 0 over reasoning +
+    answer, the paper-era code). `assumed` names the settings an old trace did not record: they hold
+    the defaults of the version that wrote it."""
+
+    method: str = Field(max_length=50)
+    hops: int = Field(ge=0, le=MAX_HOPS)
+    target: TokenRange
+    recursive: Literal["reasoning+answer", "reasoning"] = "reasoning+answer"
+    stop_tokens: Literal["paper", "punctuation", "none"] | list[str] = "paper"
+    hop0: Literal["answer", "generation"] = "answer"
+    chat_template: bool = True
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    assumed: list[Literal["stop_tokens", "hop0"]] = Field(default_factory=list)
+
+    def describe_assumed(self) -> str:
+        """A sentence naming the settings filled in from an old trace's defaults ('' when none)."""
+        if not self.assumed:
+            return ""
+        parts = ", ".join(f"{name} = {getattr(self, name)}" for name in self.assumed)
+        return f"written before these settings were recorded; the defaults then were {parts}"
+
+
+def _migrate_v1(data: dict) -> dict:
+    """A version-1 trace: `stop_tokens` 'default' meant the punctuation rule, and hop 0 always covered
+    the target span. Fill both in and remember that they were assumed."""
+    data = {**data, "schema_version": SCHEMA_VERSION}
+    settings = data.get("settings")
+    if isinstance(settings, dict):
+        settings = dict(settings)
+        assumed = []
+        if settings.get("stop_tokens", "default") == "default":
+            settings["stop_tokens"] = LEGACY_DEFAULTS["stop_tokens"]
+            assumed.append("stop_tokens")
+        if "hop0" not in settings:
+            settings["hop0"] = LEGACY_DEFAULTS["hop0"]
+            assumed.append("hop0")
+        settings["assumed"] = assumed
+        data["settings"] = settings
+    return data
+
+
+class Spans(_Strict):
+    prompt: TokenRange | None
+    reasoning: TokenRange | None
+    answer: TokenRange | None
+    rule: str = Field(default="", max_length=50)
+
+
+class HopRecord(_Strict):
+    k: int = Field(ge=0, le=MAX_HOPS)
+    rho: float = Field(ge=0, le=1)
+    weights: list[float]
+    raw: list[float]
+    contribution: list[float]
+
+
+class Scores(_Strict):
+    final: list[float]  # over all positions (non-zero on prompt positions only)
+    prompt: list[float]  # final normalised to sum 1 over prompt positions
+
+
+class SegmentRecord(_Strict):
+    """A prompt sentence/line, reasoning step, answer or chat-template run: tokens ``[start, end)``."""
+
+    id: str = Field(min_length=1, max_length=20)
+    role: Role
+    text: str = Field(max_length=MAX_TEXT)
+    start: int = Field(ge=0)
+    end: int = Field(ge=1)
+    order: int = Field(ge=0)
+    char_start: int | None = Field(default=None, ge=0)  # offsets into the prompt or response text
+    char_end: int | None = Field(default=None, ge=0)
+
+
+class StepRecord(_Strict):
+    """Step-level attribution: per segment id (each reasoning step and the answer), its attribution over
+    all positions from one batched sweep (stop tokens zeroed), and the seconds that sweep took."""
+
+    vectors: dict[str, list[float]] = Field(max_length=MAX_TOKENS)
+    seconds: float = Field(ge=0)
+
+
+class Trace(TraceViews, _Strict):
+    schema_version: int = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
+    created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    title: str = Field(default="", max_length=500)
+    prompt: str = Field(max_length=MAX_TEXT)
+    response: str = Field(max_length=MAX_TEXT)
+    model: ModelInfo
+    settings: Settings
+    tokens: list[TokenRecord] = Field(max_length=MAX_TOKENS)
+    spans: Spans
+    scores: Scores
+    hops: list[HopRecord] = Field(max_length=MAX_HOPS + 1)
+    timings: dict[str, float] = Field(default_factory=dict)
+    segments: list[SegmentRecord] | None = Field(default=None, max_length=MAX_TOKENS)
+    steps: StepRecord | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_first(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "schema_version" in data:
+            version = data["schema_version"]
+            if version not in READABLE_VERSIONS or isinstance(version, bool):
+                raise ValueError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
+                                 f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+            if version == 1:
+                return _migrate_v1(data)
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Trace":
+        n = len(self.tokens)
+        vectors = {"scores.final": self.scores.final, "scores.prompt": self.scores.prompt}
+        for hop in self.hops:
+            vectors.update({f"hops[{hop.k}].{name}": getattr(hop, name) for name in ("weights", "raw", "contribution")})
+        if self.steps is not None:
+            if self.segments is None:
+                raise ValueError("steps needs segments: a step vector belongs to a segment")
+            vectors.update({f"steps.vectors[{key}]": vec for key, vec in self.steps.vectors.items()})
+        if self.segments is not None:
+            _check_segments(self.segments, n, self.steps)
+        for name, vec in vectors.items():
+            if len(vec) != n:
+                raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
+            if any(v < 0 for v in vec):
+                raise ValueError(f"{name} has negative values")
+        for name in ("prompt", "reasoning", "answer"):
+            rng = getattr(self.spans, name)
+            if rng is not None and not 0 <= rng[0] < rng[1] <= n:
+                raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+        lo, hi = self.settings.target
+        if not 0 <= lo < hi <= n:
+            raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
+        if [h.k for h in self.hops] != list(range(len(self.hops))):
+            raise ValueError("hops must be numbered 0, 1, 2, ... in order")
+        _check_invariants(self)
+        _check_extra(self.extra)
+        return self
+
+    # --- convenience views -------------------------------------------------------------------------
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+    def positions(self, *roles: str) -> list[int]:
+        return [i for i, t in enumerate(self.tokens) if t.role in roles]
+
+    def top_prompt_tokens(self, k: int = 10) -> list[tuple[int, str, float]]:
+        """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``."""
+        ranked = sorted(self.positions("prompt"), key=lambda i: -self.scores.prompt[i])
+        return [(i, self.tokens[i].text, self.scores.prompt[i]) for i in ranked[:k]]
+
+    # --- serialisation -----------------------------------------------------------------------------
+    def to_json(self, indent: int | None = None) -> str:
+        return self.model_dump_json(indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Trace":
+        if len(text) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"trace is {len(text)} bytes; the limit is {MAX_FILE_BYTES}")
+        _check_structure(text)
+        try:
+            data = json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            raise TraceValidationError(f"not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Trace":
+        if not isinstance(data, dict):
+            raise TraceValidationError(f"a trace must be a JSON object, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise TraceValidationError(_describe(exc)) from None
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise TraceValidationError(str(exc)) from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write atomically (temporary file + rename): a failed save never leaves a partial file."""
+        return atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Trace":
+        path = Path(path)
+        if path.is_dir() or is_device(path):
+            raise TraceValidationError(f"{path} is a {'folder' if path.is_dir() else 'device'}, not a trace file")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
+        with open(path, "rb") as handle:  # bounded: a device such as /dev/zero reports size 0
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"{path} is larger than {MAX_FILE_BYTES:,} bytes")
+        return cls.from_json(data)
+
+
+def _check_structure(text: str | bytes) -> None:
+    """Refuse, before parsing, JSON whose arrays and objects would take far more memory than its size
+    (e.g. 100 MB of nested empty lists parse to ~3 GB). Strings are skipped; one C-speed pass."""
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+    skeleton = _JSON_STRING.sub(b'""', data)
+    containers = skeleton.count(b"[") + skeleton.count(b"{")
+    if containers > MAX_CONTAINERS:
+        raise TraceValidationError(f"the file holds {containers:,} JSON arrays/objects; a trace has at most "
+                                   f"{MAX_CONTAINERS:,}")
+
+
+def _check_extra(extra: dict) -> None:
+    """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
+    (so whatever loads can also be saved back)."""
+    stack, count = [(extra, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        count += 1
+        if count > MAX_EXTRA_NODES:
+            raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
+        if isinstance(value, (dict, list)):
+            if depth > MAX_EXTRA_DEPTH:
+                raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+def _close(a: float, b: float, scale: float) -> bool:
+    return abs(a - b) <= REL_TOL * scale + 1e-12
+
+
+def _check_invariants(tr: "Trace") -> None:
+    """The sums and orderings the README promises (see the module docstring)."""
+    if not tr.hops:
+        raise ValueError("a trace has at least one hop record (hop 0)")
+    if len(tr.hops) > tr.settings.hops + 1:
+        raise ValueError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
+                         f"(at most {tr.settings.hops + 1})")
+    final = tr.scores.final
+    scale = max(final, default=0.0)
+    for i, value in enumerate(final):
+        parts = [hop.contribution[i] for hop in tr.hops]
+        if not _close(value, math.fsum(parts), max(scale, sum(parts))):
+            raise ValueError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
+                             f"{math.fsum(parts):.6g}; the final score must be their sum")
+    prompt = [i for i, t in enumerate(tr.tokens) if t.role == "prompt"]
+    total = math.fsum(tr.scores.prompt[i] for i in prompt)
+    if math.fsum(tr.scores.prompt) > 0 and not _close(total, 1.0, 1.0):
+        raise ValueError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
+    if not _close(math.fsum(tr.scores.prompt), total, 1.0):
+        raise ValueError("scores.prompt is non-zero outside the prompt tokens")
+    for i, tok in enumerate(tr.tokens):
+        if tok.start is not None and tok.end is not None and tok.start > tok.end:
+            raise ValueError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
+    lo, hi = tr.settings.target
+    response = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
+    if not response or lo < response[0]:
+        raise ValueError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
+                         + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
+
+
+def _check_segments(segments: list[SegmentRecord], n: int, steps: StepRecord | None) -> None:
+    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments."""
+    pos = 0
+    for i, seg in enumerate(segments):
+        if seg.order != i:
+            raise ValueError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
+        if seg.start != pos or seg.end <= seg.start:
+            raise ValueError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
+                             f"without gaps or overlaps (expected a start at {pos})")
+        pos = seg.end
+    if pos != n:
+        raise ValueError(f"segments end at token {pos} but the trace has {n} tokens")
+    ids = [seg.id for seg in segments]
+    if len(set(ids)) != len(ids):
+        raise ValueError("segment ids must be unique")
+    if steps is not None and not set(steps.vectors) <= set(ids):
+        unknown = sorted(set(steps.vectors) - set(ids))[:3]
+        raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a trace (numbers must be finite)")
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "trace"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+    return "invalid trace: " + "; ".join(parts) + more
+
+
+def normalised(values: list[float], positions: list[int]) -> list[float]:
+    """`values` restricted to `positions` and scaled to sum 1 (zeros elsewhere)."""
+    out = [0.0] * len(values)
+    total = sum(values[i] for i in positions)
+    if total > 0 and math.isfinite(total):
+        for i in positions:
+            out[i] = values[i] / total
+    return out

@@ -1,0 +1,240 @@
+"""App-side state shared across reruns, sessions and browser tabs (Streamlit caches).
+
+- Models and recordings are cached with ``st.cache_resource``, so changing a target, hop count or
+  method reuses the one forward pass, in every tab.
+- One process-wide lock serialises model use (forward passes, generation, attribution): a second tab
+  waits for its turn while every tab stays free to browse traces.
+- Traces are addressed by a reference string kept in the URL: ``gallery:NAME`` or ``lib:NAME``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import streamlit as st
+
+from typing import TYPE_CHECKING
+
+from ..store.gallery import gallery_path, list_gallery
+from ..engine.inputs import ResponseSpans, build_sequence
+from ..store.library import Library
+from ..analysis.limits import check_text_size
+from ..analysis.schema import Trace
+
+if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
+    from ..engine.models import LoadedModel
+    from ..run.tracing import Prepared
+
+CharRange = tuple[int, int]
+
+
+_MODEL_LOCK = threading.Lock()  # module state, not a Streamlit cache: "Clear caches" must not drop it
+
+
+def model_lock() -> threading.Lock:
+    """The one lock guarding model use, shared by every session of this server (it survives cache clears)."""
+    return _MODEL_LOCK
+
+
+@contextmanager
+def using_model(message: str = "Waiting for the model: another tab is running a trace…"):
+    """Hold the model lock; shows `message` while waiting for another session to finish."""
+    lock = model_lock()
+    if not lock.acquire(blocking=False):
+        with st.spinner(message):  # md-ok: a constant
+            lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def cached_model(name: str) -> LoadedModel:
+    """`load_model(name)`, once per server (errors are not cached, so a fixed name can be retried)."""
+    return load_model(name)
+
+
+def load_model(name: str) -> LoadedModel:
+    """`flashtrace.engine.models.load_model`, importing the engine (torch, transformers) on first use."""
+    from ..engine.models import load_model as load
+
+    return load(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def cached_prepared(model_name: str, prompt: str, response: str, chat_template: bool,
+                    reasoning: CharRange | None, answer: CharRange | None, rule: str) -> Prepared:
+    """The recorded forward pass of prompt + response with the given spans (cached by all inputs)."""
+    from ..engine.models import record_forward
+    from ..run.tracing import Prepared
+
+    loaded = cached_model(model_name)
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template,
+                              spans=ResponseSpans(reasoning, answer, rule))
+    recording = record_forward(loaded, sequence.ids)
+    return Prepared(loaded, sequence, recording, {"forward_s": recording.forward_seconds})
+
+
+def library() -> Library:
+    """The library in ``$FLASHTRACE_LIBRARY`` (read on every call so tests can point it elsewhere)."""
+    return Library()
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _load_file(path: str, mtime_ns: int, size: int) -> Trace:
+    return Trace.load(path)
+
+
+@dataclass(frozen=True)
+class TraceRef:
+    """Where a trace lives: ``gallery:NAME``, ``lib:NAME`` or ``lib:COLLECTION/NAME``."""
+
+    source: str  # "gallery" | "lib"
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> "TraceRef":
+        source, sep, name = (text or "").partition(":")
+        if not sep or source not in ("gallery", "lib") or not name:
+            raise ValueError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
+        return cls(source, name)
+
+    def path(self):
+        if self.source == "gallery":
+            return gallery_path(self.name)
+        collection, sep, name = self.name.rpartition("/")  # lib:COLLECTION/NAME: a trace in a collection
+        return (library().collection(collection) if sep else library()).path(name)
+
+
+def load_trace(ref: TraceRef | str) -> Trace:
+    """The trace behind `ref`, cached until its file changes. Raises ValueError/OSError with a message."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    path = ref.path()
+    if not path.is_file():
+        raise ValueError(f"trace '{ref}' does not exist (deleted or renamed?)")
+    stat = path.stat()
+    return _load_file(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def trace_choices() -> dict[str, str]:
+    """``{reference: label}`` for every gallery trace and readable library trace."""
+    out = {f"gallery:{it.name}": f"Gallery · {it.title}" for it in list_gallery()}
+    for entry in library().entries():
+        if entry.readable:
+            out[f"lib:{entry.name}"] = f"Library · {entry.name}"
+    return out
+
+
+def cost_estimate(loaded: LoadedModel, n_tokens: int, hops: int, n_target: int | None = None,
+                  n_recursive: int | None = None, steps: bool = True):
+    """`flashtrace.engine.estimate.check_fits` (an `Estimate` with ``seconds``, ``range()``, ``peak_bytes``,
+    ``describe()``): the whole run (warm-up on this server's first run, the step sweep with `steps`, the
+    machine's load). Raises the estimator's error when the run would not fit."""
+    from ..engine.estimate import check_fits
+
+    return check_fits(loaded, n_tokens, hops, n_target, n_recursive=n_recursive, steps=steps)
+
+
+class Progress:
+    """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled)."""
+
+    def __init__(self, label: str):
+        self.bar = st.progress(0.0, text=label)  # md-ok: callers pass a constant
+        self.label = label
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self.last > 0.1 or done >= total:
+            self.bar.progress(min(done / max(total, 1), 1.0), text=f"{self.label} {done:d}/{total:d}")  # md-ok
+            self.last = now
+
+
+def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
+    """Spans where the answer is the last occurrence of `answer_text` and the reasoning is everything
+    before it (both trimmed of surrounding whitespace)."""
+    needle = answer_text.strip()
+    at = response.rfind(needle) if needle else -1
+    if at < 0:
+        raise ValueError(f"the answer text {needle[:60]!r} does not occur in the response")
+    before = response[:at]
+    lead = len(before) - len(before.lstrip())
+    reasoning = (lead, len(before.rstrip())) if before.strip() else None
+    return ResponseSpans(reasoning, (at, at + len(needle)), "user")
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _graph(ref: str, stamp: tuple[int, int], threshold: float):
+    from ..analysis.graph import HopGraph
+
+    return HopGraph.from_trace(load_trace(ref), threshold)
+
+
+def hop_graph(ref: TraceRef | str, threshold: float):
+    """The `HopGraph` of a stored trace at `threshold` (cached until the file changes)."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    stat = ref.path().stat()
+    return _graph(str(ref), (stat.st_mtime_ns, stat.st_size), threshold)
+
+
+def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
+                 chat_template: bool = True, target_chars: CharRange | None = None, steps: bool = True):
+    """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be
+    checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
+    tokenising), the sequence against the model's context, the target (a non-empty span of the response),
+    the memory the run needs."""
+    from ..analysis.limits import check_context
+    from ..run.tracing import resolve_target
+
+    if target_chars is not None and target_chars[0] >= target_chars[1]:
+        raise ValueError("the character range is empty: select at least one character of the response")
+    check_text_size(loaded, prompt, response)  # a bound on characters, before tokenising
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
+    check_context(loaded, len(sequence))
+    lo, hi = resolve_target(sequence, "answer" if target == "character range" else target, target_chars)
+    estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
+                             n_recursive=len(sequence.positions("reasoning", "answer")), steps=steps)
+    return len(sequence), estimate
+
+
+def time_range(lo: float, hi: float) -> str:
+    """Seconds ``lo`` to ``hi`` in words: "under 1 s", "2.0–8.0 s", "12–48 s" or minutes."""
+    if hi < 1:
+        return "under 1 s"
+    if hi < 120:
+        fmt = "{:.1f}" if hi < 10 else "{:.0f}"
+        return f"{fmt.format(lo)}–{fmt.format(hi)} s"
+    return f"{lo / 60:.1f}–{hi / 60:.1f} min"
+
+
+def describe_estimate(n_tokens: int, estimate) -> str:
+    """One line for the page: the time as a range, the peak memory and the size."""
+    if estimate is None:
+        return f"{n_tokens:,} tokens (no cost estimate in this version)"
+    one_time = " and ".join(what for what, s in (("model load", estimate.load_s), ("warm-up", estimate.warmup_s)) if s)
+    return (f"{time_range(*estimate.range())} for {n_tokens:,} tokens"
+            + (f" (with the {one_time})" if one_time else "")
+            + f", peak memory about {estimate.peak_bytes / 2**30:.1f} GiB")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _faithfulness(ref: str, stamp: tuple[int, int]) -> dict:
+    from ..evaluate.faithfulness import faithfulness_check
+
+    trace = load_trace(ref)
+    with model_lock():  # no spinner here: a cached function must not draw
+        return faithfulness_check(cached_model(trace.model.name), trace)
+
+
+def live_faithfulness(ref: TraceRef | str) -> dict:
+    """The Story page's faithfulness check of a stored trace, run now with its model (cached per file)."""
+    ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
+    stat = ref.path().stat()
+    return _faithfulness(str(ref), (stat.st_mtime_ns, stat.st_size))

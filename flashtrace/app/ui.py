@@ -1,0 +1,171 @@
+"""Widget helpers shared by the app's pages: page setup, errors shown in the page, widgets kept in sync
+with the URL query string, the trace picker and the trace header."""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import streamlit as st
+
+from .state import TraceRef, load_trace, trace_choices
+from .glossary import help_link
+from ..analysis.schema import Trace
+from ..analysis.story import counted
+
+PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
+         "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",
+         "story": "pages/7_Story.py", "glossary": "pages/8_Glossary.py"}
+FAVICON = Path(__file__).parent.parent / "assets" / "favicon.png"
+NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":material/play_arrow:"), (PAGES["explore"], "Explore", ":material/search:"),
+       (PAGES["graph"], "Hop graph", ":material/hub:"), (PAGES["compare"], "Compare", ":material/compare:"),
+       (PAGES["library"], "Library", ":material/folder_open:"), (PAGES["evaluation"], "Evaluation", ":material/fact_check:"),
+       (PAGES["story"], "Story", ":material/auto_stories:"), (PAGES["glossary"], "Glossary", ":material/menu_book:")]
+
+
+def page_setup(title: str) -> None:
+    """Page title and layout, and the sidebar's page list (it replaces Streamlit's own listing of pages/,
+    which would name the home page after its file). The page icon is a file served by the app: a
+    ``:material/...:`` or emoji icon would make the browser fetch it from a font or emoji host."""
+    st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=str(FAVICON), layout="wide")
+    st.set_option("client.showSidebarNavigation", False)
+    with st.sidebar:
+        for path, label, icon in NAV:
+            st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
+
+
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark escapes any)
+_BARE_LINK = re.compile(r"(?=://)|(?=@)|(?<=www)(?=\.)", re.I)  # where GFM would start a bare URL or e-mail link
+WORD_JOINER = "\u2060"  # invisible, zero width: splits a bare link without changing what is shown
+
+
+def plain(value: object) -> str:
+    """`value` as literal text for a Streamlit element that renders Markdown (st.caption, st.error, st.warning,
+    st.success, st.subheader, st.toast, link and widget labels). Every ASCII punctuation character is
+    backslash-escaped, so links, images, HTML, `:color[...]` directives, emoji and icon codes, maths and
+    emphasis show as typed; an invisible word joiner keeps bare URLs and e-mail addresses from becoming
+    links; line breaks stay line breaks and leading spaces stay spaces (never a code block).
+    Use it for every string that comes from a user, a trace file, a file name or the URL."""
+    text = _BARE_LINK.sub(WORD_JOINER, str(value)).replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    lines = []
+    for line in _MD_PUNCT.sub(r"\\\1", text).split("\n"):
+        body = line.lstrip(" ")
+        lines.append("\u00a0" * (len(line) - len(body)) + body)
+    return "  \n".join(lines)
+
+
+def error_message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if isinstance(exc, (ValueError, OSError, RuntimeError)) else f"{type(exc).__name__}: {text}"
+
+
+@contextmanager
+def shown_errors(prefix: str = ""):
+    """Show any exception raised inside as an error box on the page (never a traceback)."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001 - the page must survive anything the library raises
+        st.error(prefix + plain(error_message(exc)))  # md-ok: prefix is the caller's constant
+
+
+def synced(widget: Callable[..., Any], label: str, param: str, options: Sequence[str], default: str,
+           **kwargs) -> str:
+    """A choice widget (selectbox, radio, select_slider, segmented_control) whose value lives in the URL
+    query parameter `param`: a shared link reopens the same choice."""
+    key = f"qp_{param}"
+    last = f"{key}__synced"
+    url_value = st.query_params.get(param, default)
+    if url_value not in options:
+        url_value = default
+    if key not in st.session_state or st.session_state.get(last) != url_value:
+        st.session_state[key] = url_value  # first run, or the URL changed (a link was opened)
+    value = widget(label, options=list(options), key=key, **kwargs)
+    if value is None:
+        value = default
+    if st.query_params.get(param, default) != value:  # only real changes: a URL write makes the page rerun
+        st.query_params[param] = value
+    st.session_state[last] = value
+    return value
+
+
+def trace_picker(label: str = "Trace") -> tuple[TraceRef, Trace] | None:
+    """Choose a trace (gallery or library), kept in ``?trace=``; returns it loaded, or None."""
+    choices = trace_choices()
+    current = st.query_params.get("trace")
+    if current and current not in choices:
+        choices[current] = current  # a link to a trace the listing does not show (yet): try it anyway
+    if not choices:
+        st.info("No traces yet: the gallery is empty and the library has nothing readable. "
+                "Run one on the Trace page or rebuild the gallery with `flashtrace gallery`.")
+        return None
+    options = list(choices)
+    ref = synced(st.selectbox, label, "trace", options, current if current in choices else options[0],
+                 format_func=lambda r: choices.get(r, r))
+    try:
+        parsed = TraceRef.parse(ref)
+        return parsed, load_trace(parsed)
+    except Exception as exc:  # noqa: BLE001
+        st.error(f"Cannot open {plain(ref)}: {plain(error_message(exc))}")
+        return None
+
+
+def trace_page(title: str, heading: str | None = None) -> tuple[TraceRef, Trace] | None:
+    """Set up a page about one trace: title, the trace picker (kept in the URL) and the trace's header.
+    Returns the picked ``(reference, trace)`` or None."""
+    page_setup(title)
+    st.title(heading or title)
+    picked = trace_picker()
+    if picked:
+        trace_header(picked[1])
+    return picked
+
+
+def trace_header(trace: Trace) -> None:
+    """One line of facts about a trace and the text it explains."""
+    lo, hi = trace.settings.target
+    target = "".join(t.text for t in trace.tokens[lo:hi])
+    st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
+               f"method {plain(trace.settings.method)} · {plain(counted(trace.settings.hops, 'hop'))} · ρ "
+               + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho"))  # md-ok: numbers, link
+    st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
+
+
+def code_text(text: str) -> str:
+    """`text` as inline code, safe in Markdown (backticks and newlines neutralised)."""
+    return "`" + text.replace("`", "ˋ").replace("\n", "↵ ") + "`"
+
+
+def nav_links(ref: TraceRef | str, here: str) -> None:
+    """Links to the other views of the same trace."""
+    cols = st.columns(5)
+    for col, (page, label) in zip(cols, (("story", "Story"), ("explore", "Explore"), ("graph", "Hop graph"),
+                                         ("compare", "Compare"), ("library", "Library"))):
+        if page != here:
+            col.page_link(PAGES[page], label=label, icon=":material/arrow_forward:",  # md-ok: constant labels
+                          query_params={"trace": str(ref)} if page != "library" else None)
+
+
+def hop_options(trace: Trace) -> list[str]:
+    return ["combined"] + [str(h.k) for h in trace.hops]
+
+
+def heatmap_window(trace: Trace, values: list[float], positions: list[int], param: str | None = "at"
+                   ) -> tuple[int, int] | None:
+    """For a long trace, a slider choosing which window of tokens the heatmap draws (kept in the URL as
+    `param`, or per widget when None); it starts on the window holding the top value among `positions`.
+    None when the whole trace fits in one heatmap."""
+    from ..viz.heatmap import heatmap_windows, window_of  # plotly: only on pages that draw
+
+    windows = heatmap_windows(trace.n_tokens)
+    if len(windows) == 1:
+        return None
+    labels = [f"{lo}–{hi - 1}" for lo, hi in windows]
+    default = labels[window_of(windows, values, positions)]
+    label = "Tokens shown (long trace: one window at a time; the text and segment views show everything)"
+    if param:
+        chosen = synced(st.select_slider, label, param, labels, default)  # md-ok: constant label
+    else:
+        chosen = st.select_slider(label, labels, default, key=f"window_{default}_{len(values)}")  # md-ok: constant
+    return windows[labels.index(chosen)]

@@ -1,0 +1,100 @@
+"""The ``flashtrace`` command line. Each subcommand lives in `flashtrace.cli.commands.<name>` and
+provides ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input, 3 refused because the run
+would not fit in memory, 130 interrupted. `exit_code` maps an error to its code, in this one place:
+FlashTrace's own errors carry theirs (`flashtrace.base.errors.FlashTraceError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+
+from .. import __version__
+from . import commands
+from ..base.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
+
+__all__ = ["main", "build_parser", "command_names", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
+
+
+def command_names() -> list[str]:
+    """The subcommands, as typed (``flashtrace <name>``)."""
+    return [m.name.replace("_", "-") for m in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name)
+            if not m.name.startswith("_")]
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (a command name, or "" for none), only that command's arguments are
+    built. Some commands list methods and models in their help, which imports torch (seconds): `main`
+    builds just the command being run, so ``flashtrace --help``, ``app``, ``export`` start at once."""
+    parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
+                                     "for reasoning language models.",
+                                     epilog="exit codes: 0 success, 1 failure while running, 2 bad input or usage, "
+                                     "3 refused (would not fit in memory), 130 interrupted")
+    parser.add_argument("--version", action="version", version=f"flashtrace-studio {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.commands = sub.choices  # name -> its parser (`main` reports a command's bad arguments with its usage)
+    for name in command_names():
+        module = importlib.import_module(f"{commands.__name__}.{name.replace('-', '_')}")
+        cmd = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP,
+                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        if only is None or only == name:
+            module.add_arguments(cmd)
+        cmd.set_defaults(_run=module.run)
+    return parser
+
+
+def _command_in(argv: list[str]) -> str:
+    """The command `argv` runs: its first word that is not an option (the top level's options take no
+    value), or "" when there is none."""
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=_command_in(argv))
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # with the command's own usage line, not the top level's
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._run(args) or EXIT_OK)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (FlashTraceError, ValueError, OSError, RuntimeError, MemoryError) as exc:
+        _error(args.command, exc)
+        return exit_code(exc)
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line (the traceback with FLASHTRACE_DEBUG=1)
+        if os.environ.get("FLASHTRACE_DEBUG"):
+            raise
+        _error(args.command, exc, f"internal error ({type(exc).__name__}; rerun with FLASHTRACE_DEBUG=1 "
+                                  "for the traceback): ")
+        return EXIT_FAILURE
+
+
+def _error(command: str, exc: BaseException, prefix: str = "") -> None:
+    """One line on stderr, whatever the message holds (pydantic and torch messages span lines)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, MemoryError):
+        text = f"out of memory ({text})"
+    print(f"flashtrace {command}: error: {prefix}{text[:1000]}", file=sys.stderr)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an error: a FlashTrace error's own; other bad input (ValueError, a missing
+    file) is a usage error; anything else a failure while running."""
+    if isinstance(exc, FlashTraceError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, MemoryError):
+        return EXIT_TOO_BIG
+    return EXIT_USAGE if isinstance(exc, (ValueError, FileNotFoundError)) else EXIT_FAILURE
+

@@ -1,0 +1,27 @@
+"""``flashtrace app``: open the Streamlit app."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--port", type=int, default=8501, help="port to serve on")
+    parser.add_argument("--address", default="localhost", help="address to bind")
+    parser.add_argument("--headless", action="store_true", help="do not open a browser window")
+
+
+def run(args) -> int:
+    from ...store.app_files import app_root
+
+    root = app_root()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port),
+           "--server.address", args.address, "--browser.gatherUsageStats", "false",
+           "--client.showSidebarNavigation", "false", "--client.toolbarMode", "viewer",
+           "--server.fileWatcherType", "none",
+           "--server.headless", "true" if args.headless else "false"]
+    os.chdir(root)  # the app's .streamlit/config.toml is read from there
+    os.execv(sys.executable, cmd)  # become the server: signals (Ctrl-C, terminate) reach Streamlit itself

@@ -1,0 +1,154 @@
+"""``flashtrace eval``: faithfulness of FlashTrace and baselines on tasks with gold spans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic tasks or a JSONL file"
+
+
+def add_arguments(parser) -> None:
+    from ...evaluate.names import DEFAULT_METHODS
+    from ...evaluate.tasks import TASKS
+
+    parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
+    parser.add_argument("--task", default="all",
+                        help=f"comma-separated tasks ({', '.join(TASKS)}) or 'all'; ignored with --jsonl")
+    parser.add_argument("--jsonl", type=Path, default=None,
+                        help="evaluate your own examples: one JSON object per line with prompt, response, "
+                             "optional answer and gold ([[start, end], ...] or gold_text [...])")
+    parser.add_argument("--n", type=int, default=10, help="examples per task (seeds seed..seed+n-1)")
+    parser.add_argument("--length", type=int, default=None, help="approximate prompt length in tokens")
+    parser.add_argument("--methods", default="flashtrace,ifr,attention,rollout,ig,perturbation",
+                        help="comma-separated: flashtrace (expands over --hops), flashtrace-kK, "
+                             "flashtrace-kK-nostop (stop tokens keep their score), "
+                             f"{', '.join(m for m in DEFAULT_METHODS if not m.startswith('flashtrace'))}")
+    parser.add_argument("--hops", default="0,1,2", help="hop counts K for 'flashtrace' (comma-separated)")
+    parser.add_argument("--seed", type=int, default=0, help="first example seed")
+    parser.add_argument("--k", type=int, default=20, help="deletion groups")
+    parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (batched)")
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass when scoring")
+    parser.add_argument("--target", default="answer", help="span explained and scored: answer or response")
+    parser.add_argument("--out", type=Path, required=True, help="output folder")
+    parser.add_argument("--dtype", default=None, help="model dtype: float32 (default), bfloat16, float16")
+    parser.add_argument("--device", default=None, help="torch device")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out (by default an example "
+                        "written for the same prompt, --target and --k is kept, and only methods it lacks are added)")
+    parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and charts of --out")
+    parser.add_argument("--no-plots", action="store_true", help="skip the charts (report.html, metrics.png, deletion_curves.png)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
+    ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                     help="run the examples on Ray: alone, a cluster started on this machine for the run; 'auto' "
+                          "joins the cluster of `ray start --head`; or ray://HOST:10001")
+    ray.add_argument("--workers", type=int, default=None, help="Ray workers (default: as many as the cluster holds)")
+    ray.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs Ray reserves for each worker")
+    ray.add_argument("--num-gpus-per-worker", type=float, default=0, help="GPUs Ray reserves for each worker "
+                     "(> 0: the worker runs on its GPU)")
+    ray.add_argument("--max-retries", type=int, default=2, help="retries of an example whose worker died")
+
+
+def _examples(args):
+    from ...evaluate.tasks import TASKS, load_jsonl, make_example
+
+    if args.jsonl is not None:
+        for i, ex in enumerate(load_jsonl(args.jsonl)):
+            yield f"{ex.task}-{i:04d}", ex
+        return
+    tasks = list(TASKS) if args.task == "all" else [t.strip() for t in args.task.split(",") if t.strip()]
+    for t in tasks:
+        if t not in TASKS:
+            raise ValueError(f"unknown task '{t}'; available: {', '.join(TASKS)}")
+    for seed in range(args.seed, args.seed + args.n):  # seed-major: every task advances together
+        for t in tasks:
+            yield f"{t}-{seed:04d}", make_example(t, seed, length=args.length)
+
+
+def _charts(args) -> str:
+    """The chart files `write_report` wrote, as listed after the run (and why there are no PNGs)."""
+    if args.no_plots:
+        return ""
+    from ...viz.export import image_export_problem
+
+    problem = image_export_problem()
+    return ", report.html" + (f"; no PNG charts: {problem}" if problem else ", metrics.png, deletion_curves.png")
+
+
+def _write_charts(args, summary: dict) -> None:
+    if not args.no_plots:
+        from ...viz.evaluation import write_charts
+
+        write_charts(summary, args.out)
+
+
+def run(args) -> int:
+    from ...evaluate.report import load_settings, markdown, write_report
+    from ...base.fileio import atomic_write_text
+
+    if args.report_only:
+        summary = write_report(args.out)
+        _write_charts(args, summary)
+        print(markdown(summary))
+        return 0
+    import torch
+    from tqdm import tqdm
+
+    from ...evaluate.methods import parse_methods
+    from ...evaluate.runner import run_eval, run_eval_ray
+    from ...engine.models import load_model
+
+    if args.n < 1 or args.k < 2 or args.ig_steps < 1:
+        raise ValueError("--n must be >= 1, --k >= 2 and --ig-steps >= 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    hops = [int(h) for h in args.hops.split(",") if h.strip()]
+    methods = parse_methods(args.methods, hops)
+    examples = list(_examples(args))
+    if args.ray:
+        loaded = None
+        dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
+    else:
+        loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+        dtype, threads = str(loaded.dtype).replace("torch.", ""), torch.get_num_threads()
+    settings = {"model": args.model, "dtype": dtype, "methods": ",".join(methods),
+                "n": args.n, "length": args.length, "seed": args.seed, "k": args.k, "ig_steps": args.ig_steps,
+                "target": args.target, "threads": threads,
+                "source": str(args.jsonl) if args.jsonl else args.task}
+    if args.ray:
+        settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
+                           "num_gpus_per_worker": args.num_gpus_per_worker}
+    args.out.mkdir(parents=True, exist_ok=True)
+    if not args.no_resume:  # a resumed or extended folder: list every method and task
+        before = load_settings(args.out)
+        for key in ("methods", "source"):
+            if isinstance(before.get(key), str) and not args.jsonl:
+                merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
+                settings[key] = ",".join(merged)
+    atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
+    bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
+
+    def done(ex_id: str, record: dict) -> None:
+        if "error" in record:
+            bar.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
+        bar.set_postfix_str(f"{ex_id} {record.get('total_s', 0):.1f}s" if record else f"{ex_id} (kept)")
+        bar.update(1)
+
+    failed = {}
+    options = dict(k=args.k, ig_steps=args.ig_steps, batch_size=args.batch_size, target=args.target,
+                   resume=not args.no_resume, on_example=done)
+    if args.ray:
+        _, failed = run_eval_ray(args.model, examples, methods, args.out, dtype=args.dtype, address=args.ray,
+                                 workers=args.workers, num_cpus=args.num_cpus_per_worker,
+                                 num_gpus=args.num_gpus_per_worker, max_retries=args.max_retries, **options)
+    else:
+        run_eval(loaded, examples, methods, args.out, **options)
+    bar.close()
+    summary = write_report(args.out, settings)
+    _write_charts(args, summary)
+    print(markdown(summary))
+    print(f"results in {args.out}/ (examples/*.json, summary.md, summary.json{_charts(args)})")
+    for ex_id, error in failed.items():
+        print(f"{ex_id}: failed: {error.splitlines()[0][:300]}")
+    return 1 if failed else 0

@@ -1,0 +1,53 @@
+"""``flashtrace export``: a saved trace as standalone offline HTML, validated JSON, or PNG/SVG figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = "export a trace file as one standalone offline HTML page, validated JSON, or PNG/SVG figures"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
+    parser.add_argument("--html", type=Path, default=None, help="write a standalone HTML page (works offline)")
+    parser.add_argument("--json", type=Path, default=None, help="write the validated trace as JSON")
+    parser.add_argument("--png", type=Path, default=None, help="write the token heatmap as PNG (needs Chromium)")
+    parser.add_argument("--svg", type=Path, default=None, help="write the token heatmap as SVG (needs Chromium)")
+    parser.add_argument("--hop", type=int, default=None, help="hop shown in PNG/SVG (default: the combined view)")
+    parser.add_argument("--threshold", type=float, default=0.05, help="hop-graph edge threshold in the HTML page")
+
+
+def run(args) -> int:
+    from ...base.fileio import atomic_write_text, check_destination
+    from ...analysis.schema import Trace
+
+    if not any((args.html, args.json, args.png, args.svg)):
+        raise ValueError("nothing to do: give at least one of --html, --json, --png, --svg")
+    if not 0 <= args.threshold <= 1:
+        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    for flag in ("html", "json", "png", "svg"):
+        if getattr(args, flag):
+            check_destination(getattr(args, flag), f"--{flag}")
+    trace = Trace.load(args.trace)
+    if args.json:
+        trace.save(args.json)
+        print(f"JSON written to {args.json}")
+    if args.html:
+        from ...viz.report import trace_report_html
+
+        atomic_write_text(args.html, trace_report_html(trace, graph_threshold=args.threshold))
+        print(f"HTML written to {args.html}")
+    if args.png or args.svg:
+        from ...viz.heatmap import token_heatmap
+
+        fig = token_heatmap(trace, hop=args.hop)
+        for path in (p for p in (args.png, args.svg) if p):
+            try:
+                fig.write_image(str(path))
+            except Exception as exc:  # kaleido missing, or no Chrome/Chromium to render with
+                raise RuntimeError(f"cannot render {path.suffix[1:].upper()} here ({type(exc).__name__}): install "
+                                   "kaleido and a Chromium browser (apt-get install chromium); HTML and JSON "
+                                   "export work without them") from None
+            print(f"figure written to {path}")
+    return 0
+

@@ -1,0 +1,46 @@
+"""``flashtrace gallery``: rebuild (or list) the precomputed traces the app ships with."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with the built-in model, or list it"
+
+
+def add_arguments(parser) -> None:
+    from ...store.gallery import GALLERY
+
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder to write the traces and index.json to (default: the checkout's assets/gallery)")
+    parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
+    parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
+                        help=f"rebuild only these entries ({', '.join(s.name for s in GALLERY)})")
+    parser.add_argument("--list", action="store_true", help="list the current gallery and exit")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+
+
+def run(args) -> int:
+    from ...store.gallery import build_gallery, gallery_dir, list_gallery
+
+    if args.list:
+        items = list_gallery(args.out or gallery_dir())
+        if not items:
+            print(f"the gallery in {args.out or gallery_dir()} is empty; build it with `flashtrace gallery`")
+            return 1
+        for it in items:
+            print(f"{it.name:<16} {it.task:<11} {it.model:<14} {it.n_tokens:>6} tokens  hops {it.hops}  {it.title}")
+        return 0
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    items = build_gallery(args.out, model=args.model, only=args.only)
+    total = sum(it.size for it in items)
+    print(f"gallery: {len(items)} traces, {total / 1e6:.2f} MB in {args.out or gallery_dir()}, "
+          f"{time.perf_counter() - start:.0f} s")
+    for it in items:
+        moved = f"  (top segment {it.top_segment_k0} -> {it.top_segment_kmax})" if it.top_segment_changed else ""
+        print(f"  {it.name:<18} top-10 overlap K=0 vs K={it.hops}: {it.overlap:.1f}{moved}")
+    return 0

@@ -1,0 +1,167 @@
+"""``flashtrace trace``: attribute a response to its prompt and print the top prompt tokens."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recursive hops)"
+
+
+def add_arguments(parser) -> None:
+    from ...engine.attribution import METHODS
+    from ...engine.models import MODEL_ALIASES
+
+    parser.add_argument("--model", default="smollm2-135m",
+                        help=f"built-in alias ({', '.join(MODEL_ALIASES)}), local folder or Hugging Face id")
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt-file", type=Path, help="file holding the prompt ('-' for standard input)")
+    src.add_argument("--prompt", help="the prompt text itself")
+    resp = parser.add_mutually_exclusive_group()
+    resp.add_argument("--response-file", type=Path, help="file holding the response to teacher-force")
+    resp.add_argument("--response", help="the response text itself")
+    resp.add_argument("--generate", action="store_true", help="let the model generate the response (greedy)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit (with --generate)")
+    parser.add_argument("--target", default="answer",
+                        help="what to explain: answer, response, reasoning, or a token range START:END")
+    parser.add_argument("--hops", type=int, default=None,
+                        help="recursive hops through the reasoning (0-8; default 1, or 0 for methods without hops)")
+    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS),
+                        help="attribution method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a method option (repeatable): " + "; ".join(
+                            f"{m.name} {o.name} ({o.kind.__name__}, default {o.default}): {o.help}"
+                            for m in METHODS.values() for o in m.options))
+    parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
+                        help="span re-attributed by hops >= 1")
+    stops = parser.add_mutually_exclusive_group()
+    stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
+                       help="tokens with weight 0 in targets and scores: paper (default: ',' '.' and whitespace, "
+                            "the authors' set), punctuation (every punctuation-only token), none, or a "
+                            "whitespace-separated list such as ', . ?' (whitespace-only tokens are included)")
+    stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
+    parser.add_argument("--hop0", default="answer", choices=["answer", "generation"],
+                        help="span of hop 0: the target (default) or the whole generation, reasoning + answer "
+                             "(the paper-era code)")
+    parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="prune (head, source) proximities whose share of the layer is below this (0-1)")
+    parser.add_argument("--steps", action="store_true",
+                        help="also attribute every reasoning step and the answer (for the hop graph), in one sweep")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
+    parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    parser.add_argument("--json", type=Path, default=None, help="write the trace as JSON to this file")
+    parser.add_argument("--top", type=int, default=10, help="how many prompt tokens to print")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--option takes NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _read(path: Path | None, text: str | None, what: str) -> str | None:
+    from ...analysis.limits import read_text_bounded
+
+    if text is not None:
+        return text
+    return None if path is None else read_text_bounded(path, what)
+
+
+def _check_arguments(args) -> None:
+    """Everything that can be checked before a file is read or a model loaded (one-line errors, exit 2)."""
+    from ...base.fileio import check_destination
+    from ...analysis.limits import check_options
+    from ...engine.models.memory import check_device
+
+    if args.hops is not None and not 0 <= args.hops <= 8:
+        raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    if args.top < 1:
+        raise ValueError(f"--top must be at least 1, got {args.top}")
+    if args.generate and args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    check_options(recursive=args.recursive)
+    check_device(args.device)
+    if args.json:
+        check_destination(args.json, "--json")
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from ...engine.attribution import get_method
+    from ...engine.inputs import parse_stop_tokens
+    from ...engine.models import load_model
+    from ...run.tracing import attribute, prepare, resolve_target
+
+    _check_arguments(args)
+    spec = get_method(args.method)
+    options = _options(args.option)
+    if args.threshold is not None:
+        options["threshold"] = args.threshold
+    spec.resolve_options(options)  # a bad option fails before the model loads
+    if args.hops is None:
+        args.hops = 1 if spec.hops else 0
+    prompt = _read(args.prompt_file, args.prompt, "--prompt-file")
+    response = _read(args.response_file, args.response, "--response-file")
+    stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
+    if response is None and not args.generate:
+        raise ValueError("give --response-file/--response to teacher-force, or --generate")
+    if not prompt.strip():
+        raise ValueError("the prompt is empty")
+    loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
+                       chat_template=not args.no_chat_template, on_estimate=_warn_if_long,
+                       hops=args.hops)
+    resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
+    bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit=spec.progress_unit, leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    trace = attribute(prepared, target=args.target, hops=args.hops, method=args.method, recursive=args.recursive,
+                      stop_tokens=stop_tokens, hop0=args.hop0, options=options,
+                      progress=progress if bar is not None else None, steps=args.steps)
+    if bar is not None:
+        bar.close()
+    _print_summary(trace, args.top)
+    if args.json:
+        try:
+            trace.save(args.json)
+        except OSError as exc:
+            raise OSError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
+        print(f"trace written to {args.json}")
+    return 0
+
+
+def _warn_if_long(est) -> None:
+    if est.seconds > 20 or est.peak_bytes > 4 * 2**30:
+        print(f"note: this trace is predicted to take {est.describe()}", file=sys.stderr)
+
+
+def _stops(trace) -> str:
+    value = trace.settings.stop_tokens
+    return value if isinstance(value, str) else "list " + " ".join(repr(w) for w in value)
+
+
+def _print_summary(trace, top: int) -> None:
+    lo, hi = trace.settings.target
+    target_text = "".join(t.text for t in trace.tokens[lo:hi])
+    print(f"model {trace.model.name} ({trace.model.family}), {trace.n_tokens} tokens, method {trace.settings.method}, "
+          f"hops {trace.settings.hops}, hop 0 over the {trace.settings.hop0}, stop tokens {_stops(trace)}")
+    print(f"target tokens {lo}:{hi}: {target_text!r}")
+    print("rho per hop: " + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
+    t = trace.timings
+    print(f"forward {t.get('forward_s', 0):.2f} s, attribution {t.get('attribution_s', 0):.2f} s")
+    print(f"\n{'rank':>4}  {'pos':>5}  {'score':>7}  token")
+    ranked = [row for row in trace.top_prompt_tokens(top) if row[2] > 0]  # stop tokens score 0
+    for rank, (pos, text, score) in enumerate(ranked, 1):
+        print(f"{rank:>4}  {pos:>5}  {score:>7.4f}  {text!r}")

@@ -1,0 +1,239 @@
+"""Cost estimate before a run: predicted seconds and peak memory of a trace from the model's shape.
+
+The model counts work (floating-point operations and bytes touched) and divides by throughputs
+calibrated on the reference machine (2 CPU cores, SmolLM2-135M, float32, 1 torch thread).
+Memory is counted exactly from what is kept: the weights, the recording (linear in N) and the
+largest transient buffers. The CLI and the app call `check_fits` to warn before a long run and to
+refuse one that would not fit in memory.
+
+The time covers the whole run as a user waits for it: loading the model (when it is not loaded yet),
+the one-time warm-up of a process's first forward pass and attribution, the forward pass, the hops,
+the step sweep (``steps``) and the bookkeeping (segments, the `Trace`). On a CPU it is scaled by how
+busy the machine is (1-minute load average against the cores), and several torch threads on an
+oversubscribed machine add the time they wait on each other (both factors were measured on a shared
+2-core machine at load 10-20, where short SmolLM2 runs took 0.8-1.25× the estimate with 1 thread and
+0.4-1.5× with 2). `Estimate.range` is the interval shown to users.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .models.memory import ResourceError, available_bytes  # noqa: F401 - re-exported: the CLI and app use them
+
+# Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
+FORWARD_FLOPS_PER_S = 6.0e10
+ALPHA_FLOPS_PER_S = 5.5e10  # attention rows rebuilt per hop: q·k products plus the one-pass exp and weighted sum
+PROX_FLOPS_PER_S = 3.0e10  # proximities on GPUs: per (head, source) a value projection and an L1 distance
+PROX_VALUE_FLOPS_PER_S = 2.0e9  # proximities on the CPU from values (no projection): ~4·d_v per (head, source)
+BASE_PROCESS_BYTES = 0.40 * 2**30  # python + torch + transformers, before the model
+GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such)
+WARMUP_S = 0.3  # a process's first forward pass and attribution (allocator, kernels, lazy imports)
+LOAD_BASE_S = 0.3  # reading a model's config and tokenizer, building the module
+LOAD_BYTES_PER_S = 1.5e9  # reading safetensors weights
+RUN_OVERHEAD_S = 0.005  # tokenising, segments, building and validating the Trace
+PER_TOKEN_OVERHEAD_S = 2e-5
+THREAD_WAIT_S = 0.13  # per layer and unit of load per core, per extra thread, on an oversubscribed CPU
+RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by this
+
+
+
+@dataclass(frozen=True)
+class Shape:
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    hidden: int
+    intermediate: int
+    vocab: int
+    n_params: int
+    dtype_bytes: int = 4
+
+
+@dataclass(frozen=True)
+class Estimate:
+    n_tokens: int
+    n_target: int
+    hops: int
+    forward_s: float
+    attribution_s: float
+    recording_bytes: int
+    peak_bytes: int
+    load_s: float = 0.0  # loading the model (0 when it is already loaded)
+    warmup_s: float = 0.0  # the process's first run (0 once a forward pass has run)
+    steps_s: float = 0.0  # the step-level sweep (hop graph data)
+    overhead_s: float = 0.0  # tokenising, segments, the Trace; threads waiting on a busy CPU
+    slowdown: float = 1.0  # machine-load factor already applied to every part
+
+    @property
+    def seconds(self) -> float:
+        return self.load_s + self.warmup_s + self.forward_s + self.attribution_s + self.steps_s + self.overhead_s
+
+    def range(self) -> tuple[float, float]:
+        """``(low, high)`` seconds: the run is expected to take between the two (the prediction ÷/× 2)."""
+        return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
+
+    def describe(self) -> str:
+        lo, hi = self.range()
+        parts = [f"forward {_fmt_s(self.forward_s)}", f"attribution {_fmt_s(self.attribution_s + self.steps_s)}"]
+        parts = ([f"load {_fmt_s(self.load_s)}"] if self.load_s else []) + (
+            [f"warm-up {_fmt_s(self.warmup_s)}"] if self.warmup_s else []) + parts
+        return (f"{_fmt_s(lo)} to {_fmt_s(hi)} ({', '.join(parts)}), peak memory ~{self.peak_bytes / 2**30:.1f} GiB "
+                f"for {self.n_tokens} tokens")
+
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def shape_of(model) -> Shape:
+    """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict."""
+    config = getattr(getattr(model, "model", None), "config", None) or getattr(model, "config", None)
+    if config is not None:
+        cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+        hidden = getattr(cfg, "hidden_size", None) or cfg.n_embd
+        heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
+        n_params = sum(p.numel() for p in model.model.parameters()) if hasattr(model, "model") else 0
+        dtype_bytes = next(model.model.parameters()).element_size() if hasattr(model, "model") else 4
+        return Shape(
+            n_layers=getattr(cfg, "num_hidden_layers", None) or cfg.n_layer, n_heads=heads,
+            n_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
+            head_dim=getattr(cfg, "head_dim", None) or hidden // heads, hidden=hidden,
+            intermediate=getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * hidden,
+            vocab=cfg.vocab_size, n_params=n_params, dtype_bytes=dtype_bytes)
+    info = model if isinstance(model, dict) else model.model_dump()
+    hidden, heads = info["hidden_size"], info["n_heads"]
+    dtype_bytes = 2 if info.get("dtype") in ("bfloat16", "float16") else 4
+    return Shape(n_layers=info["n_layers"], n_heads=heads, n_kv_heads=info["n_kv_heads"], head_dim=hidden // heads,
+                 hidden=hidden, intermediate=4 * hidden, vocab=info["vocab_size"], n_params=info["n_params"],
+                 dtype_bytes=dtype_bytes)
+
+
+def cpu_slowdown(load: float | None = None, cores: int | None = None) -> float:
+    """How much slower than on an idle machine a CPU run goes now: the 1-minute load average per core,
+    to the power 0.75 (measured with 1 torch thread at load 10-15 on 2 cores)."""
+    cores = cores or os.cpu_count() or 1
+    load = _load_average() if load is None else load
+    return max(1.0, load / cores) ** 0.75
+
+
+def thread_wait_s(n_layers: int, threads: int, load: float | None = None, cores: int | None = None) -> float:
+    """Seconds torch's threads spend waiting on each other when the machine is oversubscribed (more
+    runnable work than cores): about constant per run, not per token (measured on 2 cores with 2 threads:
+    ~20 s at load 11, ~30 s at load 15 for the 30 layers of SmolLM2, against ~1-3 s with 1 thread)."""
+    cores = cores or os.cpu_count() or 1
+    load = _load_average() if load is None else load
+    if threads <= 1 or load <= cores:
+        return 0.0
+    return THREAD_WAIT_S * n_layers * (load / cores) * (threads - 1)
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _warm() -> bool:
+    from .models.recording import forward_passes
+
+    return forward_passes() > 0
+
+
+def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
+             device: str = "cpu", threads: int | None = None, steps: bool = False, load: bool = False,
+             warm: bool | None = None, slowdown: float | None = None) -> Estimate:
+    """Predict a FlashTrace run over `n_tokens` with a target of `n_target` tokens (default: the last half)
+    and `hops` hops over `n_recursive` generated tokens (default: the target); with `steps`, the step
+    sweep; with `load`, loading the model first. `warm` (default: whether this process has run a forward
+    pass) drops the warm-up; `slowdown` (default: `cpu_slowdown` now, 1 on a GPU) scales every part."""
+    s = shape_of(model)
+    n = int(n_tokens)
+    m = int(n_target if n_target is not None else max(1, n // 2))
+    g = int(n_recursive if n_recursive is not None else m)
+    threads = threads or _torch_threads()
+    gpu = str(device).startswith("cuda")
+    slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
+    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
+    fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
+    cores = min(threads, os.cpu_count() or 1)
+    speed = cores ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
+    forward_s = fwd_flops / FORWARD_FLOPS_PER_S / speed
+    # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
+    attr_speed = speed if gpu else min(cores, s.n_layers) / slow
+    attribution_s = 0.0
+    for rows in [m] + [g] * hops:
+        visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
+        alpha = s.n_layers * s.n_heads * rows * visible * (2 * s.head_dim + 8)
+        if gpu:
+            prox_s = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6) / PROX_FLOPS_PER_S
+        else:
+            prox_s = s.n_layers * s.n_heads * n * 4 * s.head_dim / PROX_VALUE_FLOPS_PER_S
+        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox_s) / attr_speed
+    step_flops = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8)
+    steps_s = step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0
+    overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
+    if not gpu and slowdown is None:
+        overhead_s += thread_wait_s(s.n_layers, threads)
+    warm = _warm() if warm is None else warm
+    warmup_s = 0.0 if warm else WARMUP_S * slow
+    load_s = (LOAD_BASE_S + s.n_params * s.dtype_bytes / LOAD_BYTES_PER_S) * slow if load else 0.0
+    per_token = s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim  # x_prev, q, k, v
+    recording = s.n_layers * n * per_token * s.dtype_bytes
+    forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
+    block = min(128, n)
+    attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
+    if not gpu:  # layers side by side, one per thread, as many as the sweep's memory budget holds
+        from .attribution.span import DEFAULT_BUDGET, layer_bytes, layer_workers
+
+        workers = layer_workers(s.n_heads, 1, n, DEFAULT_BUDGET, s.n_layers, threads)
+        attribution_transient = max(attribution_transient, workers * layer_bytes(s.n_heads, 1, n))
+    peak = (BASE_PROCESS_BYTES + s.n_params * s.dtype_bytes + recording
+            + max(forward_transient, attribution_transient))
+    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_s, attribution_s=attribution_s,
+                    recording_bytes=int(recording), peak_bytes=int(peak), load_s=load_s, warmup_s=warmup_s,
+                    steps_s=steps_s, overhead_s=overhead_s, slowdown=slow)
+
+
+def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
+    """The longest sequence whose predicted peak stays within `budget_bytes` (binary search)."""
+    lo, hi = 0, 1 << 22
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate(model, mid, hops, threads=1, warm=True, slowdown=1.0).peak_bytes <= budget_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None, budget_bytes: int | None = None,
+               **kwargs) -> Estimate:
+    """The estimate, or `ResourceError` when the predicted peak exceeds the memory available."""
+    est = estimate(model, n_tokens, hops, n_target, **kwargs)
+    budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
+    if est.peak_bytes > budget:
+        fit = max_tokens_fitting(model, budget, hops)
+        context = _context(model)
+        fit = min(fit, context) if context else fit
+        raise ResourceError(f"{n_tokens} tokens need ~{est.peak_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
+                            f"is available; at most ~{fit} tokens would fit")
+    return est
+
+
+def _context(model) -> int | None:
+    """The model's context in tokens when `model` is a loaded model (None otherwise)."""
+    if not hasattr(model, "model"):
+        return None
+    from ..analysis.limits import context_length
+
+    return context_length(model)

@@ -1,0 +1,106 @@
+"""Memory a process may still take, and the size of a model's weights read from its config alone.
+
+`available_bytes` is the smallest of: the system's available memory, what the process's address-space
+limit (``RLIMIT_AS``) still allows, what its cgroup (container) still allows, and, for a CUDA device,
+the device's free memory. `check_weights_fit` refuses a model whose weights would not fit before any
+weight is allocated (the model is built on PyTorch's ``meta`` device to count its parameters).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ...base.errors import EXIT_TOO_BIG, FlashTraceError
+
+
+class ResourceError(FlashTraceError, RuntimeError):
+    """A model or a run would not fit in memory; the message says what would (exit code 3)."""
+
+    exit_code = EXIT_TOO_BIG
+
+
+def _rlimit_room() -> int | None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(soft - pages * resource.getpagesize(), 0)
+
+
+def _cgroup_room() -> int | None:
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()), 0)
+    except (OSError, ValueError):
+        return None
+
+
+def available_bytes(device: str | torch.device | None = None) -> int:
+    """Bytes this process can still allocate on `device` (CPU memory unless a CUDA device is named)."""
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    if dev.type == "cuda" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info(dev)
+        return int(free)
+    import psutil
+
+    rooms = [int(psutil.virtual_memory().available), _rlimit_room(), _cgroup_room()]
+    return min(r for r in rooms if r is not None)
+
+
+def dtype_bytes(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def count_parameters(config) -> int:
+    """Parameters of the causal LM described by `config`, without allocating any weight."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch.device | None = None,
+                      margin: float = 1.1) -> int:
+    """The weights' size in bytes, or `ResourceError` when they would not fit in what is available."""
+    n_params = count_parameters(config)
+    need = n_params * dtype_bytes(dtype)
+    room = int(available_bytes(device) * 0.9)
+    if need * margin > room:
+        where = "on the device" if device is not None and torch.device(device).type == "cuda" else ""
+        smaller = " (bfloat16 halves it)" if dtype == torch.float32 else ""
+        raise ResourceError(f"{name} needs ~{need / 2**30:.1f} GiB for its weights ({n_params / 1e9:.2f} B parameters "
+                            f"in {str(dtype).replace('torch.', '')}) but ~{room / 2**30:.1f} GiB is available{where}; "
+                            f"refused before loading: choose a smaller model or dtype{smaller}")
+    return need
+
+
+def check_device(device: str | None) -> None:
+    """`ValueError` for a device string torch cannot parse or a device this build or machine lacks."""
+    if device is None:
+        return
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"unknown device '{device}'; use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "this torch build has no CUDA support" if torch.version.cuda is None else "no CUDA device is visible"
+            raise ValueError(f"device '{device}' is not available: {build} (torch {torch.__version__}); use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device '{device}' does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
+    elif dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError(f"device '{device}' is not available on this machine; use --device cpu")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device type '{dev.type}' is not supported; use cpu or cuda")

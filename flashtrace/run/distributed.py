@@ -1,0 +1,177 @@
+"""Running jobs on Ray actors: each actor builds its worker (loads the model) once and keeps it.
+
+`RayPool(factory, args)` starts actors that each call ``factory(*args, device=...)`` once, then
+``worker(job)`` per job; results stream back to the caller (`map` yields them as they finish), so the
+driver alone writes files. An actor that dies mid-job (its process killed, out of memory) is replaced
+by a fresh one and the job is retried, at most `max_retries` times; after that the job is reported
+failed. Workers are expected to return their own errors as values (they are never retried).
+
+Ray is imported only here, and only when a pool is made: without ``--ray`` nothing imports it.
+Address: ``local`` starts a Ray cluster on this machine for the run; ``auto`` joins the cluster that
+``ray start --head`` started; anything else is passed to ``ray.init(address=...)``
+(``ray://host:10001``). When Ray is already initialised in this process, that cluster is used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..base.errors import EXIT_USAGE, FlashTraceError
+
+FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
+# Test hooks (not user options): a worker exits at once (os._exit, as a killed process would) on a job
+# whose label is listed in $FLASHTRACE_TEST_KILL_ONCE (comma-separated; once per label, remembered by a
+# marker file <$FLASHTRACE_TEST_KILL_MARK>.<label>) or in $FLASHTRACE_TEST_KILL_ALWAYS.
+KILL_ONCE_ENV, KILL_ALWAYS_ENV, KILL_MARK_ENV = ("FLASHTRACE_TEST_KILL_ONCE", "FLASHTRACE_TEST_KILL_ALWAYS",
+                                                 "FLASHTRACE_TEST_KILL_MARK")
+
+
+class RayUnavailableError(FlashTraceError, RuntimeError):
+    """``--ray`` was asked for but Ray is not installed, or the cluster cannot be reached."""
+
+    exit_code = EXIT_USAGE
+
+
+def kill_hook(label: str) -> None:
+    """The test hook above; workers call it with their job's label (title, example id)."""
+    if not label:
+        return
+    if label in os.environ.get(KILL_ALWAYS_ENV, "").split(","):
+        os._exit(17)
+    mark = os.environ.get(KILL_MARK_ENV)
+    if mark and label in os.environ.get(KILL_ONCE_ENV, "").split(","):
+        try:
+            os.close(os.open(f"{mark}.{label}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return  # killed once already
+        os._exit(17)
+
+
+class _Host:
+    """The actor: holds one worker for its lifetime."""
+
+    def __init__(self, factory: Callable, args: tuple, device: str | None):
+        self.worker = factory(*args, device=device)
+
+    def ready(self) -> int:
+        return os.getpid()
+
+    def run(self, job: Any) -> Any:
+        return self.worker(job)
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError("--ray needs Ray: pip install 'flashtrace-studio[ray]'") from None
+    return ray
+
+
+def _worker_env() -> dict:
+    """FLASHTRACE_* variables, and this copy of the package first on the workers' import path (a cluster
+    started here then runs the same code as the driver; on other nodes the package must be installed)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIX)}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+class RayPool:
+    def __init__(self, factory: Callable, args: tuple, *, address: str = "local", workers: int | None = None,
+                 num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2, jobs: int | None = None):
+        if num_cpus <= 0 and num_gpus <= 0:
+            raise ValueError("a worker needs some CPUs or GPUs (--num-cpus-per-worker / --num-gpus-per-worker)")
+        if num_cpus < 0 or num_gpus < 0 or max_retries < 0:
+            raise ValueError("worker resources and --max-retries cannot be negative")
+        self.ray = ray = _import_ray()
+        self.started = not ray.is_initialized()
+        if self.started:
+            kwargs = dict(include_dashboard=False, log_to_driver=False)
+            try:
+                ray.init(**kwargs) if address in (None, "", "local") else ray.init(address=address, **kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise RayUnavailableError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
+        self.factory, self.args, self.max_retries = factory, args, max_retries
+        self.num_cpus, self.num_gpus = num_cpus, num_gpus
+        self.n_workers = (min(workers, jobs) if jobs else workers) if workers else self._fit(jobs)
+        if self.n_workers < 1:
+            raise ValueError("--workers must be at least 1")
+        self.remote = ray.remote(_Host).options(num_cpus=num_cpus, num_gpus=num_gpus,
+                                                runtime_env={"env_vars": _worker_env()})
+        self.actors = [self._start() for _ in range(self.n_workers)]
+        self.replaced = 0
+        try:  # a worker that cannot load its model fails here, once, with the reason
+            ray.get([a.ready.remote() for a in self.actors])
+        except ray.exceptions.RayActorError as exc:
+            self.close()
+            raise RayUnavailableError("the Ray workers could not start: " + _reason(exc)) from None
+
+    def _fit(self, jobs: int | None) -> int:
+        """As many workers as the cluster's resources hold (at least 1, at most one per job)."""
+        total = self.ray.cluster_resources()
+        fits = [int(total.get("CPU", 0) // self.num_cpus)] if self.num_cpus > 0 else []
+        if self.num_gpus > 0:
+            fits.append(int(total.get("GPU", 0) // self.num_gpus))
+        n = max(1, min(fits) if fits else 1)
+        return min(n, jobs) if jobs else n
+
+    def _start(self):
+        return self.remote.remote(self.factory, self.args, "cuda" if self.num_gpus > 0 else None)
+
+    def describe(self) -> dict:
+        return {"workers": self.n_workers, "num_cpus_per_worker": self.num_cpus,
+                "num_gpus_per_worker": self.num_gpus, "max_retries": self.max_retries}
+
+    def map(self, jobs: Iterable[Any]) -> Iterator[tuple[Any, Any, int]]:
+        """Yield ``(job, result, attempts)`` as jobs finish (any order). A job whose actor died
+        `max_retries` + 1 times yields ``{"error": ...}`` as its result."""
+        ray = self.ray
+        pending = deque((job, 1) for job in jobs)
+        running: dict = {}  # object ref -> (actor index, job, attempt)
+        idle = deque(range(len(self.actors)))
+        while pending or running:
+            while pending and idle:
+                index = idle.popleft()
+                job, attempt = pending.popleft()
+                running[self.actors[index].run.remote(job)] = (index, job, attempt)
+            ready, _ = ray.wait(list(running), num_returns=1)
+            index, job, attempt = running.pop(ready[0])
+            try:
+                result = ray.get(ready[0])
+            except ray.exceptions.RayActorError as exc:  # the process died: replace it, retry the job
+                ray.kill(self.actors[index], no_restart=True)
+                self.actors[index] = self._start()
+                self.replaced += 1
+                if attempt <= self.max_retries:
+                    pending.appendleft((job, attempt + 1))
+                else:
+                    yield job, {"error": f"worker died {attempt} times on this example ({_reason(exc)})"}, attempt
+                idle.append(index)
+                continue
+            except ray.exceptions.RayTaskError as exc:  # the worker raised (it should return errors)
+                result = {"error": _reason(exc)}
+            idle.append(index)
+            yield job, result, attempt
+
+    def close(self) -> None:
+        for actor in getattr(self, "actors", []):
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.actors = []
+        if self.started and self.ray.is_initialized():
+            self.ray.shutdown()
+
+
+def _reason(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "Error" in ln and not ln.startswith(("File ", "Traceback"))]
+    return (errors[-1] if errors else lines[0] if lines else type(exc).__name__)[:500]
+
+
+__all__ = ["RayPool", "RayUnavailableError"]

@@ -1,0 +1,277 @@
+"""The tracing API: prompt (+ response) → recording → attribution with hops → `Trace`.
+
+`prepare` runs the model's one forward pass; `attribute` can then be called any number of times on
+the same `Prepared` (other targets, hop counts, methods) without running the model again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..engine.attribution import get_method, recursive_hops
+from ..engine.attribution.registry import Method, Source
+from ..engine.attribution.steps import range_weights, step_attributions
+from ..engine.estimate import check_fits, estimate
+from ..engine.inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
+from ..analysis.limits import check_context, check_options, check_text_size
+from ..engine.models import LoadedModel, Recording, load_model, record_forward
+from ..engine.models.generation import generate as generate_text
+from ..analysis.segments import segment_sequence
+from ..analysis.schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
+                    normalised)
+
+TargetSpec = str | tuple[int, int]
+
+
+@dataclass
+class Prepared:
+    """A tokenised sequence and its recording: everything attributions need."""
+
+    loaded: LoadedModel
+    sequence: TokenSequence
+    recording: Recording
+    timings: dict
+
+
+def _loaded(model: LoadedModel | str) -> LoadedModel:
+    return load_model(model) if isinstance(model, str) else model
+
+
+def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
+            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True,
+            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1) -> Prepared:
+    """Tokenise prompt + response (or generate the response first) and record one forward pass.
+
+    With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
+    (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
+    for `hops` hops over the generated tokens (the hops the caller will attribute with)."""
+    loaded = _loaded(model)
+    check_text_size(loaded, prompt, None if generate else response)  # before tokenising: a bound on characters
+    timings: dict[str, float] = {}
+    if generate:
+        generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
+                                  reasoning_instruction=reasoning_instruction)
+        prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
+    if not response or not response.strip():
+        raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
+    sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
+    check_context(loaded, len(sequence))
+    size = dict(n_tokens=len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
+                n_recursive=len(sequence.positions("reasoning", "answer")), device=str(loaded.device))
+    predicted = check_fits(loaded, **size) if check_memory else estimate(loaded, **size)
+    if on_estimate:
+        on_estimate(predicted)
+    recording = record_forward(loaded, sequence.ids)
+    timings["forward_s"] = recording.forward_seconds
+    return Prepared(loaded, sequence, recording, timings)
+
+
+def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
+                   target_chars: tuple[int, int] | None = None) -> tuple[int, int]:
+    """Token range ``[start, end)`` of a target: 'answer', 'response', 'reasoning', 'START:END' or a tuple
+    of token positions, or `target_chars` (character range in the response)."""
+    n = len(sequence)
+    if target_chars is not None:
+        rng = sequence.char_range_to_tokens(target_chars)
+    elif isinstance(target, str) and target in ("answer", "reasoning", "response"):
+        roles = ("reasoning", "answer") if target == "response" else (target,)
+        rng = sequence.token_range(*roles)
+        if rng is None:
+            raise ValueError(f"the response has no {target} span; choose another target or a token range")
+    else:
+        try:
+            lo, hi = (int(x) for x in (target.split(":") if isinstance(target, str) else target))
+        except (ValueError, TypeError):
+            raise ValueError(f"target must be answer, response, reasoning or START:END, got {target!r}") from None
+        rng = (lo, hi)
+    lo, hi = rng
+    if not (0 <= lo < hi <= n):
+        raise ValueError(f"target {lo}:{hi} is outside the sequence of {n} tokens (valid: 0 <= START < END <= {n})")
+    if lo < sequence.response_start:
+        raise ValueError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
+                         f"(tokens {sequence.response_start}..{n - 1})")
+    return lo, hi
+
+
+def stop_mask(sequence: TokenSequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
+    """``[N]`` bool: tokens that get weight 0 in targets and scores, under a preset (``paper``,
+    ``punctuation``, ``none``) or a user list (see `flashtrace.engine.inputs.stop_rule`). Every token is tested,
+    chat-template tokens included: a template token is zeroed only when it matches the set."""
+    rule = stop_rule(stop_tokens)
+    return torch.tensor([rule(t.text) for t in sequence.tokens], dtype=torch.bool)
+
+
+HOP0_SPANS = ("answer", "generation")
+
+
+def replacement_id(tokenizer) -> int | None:
+    """The pad (or EOS) id used to delete tokens (ablation, IG baseline, deletion curves); None if neither."""
+    for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return int(tid)
+    return None
+
+
+def method_source(prepared: Prepared, segments: list | None = None) -> Source:
+    """What a registered method reads from a prepared sequence: recording, model, the user's prompt
+    positions, prompt segments (token positions; automatic split unless `segments` are given)."""
+    seq = prepared.sequence
+    segments = segments if segments is not None else segment_sequence(seq)
+    return Source(recording=prepared.recording, model=prepared.loaded.model, explained=seq.positions("prompt"),
+                  segments=[list(range(s.start, s.end)) for s in segments if s.role == "prompt"],
+                  replace_id=replacement_id(prepared.loaded.tokenizer))
+
+
+class _Progress:
+    """``progress(done, total)`` over the aggregator calls of one attribution. Calls not yet made count
+    with an upper bound; each call's exact work replaces its bound when it starts, and bounds of calls
+    that never happen (hops that stop early) are dropped at the end, so the last report has done == total."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, planned: list[int]):
+        self.callback, self.planned, self.calls, self.done = callback, planned, 0, 0
+
+    def wrap(self, spec: Method, aggregate: Callable, n_layers: int, call: int | None = None) -> Callable:
+        def run(weights: torch.Tensor) -> torch.Tensor:  # [B, N] -> [B, N]
+            index = self.calls if call is None else call
+            self.planned[index] = spec.units(weights, n_layers)
+            self.calls = max(self.calls, index + 1)
+            self._report()
+            return aggregate(weights)
+
+        return run
+
+    def tick(self, k: int) -> None:
+        self.done += k
+        self._report()
+
+    def finish(self, used: set[int]) -> None:
+        self.planned = [p if i in used else 0 for i, p in enumerate(self.planned)]
+        self._report()
+
+    def _report(self) -> None:
+        if self.callback:
+            self.callback(self.done, max(sum(self.planned), self.done))
+
+
+def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
+              hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
+              stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
+              threshold: float | None = None, title: str = "",
+              steps: bool = False, segment_boundaries: list[int] | None = None,
+              progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace:
+    """Attribute a target span of a prepared sequence; returns a `Trace`.
+
+    `method` is any registered method (`flashtrace.engine.attribution.METHODS`); `options` are its declared
+    options (checked before anything runs; `threshold` is flashtrace's option, kept as a keyword).
+    The trace always holds the segments (prompt sentences, reasoning steps, answer; `segment_boundaries`,
+    token positions where a segment starts, replaces the automatic split). `steps=True` also attributes
+    every reasoning step and the answer in one batched call of the method (the hop graph's data).
+    `progress(done, total)` is called as work advances, in the method's progress unit (layers for
+    flashtrace, target rows for IFR, weight vectors for baselines); the last call has done == total.
+    Methods with signed scores (IG, perturbation) keep only the positive part in the trace.
+
+    `stop_tokens` (default ``paper``: ``,``, ``.`` and whitespace-only tokens, the set the authors' code
+    used for the paper's numbers; ``punctuation`` zeroes every punctuation-only token, which drops
+    tokens such as a question's final ``?`` that are often the top-scored ones) get weight 0 in targets and
+    scores. `hop0` = ``answer`` attributes the target span at hop 0 (the paper's formulation);
+    ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
+    as the code behind the paper's tables (flashtrace 0.1.1) did.
+    """
+    check_options(hops=hops, title=title, recursive=recursive)  # the threshold is the method's option (below)
+    if hop0 not in HOP0_SPANS:
+        raise ValueError(f"hop0 must be 'answer' or 'generation', got {hop0!r}")
+    seq, rec = prepared.sequence, prepared.recording
+    spec = get_method(method)
+    given = dict(options or {})
+    if threshold is not None:
+        given["threshold"] = threshold
+    resolved = spec.resolve_options(given)
+    if hops > 0 and not spec.hops:
+        raise ValueError(f"method {method} cannot run recursive hops; use hops=0")
+    if steps and not spec.steps:
+        raise ValueError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
+    lo, hi = resolve_target(seq, target, target_chars)
+    n = len(seq)
+    stops = stop_mask(seq, stop_tokens)
+    roles = [t.role for t in seq.tokens]
+    target_w = torch.zeros(n)
+    if hop0 == "generation":
+        target_w[torch.tensor([r in ("reasoning", "answer") for r in roles], dtype=torch.bool)] = 1.0
+    else:
+        target_w[lo:hi] = 1.0
+    g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
+    recursive_mask = torch.tensor([r in g_roles for r in roles])
+    observed = torch.tensor([r in ("template", "prompt") for r in roles])
+    segments = segment_sequence(seq, boundaries=segment_boundaries)
+    step_targets = [s for s in segments if s.role in ("reasoning", "answer")]
+    n_layers = len(rec.layers)
+    keep = (~stops).float()
+    planned = [spec.units((target_w * keep)[None], n_layers)]  # upper bounds; exact when each call starts
+    planned += [spec.units((recursive_mask * keep)[None], n_layers)] * hops
+    step_weights = range_weights([(s.start, s.end) for s in step_targets], ~stops) if steps else None
+    if steps:
+        planned.append(spec.units(step_weights[step_weights.sum(1) > 0], n_layers))
+    tracker = _Progress(progress, planned)
+
+    start = time.perf_counter()
+    base = spec.build(method_source(prepared, segments), tracker.tick, **resolved)
+    aggregate = (lambda w: base(w).clamp_min(0)) if spec.signed else base
+    hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), target_w, recursive_mask, observed,
+                                     hops=hops, stop_mask=stops)
+    seconds = time.perf_counter() - start
+    used = set(range(len(hop_list)))
+    timings = {**prepared.timings, "attribution_s": seconds}
+    step_record = None
+    if steps:
+        start = time.perf_counter()
+        vectors = step_attributions(tracker.wrap(spec, aggregate, n_layers, call=hops + 1),
+                                    [(s.start, s.end) for s in step_targets], ~stops)
+        used.add(hops + 1)
+        timings["steps_s"] = time.perf_counter() - start
+        step_record = StepRecord(vectors={s.id: v.tolist() for s, v in zip(step_targets, vectors) if v is not None},
+                                 seconds=timings["steps_s"])
+    tracker.finish(used)
+    final_list = final.tolist()
+    extra = {"method_options": {k: v for k, v in resolved.items() if k != "threshold"}} \
+        if any(k != "threshold" for k in resolved) else {}
+    return Trace(
+        title=title or seq.prompt.strip().splitlines()[0][:80],
+        prompt=seq.prompt,
+        response=seq.response,
+        model=ModelInfo(**prepared.loaded.info()),
+        settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive, hop0=hop0,
+                          stop_tokens=stop_tokens if isinstance(stop_tokens, str) else list(stop_tokens), chat_template=seq.chat_template,
+                          threshold=resolved.get("threshold")),
+        tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
+        spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
+                    answer=seq.token_range("answer"), rule=seq.spans.rule),
+        scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
+        hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
+                        contribution=h.contribution.tolist()) for h in hop_list],
+        timings=timings,
+        segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
+                                char_start=s.char_start, char_end=s.char_end) for s in segments],
+        steps=step_record,
+        extra=extra,
+    )
+
+
+def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
+          max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
+    """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first)."""
+    check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
+    method_options = dict(options.get("options") or {})
+    if options.get("threshold") is not None:
+        method_options["threshold"] = options["threshold"]
+    get_method(options.get("method", "flashtrace")).resolve_options(method_options)
+    prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
+                       chat_template=chat_template, hops=options.get("hops", 1))
+    return attribute(prepared, **options)
+
+
+__all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans", "method_source",
+           "replacement_id", "HOP0_SPANS"]

@@ -1,0 +1,30 @@
+"""Where the Streamlit app's files are: the top level of a source checkout (``app.py``, ``pages/``,
+``.streamlit/``, ``assets/gallery/``), or the copy of them a wheel carries in ``flashtrace/_app/``
+(made by ``setup.py`` when the wheel is built), so ``pip install flashtrace-studio`` then
+``flashtrace app`` works outside a checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent
+CHECKOUT = PACKAGE.parent
+BUNDLED = PACKAGE / "_app"
+
+
+def app_root() -> Path:
+    """The folder holding ``app.py`` and ``pages/``: the checkout when there is one, else the wheel's copy."""
+    for root in (CHECKOUT, BUNDLED):
+        if (root / "app.py").is_file() and (root / "pages").is_dir():
+            return root
+    raise FileNotFoundError(f"the app's files are missing: neither {CHECKOUT} nor {BUNDLED} holds app.py and "
+                            "pages/; reinstall flashtrace-studio")
+
+
+def bundled_gallery() -> Path:
+    """The shipped gallery: the checkout's ``assets/gallery`` or the wheel's copy."""
+    for root in (CHECKOUT, BUNDLED):
+        folder = root / "assets" / "gallery"
+        if folder.is_dir():
+            return folder
+    return CHECKOUT / "assets" / "gallery"

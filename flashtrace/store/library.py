@@ -1,0 +1,203 @@
+"""The trace library: saved traces as JSON files in one folder.
+
+List, search, open, save, rename, delete, import and export. Names are sanitised (letters, digits,
+``.``, ``_``, ``-``; never a path), every write is atomic, saves and renames never overwrite another
+trace (exclusive creation: concurrent writers of one name each get their own), temporary files left by
+killed writers are removed when the library is opened, and a file that does not load is listed as
+unreadable with the reason instead of breaking the listing.
+The folder is ``$FLASHTRACE_LIBRARY`` or the user data directory's ``flashtrace/library``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.errors import EXIT_USAGE, FlashTraceError
+from ..base.fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
+from .index import LibraryIndex
+from ..analysis.schema import MAX_FILE_BYTES, Trace, TraceValidationError
+
+LIBRARY_ENV = "FLASHTRACE_LIBRARY"
+MAX_NAME = 80
+MAX_SUFFIX = 100_000  # name-2 ... name-100000: then the library refuses the save
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class LibraryError(FlashTraceError, ValueError):
+    """A library operation cannot be done (unknown name, name taken, bad import); the message says why."""
+
+    exit_code = EXIT_USAGE
+
+
+def default_root() -> Path:
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("flashtrace") / "library"
+
+
+def sanitize_name(name: str) -> str:
+    """A safe file stem: ASCII letters, digits, ``.``, ``_`` and ``-`` only, no leading dot, at most
+    80 characters; anything else becomes ``-``. Empty input gives ``trace``."""
+    text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode("ascii")
+    text = _UNSAFE.sub("-", text.strip())
+    text = re.sub(r"-{2,}", "-", text).strip(".-_")[:MAX_NAME].strip(".-_")
+    return text or "trace"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file in the library. `error` is set (and the trace fields are empty) when it does not load."""
+
+    name: str
+    path: Path
+    size: int
+    modified: float
+    title: str = ""
+    model: str = ""
+    n_tokens: int = 0
+    hops: int = 0
+    method: str = ""
+    created: str = ""
+    prompt_head: str = ""
+    error: str | None = None
+    task: str = ""
+    metrics: dict | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.error is None
+
+    def matches(self, query: str) -> bool:
+        words = query.lower().split()
+        haystack = " ".join((self.name, self.title, self.model, self.method, self.prompt_head)).lower()
+        return all(w in haystack for w in words)
+
+
+class Library:
+    """Saved traces in `root` (created on first write). Opening it removes temporary files that killed
+    writers left behind (never a live writer's)."""
+
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root).expanduser() if root is not None else default_root()
+        if self.root.is_dir():
+            remove_stale_temps(self.root)
+
+    def path(self, name: str) -> Path:
+        """The file of `name`; refuses anything that is not already a sanitised name."""
+        if not name or sanitize_name(name) != name:
+            raise LibraryError(f"invalid trace name {name!r}: use letters, digits, '.', '_' and '-' only")
+        return self.root / f"{name}.json"
+
+    def entries(self) -> list[Entry]:
+        """All files, newest first; unreadable ones included with their `error`."""
+        return self.query()[0]
+
+    def search(self, query: str) -> list[Entry]:
+        """Entries whose name, title, model, method, task or prompt contain every word of `query`."""
+        return self.query(query)[0]
+
+    def query(self, search: str = "", model: str | None = None, task: str | None = None, sort: str = "modified",
+              limit: int | None = None, offset: int = 0) -> tuple[list[Entry], int]:
+        """One page of matching entries and the number of matches, from the folder's metadata index
+        (`flashtrace.store.index`: files re-read only when they change on disk)."""
+        if not self.root.is_dir():
+            return [], 0
+        rows, total = LibraryIndex(self.root).query(search, model=model, task=task, sort=sort, limit=limit,
+                                                    offset=offset)
+        return [Entry(path=self.root / f"{r['name']}.json", modified=r.pop("mtime_ns") / 1e9, **r) for r in rows], total
+
+    def facets(self) -> dict[str, list[str]]:
+        """The models and tasks present (for filters)."""
+        return LibraryIndex(self.root).facets() if self.root.is_dir() else {"model": [], "task": []}
+
+    def collection(self, name: str) -> "Library":
+        """The library of the collection `name` (a sub-folder; a sanitised name, never a path)."""
+        if not name or sanitize_name(name) != name:
+            raise LibraryError(f"invalid collection name {name!r}: use letters, digits, '.', '_' and '-' only")
+        return Library(self.root / name)
+
+    def collections(self) -> list[str]:
+        """Sub-folders holding traces (e.g. `flashtrace batch` outputs): open one with `Library(root / name)`."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and sanitize_name(p.name) == p.name
+                      and any(q.suffix == ".json" and not q.name.startswith(".") for q in p.iterdir()))
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def open(self, name: str) -> Trace:
+        path = self.path(name)
+        if not path.is_file():
+            raise LibraryError(f"no trace named '{name}' in the library")
+        return Trace.load(path)
+
+    @staticmethod
+    def _candidates(base: str):
+        """`base`, then ``base-2``, ``base-3``, ... (shortened to stay within `MAX_NAME`)."""
+        yield base
+        for i in range(2, MAX_SUFFIX + 1):
+            suffix = f"-{i}"
+            yield base[: MAX_NAME - len(suffix)] + suffix
+
+    def unique_name(self, wanted: str) -> str:
+        """The name a save of `wanted` would get now (another writer may take it first; `save` then
+        moves on to the next free one)."""
+        for name in self._candidates(sanitize_name(wanted)):
+            if not self.path(name).exists():
+                return name
+        raise LibraryError(f"no free name left for '{sanitize_name(wanted)}'")
+
+    def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
+        """Write `trace` atomically; returns the name used. Unless `overwrite`, the name is made unique
+        at the moment of creation: a file of that name, even one written concurrently, is never replaced."""
+        wanted = sanitize_name(name or trace.title or trace.id)
+        text = trace.to_json()
+        if overwrite:
+            atomic_write_text(self.path(wanted), text)
+            return wanted
+        try:
+            return publish_text(self.root, self._candidates(wanted), text)
+        except FileExistsError:
+            raise LibraryError(f"no free name left for '{wanted}'") from None
+
+    def rename(self, old: str, new: str) -> str:
+        """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
+        src, new = self.path(old), sanitize_name(new)
+        if not src.is_file():
+            raise LibraryError(f"no trace named '{old}' in the library")
+        if new == old:
+            return old
+        dst = self.path(new)
+        if not link_exclusive(src, dst):
+            raise LibraryError(f"a trace named '{new}' already exists")
+        try:
+            src.unlink()
+        except FileNotFoundError:  # renamed or deleted meanwhile by someone else: undo our copy
+            dst.unlink(missing_ok=True)
+            raise LibraryError(f"no trace named '{old}' in the library") from None
+        return new
+
+    def delete(self, name: str) -> None:
+        path = self.path(name)
+        if not path.is_file():
+            raise LibraryError(f"no trace named '{name}' in the library")
+        path.unlink()
+
+    def import_json(self, data: bytes | str, name: str | None = None) -> str:
+        """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""
+        if len(data) > MAX_FILE_BYTES:
+            raise TraceValidationError(f"file is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
+        trace = Trace.from_json(data)
+        return self.save(trace, name)
+
+    def export_json(self, name: str) -> bytes:
+        """The trace's JSON, validated (a corrupted file raises instead of being passed on)."""
+        return self.open(name).to_json(indent=1).encode("utf-8")
