@@ -42,13 +42,13 @@ class Mutant:
 
 
 MUTANTS = [
-    Mutant("proximity-no-clamp", "flashtrace/engine/attribution/kernels.py",
+    Mutant("proximity-no-clamp", "flashtrace/engine/kernels/proximity.py",
            "(whole - part).abs().sum(-1)).clamp_min(0)", "(whole - part).abs().sum(-1))",
            "proximity may go negative (the residual part's, in the denominator)", (SPAN, "-k", "negative or reference")),
-    Mutant("kernel-skips-small-attention", "flashtrace/engine/attribution/kernels.py",
+    Mutant("kernel-skips-small-attention", "flashtrace/engine/kernels/proximity.py",
            "if a == 0.0:", "if a < 1e-4:", "the CPU kernel drops sources with aggregated attention < 1e-4",
            (SPAN, "-k", "300 or reference")),
-    Mutant("torch-kernel-no-clamp", "flashtrace/engine/attribution/kernels.py",
+    Mutant("torch-kernel-no-clamp", "flashtrace/engine/kernels/proximity.py",
            "return diff.sum(-1).clamp_min_(0)", "return diff.sum(-1)",
            "the torch proximity path (GPU) keeps negative proximities", (SPAN, "-k", "torch")),
     Mutant("boxed-at-end", "flashtrace/engine/inputs/spans.py", "while i < hi and depth:", "while i < hi - 1 and depth:",

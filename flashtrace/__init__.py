@@ -11,14 +11,29 @@ Quick start::
 from . import _moved
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
-from .analysis.schema import Trace, TraceValidationError
+from .analysis.schema import Trace, TraceValidationError, register_views
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
-_LAZY = {"LoadedModel": "engine.models", "ModelLoadError": "engine.models", "UnsupportedModelError": "engine.models",
-         "load_model": "engine.models", "record_forward": "engine.models", "Prepared": "run.tracing",
-         "attribute": "run.tracing", "prepare": "run.tracing"}
+_LAZY = {"LoadedModel": ".engine.models", "ModelLoadError": ".engine.models", "UnsupportedModelError": ".engine.models",
+         "load_model": ".engine.models", "record_forward": ".engine.models", "Prepared": ".run.tracing",
+         "attribute": ".run.tracing", "prepare": ".run.tracing"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 _moved.install()  # old module paths (flashtrace.schema, flashtrace.models, ...) for one release
+
+
+def _notebook_view(name: str):
+    def view(*args, **kwargs):
+        from .viz import notebook  # Plotly and pandas load when a trace is first drawn
+
+        return getattr(notebook, name)(*args, **kwargs)
+
+    view.__name__ = name
+    return view
+
+
+register_views(**{view: _notebook_view(function) for view, function in (
+    ("html", "trace_html"), ("heatmap", "heatmap"), ("hop_graph", "hop_graph"), ("compare_depths", "compare_depths"),
+    ("to_pandas", "to_pandas"))})
 
 
 def trace(*args, **kwargs) -> Trace:

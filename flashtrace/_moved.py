@@ -27,7 +27,6 @@ MOVED = {  # old path -> new path (a package's submodules follow it)
     "flashtrace.graph": "flashtrace.analysis.graph",
     "flashtrace.compare": "flashtrace.analysis.compare",
     "flashtrace.story": "flashtrace.analysis.story",
-    "flashtrace.trace_views": "flashtrace.analysis.trace_views",
     "flashtrace.library": "flashtrace.store.library",
     "flashtrace.library_index": "flashtrace.store.index",
     "flashtrace.gallery": "flashtrace.store.gallery",
@@ -43,6 +42,8 @@ MOVED = {  # old path -> new path (a package's submodules follow it)
     "flashtrace.export_ui": "flashtrace.app.export",
     "flashtrace.glossary": "flashtrace.app.glossary",
     "flashtrace.commands": "flashtrace.cli.commands",
+    "flashtrace.attribution.kernels": "flashtrace.engine.kernels.proximity",
+    "flashtrace.models.softmax_cpu": "flashtrace.engine.kernels.softmax",
 }
 
 

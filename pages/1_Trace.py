@@ -8,10 +8,10 @@ import streamlit as st
 
 from flashtrace.app import state as app_state, ui
 from flashtrace.engine.attribution import METHODS
-from flashtrace.store.gallery import PRESETS, preset_text
+from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
-from flashtrace.engine.inputs import STOP_PRESETS, detect_spans
-from flashtrace.analysis.limits import MAX_INPUT_CHARS, MAX_TITLE
+from flashtrace.engine.inputs import detect_spans
+from flashtrace.analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.engine.models import MODEL_ALIASES
 from flashtrace.engine.models.generation import generate
 from flashtrace.run.tracing import attribute
@@ -98,7 +98,7 @@ if response.strip():
             st.markdown("Selected: " + ui.code_text(response[target_chars[0]:target_chars[1]][:200]))
 
 c_hops, c_method, c_steps = st.columns(3)
-hops = c_hops.slider("Hops", 0, 8, 1, key="hops", help=help_link("hop", "Recursive hops through the reasoning "
+hops = c_hops.slider("Hops", 0, MAX_HOPS, DEFAULT_HOPS, key="hops", help=help_link("hop", "Recursive hops through the reasoning "
                                                                  "(reference: 1)."))
 method = c_method.selectbox("Method", sorted(METHODS), index=sorted(METHODS).index("flashtrace"), key="method",
                             help="; ".join(f"{m}: {METHODS[m].description}" for m in sorted(METHODS)))  # md-ok
@@ -113,7 +113,7 @@ stop_choice = c_stops.selectbox("Stop tokens (weight 0)", [*STOP_PRESETS, "list"
                                      "punctuation-only token; none; or your own list (whitespace is included)")
 stop_tokens = (c_stops.text_input("Stop-token list, separated by spaces", ", .", key="stop_list").split()
                if stop_choice == "list" else stop_choice)
-hop0 = c_hop0.selectbox("Hop 0 covers", ["answer", "generation"], key="hop0",
+hop0 = c_hop0.selectbox("Hop 0 covers", HOP0_SPANS, key="hop0",
                         help="answer: the target span (default); generation: reasoning + answer whatever the "
                              "target, as the code behind the paper's tables did")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line",

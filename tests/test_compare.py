@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from flashtrace.analysis.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
-                                hop_depth_comparison, reach_sentence, short_text, spearman, top_k_overlap,
+                                reach_sentence, short_text, spearman, top_k_overlap,
                                 top_segment_sentence)
-from flashtrace.run.tracing import attribute, prepare
+from flashtrace.run.tracing import attribute, hop_depth_comparison, prepare
 from flashtrace.viz import visible_label
 from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
 

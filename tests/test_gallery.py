@@ -6,8 +6,8 @@ import pytest
 
 from flashtrace.analysis.compare import depth_change
 from flashtrace.evaluate.faithfulness import FAITHFULNESS_KEY
-from flashtrace.store.gallery import (CHANGED_OVERLAP, GALLERY, PRESETS, build_gallery, build_trace, change_note, gallery_dir,
-                                list_gallery, load_gallery_trace, preset_text, round_floats)
+from flashtrace.evaluate.gallery import GALLERY, PRESETS, build_gallery, build_trace, preset_text, round_floats
+from flashtrace.store.gallery import CHANGED_OVERLAP, change_note, gallery_dir, list_gallery, load_gallery_trace
 
 
 def test_shipped_gallery_covers_every_family_a_free_form_prompt_and_a_long_trace():

@@ -85,7 +85,7 @@ def test_the_context_check_the_app_calls():
     from flashtrace.app.state import run_estimate
     from flashtrace.engine.estimate import ResourceError, check_fits, estimate
     from flashtrace.engine.inputs import ResponseSpans
-    from flashtrace.analysis.limits import max_input_chars
+    from flashtrace.run.prechecks import max_input_chars
 
     gpt2 = _load("tiny-gpt2")
     prompt = "one two three four " * 1300

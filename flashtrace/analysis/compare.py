@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .schema import Trace, normalised
-from ..run.tracing import Prepared, attribute
 
 CONVERGED_OVERLAP = 0.9
 _ROLE_GROUP = {"template": "prompt", "prompt": "prompt", "reasoning": "reasoning", "answer": "answer"}
@@ -273,13 +272,6 @@ def depth_change(trace: Trace, k: int = 10) -> dict:
             "reached": additions.reached}
 
 
-def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
-    """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
-    ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
-    trace = attribute(prepared, hops=max_hops, **options)
-    return compare_depths(trace, k=k, max_hops=max_hops)
-
-
 __all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "depth_change", "hop_additions",
-           "hop_depth_comparison", "input_shares", "reach_sentence", "reached_input", "short_text", "spearman",
+           "input_shares", "reach_sentence", "reached_input", "short_text", "spearman",
            "top_k", "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]

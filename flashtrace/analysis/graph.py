@@ -30,6 +30,7 @@ from itertools import islice
 import networkx as nx
 import numpy as np
 
+from .limits import check_graph_threshold
 from .schema import Trace
 
 _SINK = "__prompt__"
@@ -82,8 +83,7 @@ class HopGraph:
         incoming shares are rescaled to keep its incoming total. Edge attributes: ``share`` (after
         renormalisation) and ``raw_share`` (before).
         """
-        if not 0 <= threshold < 1:
-            raise ValueError(f"threshold must be in [0, 1), got {threshold}")
+        check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
             raise ValueError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
         graph = nx.DiGraph(answer=next((s.id for s in trace.segments if s.role == "answer"), None))

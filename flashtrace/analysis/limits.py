@@ -1,113 +1,77 @@
-"""Checks on a run's inputs that cost nothing and come before any tokenising, loading or forward pass.
+"""One source for the limits and choices of a trace and of the options that make one. The schema
+validates with them, the command line takes its choices, ranges and help from them, the app its widget
+bounds, and the API its checks; nothing else writes these numbers or names again.
 
-- `read_text_bounded`: a prompt/response file read with a byte limit (``/dev/zero`` cannot fill memory),
-  one-line errors for a missing file, a folder or undecodable bytes;
-- `max_input_chars` / `check_text_size`: a character bound from the model's context (no token is longer
-  than the tokenizer's longest vocabulary entry), so a 16 MB prompt is refused before it is tokenised;
-  the app uses `max_input_chars` as its text areas' ``max_chars``;
-- `context_length` / `check_context`: the token count against the model's context;
-- `check_options`: attribution options (hops, title, recursive) before the run that needs them (a method's
-  own options, such as the threshold, are checked by the method registry).
+Checks of a run's inputs against a model (its context, the size of a prompt file) are in
+`flashtrace.run.prechecks`.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from ..engine.inputs.sequence import DEFAULT_STOP_TOKENS, STOP_PRESETS
 
-from ..base.fileio import is_device
-from .schema import MAX_HOPS, MAX_TEXT
-
-MAX_INPUT_CHARS = MAX_TEXT  # a Trace stores at most this many characters of prompt, and of response
+MAX_TOKENS = 200_000  # tokens in one trace
+MAX_HOPS = 8  # recursive hops (0..MAX_HOPS)
+MAX_TEXT = 2_000_000  # characters of prompt, and of response, a trace stores
+MAX_FILE_BYTES = 256 * 2**20  # a trace file
+MAX_TITLE = 500  # characters of a trace's title
+MAX_INPUT_CHARS = MAX_TEXT  # what the app's text areas and the API accept (a trace must be able to store it)
 MAX_INPUT_BYTES = 4 * MAX_INPUT_CHARS  # UTF-8 needs at most 4 bytes a character
-MAX_TITLE = 500
+
+RECURSIVE_SPANS = ("reasoning+answer", "reasoning")  # the span G re-attributed by hops >= 1 (first: default)
+HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: default)
+DEFAULT_HOPS = 1
+GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1 (1 would drop every edge)
+METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
+
+__all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
+           "RECURSIVE_SPANS", "HOP0_SPANS", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
+           "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
+           "check_options"]
 
 
-def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of `path` (``-``: standard input), reading at most `limit` bytes; `ValueError` with
-    one line when it is missing, a folder, larger than `limit` or not UTF-8."""
-    path = Path(path)
-    if str(path) == "-":
-        data = sys.stdin.buffer.read(limit + 1)
-    else:
-        if path.is_dir():
-            raise ValueError(f"{what} {path} is a folder, not a text file")
-        if is_device(path):
-            raise ValueError(f"{what} {path} is a device, not a text file")
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(limit + 1)
-        except FileNotFoundError:
-            raise ValueError(f"{what} {path} does not exist") from None
-        except PermissionError:
-            raise ValueError(f"{what} {path} cannot be read (permission denied)") from None
-    if len(data) > limit:
-        raise ValueError(f"{what} {path} is larger than {limit:,} bytes (a prompt or response holds at most "
-                         f"{MAX_INPUT_CHARS:,} characters)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+def check_hops(hops: int, what: str = "hops") -> int:
+    if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
+        raise ValueError(f"{what} must be between 0 and {MAX_HOPS}, got {hops!r}")
+    return hops
 
 
-def context_length(loaded) -> int | None:
-    """The most tokens the model reads at once, from its config (None when the config does not say)."""
-    from ..engine.models.generation import context_length as from_config
-
-    value = from_config(loaded)
-    return int(value) if value else None
+def check_recursive(recursive: str, what: str = "recursive") -> str:
+    if recursive not in RECURSIVE_SPANS:
+        raise ValueError(f"{what} must be {' or '.join(repr(c) for c in RECURSIVE_SPANS)}, got {recursive!r}")
+    return recursive
 
 
-def max_token_chars(tokenizer) -> int:
-    """Characters in the tokenizer's longest vocabulary entry (an upper bound on one token's text)."""
-    cached = getattr(tokenizer, "_flashtrace_max_token_chars", None)
-    if cached is None:
-        try:
-            cached = max(map(len, tokenizer.get_vocab()), default=64)
-        except (AttributeError, NotImplementedError, TypeError):
-            cached = 64
-        try:
-            tokenizer._flashtrace_max_token_chars = cached
-        except AttributeError:
-            pass
-    return max(int(cached), 1)
+def check_hop0(hop0: str, what: str = "hop0") -> str:
+    if hop0 not in HOP0_SPANS:
+        raise ValueError(f"{what} must be {' or '.join(repr(c) for c in HOP0_SPANS)}, got {hop0!r}")
+    return hop0
 
 
-def max_input_chars(loaded) -> int:
-    """The most characters of prompt (or response) worth tokenising for `loaded`: beyond this the text
-    cannot fit its context, and a trace could not store it. For the app's text areas (``max_chars``)."""
-    context = context_length(loaded)
-    bound = context * max_token_chars(loaded.tokenizer) if context else MAX_INPUT_CHARS
-    return min(bound, MAX_INPUT_CHARS)
-
-
-def check_text_size(loaded, prompt: str, response: str | None = None) -> None:
-    """`ValueError` when the prompt or response is certainly too long, before anything is tokenised."""
-    context = context_length(loaded)
-    for what, text in (("prompt", prompt), ("response", response or "")):
-        if len(text) > MAX_INPUT_CHARS:
-            raise ValueError(f"the {what} has {len(text):,} characters; a trace holds at most {MAX_INPUT_CHARS:,}")
-    total = len(prompt) + len(response or "")
-    if context and total > context * max_token_chars(loaded.tokenizer):
-        raise ValueError(f"the prompt and response have {total:,} characters, more than {loaded.name}'s context of "
-                         f"{context:,} tokens can hold (at most ~{context * max_token_chars(loaded.tokenizer):,} "
-                         "characters); shorten them")
-
-
-def check_context(loaded, n_tokens: int) -> None:
-    """`ValueError` when `n_tokens` exceed the model's context (generation checks its own, prompt plus
-    new tokens, in `models.generation.generate`)."""
-    context = context_length(loaded)
-    if context and n_tokens > context:
-        raise ValueError(f"the sequence has {n_tokens} tokens but {loaded.name} reads at most {context}; "
-                         "shorten the prompt or response")
-
-
-def check_options(hops: int = 1, title: str = "", recursive: str = "reasoning+answer") -> None:
-    """`ValueError` for attribution options the run would reject only at its end."""
-    if not 0 <= hops <= MAX_HOPS:
-        raise ValueError(f"hops must be between 0 and {MAX_HOPS}, got {hops}")
+def check_title(title: str) -> str:
     if len(title or "") > MAX_TITLE:
         raise ValueError(f"the title has {len(title)} characters; at most {MAX_TITLE}")
-    if recursive not in ("reasoning+answer", "reasoning"):
-        raise ValueError("recursive must be 'reasoning+answer' or 'reasoning'")
+    return title
+
+
+def check_graph_threshold(threshold: float, what: str = "threshold") -> float:
+    """A hop graph's edge threshold: ``0 <= τ < 1``."""
+    if not 0 <= threshold < 1:
+        raise ValueError(f"{what} must be at least 0 and below 1 (0 keeps every edge), got {threshold}")
+    return threshold
+
+
+def check_method_threshold(threshold: float | None, what: str = "threshold") -> float | None:
+    """A method's proximity threshold: ``0 <= τ <= 1`` (None: off)."""
+    if threshold is not None and not 0 <= threshold <= 1:
+        raise ValueError(f"{what} must be between 0 and 1, got {threshold}")
+    return threshold
+
+
+def check_options(hops: int = DEFAULT_HOPS, title: str = "", recursive: str = RECURSIVE_SPANS[0],
+                  hop0: str = HOP0_SPANS[0]) -> None:
+    """`ValueError` for attribution options the run would reject only at its end."""
+    check_hops(hops)
+    check_title(title)
+    check_recursive(recursive)
+    check_hop0(hop0)

@@ -18,21 +18,17 @@ import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
 from ..base.fileio import atomic_write_text, is_device
-from .trace_views import TraceViews
+from .limits import HOP0_SPANS, MAX_FILE_BYTES, MAX_HOPS, MAX_TEXT, MAX_TITLE, MAX_TOKENS, RECURSIVE_SPANS, STOP_PRESETS
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
-MAX_TOKENS = 200_000
-MAX_HOPS = 8
-MAX_TEXT = 2_000_000
-MAX_FILE_BYTES = 256 * 2**20
 MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
 MAX_EXTRA_DEPTH = 16  # nesting of `extra` (free-form metadata)
 MAX_EXTRA_NODES = 100_000  # values in `extra`
@@ -86,9 +82,9 @@ class Settings(_Strict):
     method: str = Field(max_length=50)
     hops: int = Field(ge=0, le=MAX_HOPS)
     target: TokenRange
-    recursive: Literal["reasoning+answer", "reasoning"] = "reasoning+answer"
-    stop_tokens: Literal["paper", "punctuation", "none"] | list[str] = "paper"
-    hop0: Literal["answer", "generation"] = "answer"
+    recursive: Literal[RECURSIVE_SPANS] = RECURSIVE_SPANS[0]
+    stop_tokens: Literal[STOP_PRESETS] | list[str] = "paper"
+    hop0: Literal[HOP0_SPANS] = HOP0_SPANS[0]
     chat_template: bool = True
     threshold: float | None = Field(default=None, ge=0, le=1)
     assumed: list[Literal["stop_tokens", "hop0"]] = Field(default_factory=list)
@@ -161,11 +157,11 @@ class StepRecord(_Strict):
     seconds: float = Field(ge=0)
 
 
-class Trace(TraceViews, _Strict):
+class Trace(_Strict):
     schema_version: int = SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    title: str = Field(default="", max_length=500)
+    title: str = Field(default="", max_length=MAX_TITLE)
     prompt: str = Field(max_length=MAX_TEXT)
     response: str = Field(max_length=MAX_TEXT)
     model: ModelInfo
@@ -229,6 +225,26 @@ class Trace(TraceViews, _Strict):
     def positions(self, *roles: str) -> list[int]:
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
+    # --- notebook views (drawn by the presentation floor, registered with `register_views`) -------
+    def _repr_html_(self) -> str:
+        return _view("html")(self)
+
+    def heatmap(self, hop: int | None = None, **kwargs):
+        """Plotly token heatmap: the combined prompt attribution, or hop `hop`'s own vector."""
+        return _view("heatmap")(self, hop, **kwargs)
+
+    def hop_graph(self, keep: float = 0.8, fold: bool = True):
+        """Plotly hop graph (prompt sentences → steps → answer); needs a trace made with ``steps=True``."""
+        return _view("hop_graph")(self, keep, fold)
+
+    def compare_depths(self, view: str = "added", shared: bool = True):
+        """Plotly strips of what each hop adds (``view="cumulative"``: the picture after hops 0..K)."""
+        return _view("compare_depths")(self, view, shared)
+
+    def to_pandas(self):
+        """A pandas table, one row per token: text, role, offsets, final and prompt scores, per-hop contributions."""
+        return _view("to_pandas")(self)
+
     def top_prompt_tokens(self, k: int = 10) -> list[tuple[int, str, float]]:
         """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``."""
         ranked = sorted(self.positions("prompt"), key=lambda i: -self.scores.prompt[i])
@@ -276,6 +292,23 @@ class Trace(TraceViews, _Strict):
         if len(data) > MAX_FILE_BYTES:
             raise TraceValidationError(f"{path} is larger than {MAX_FILE_BYTES:,} bytes")
         return cls.from_json(data)
+
+
+_VIEWS: dict[str, Callable] = {}
+
+
+def register_views(**views: Callable) -> None:
+    """Register how a `Trace` draws itself in a notebook (``html``, ``heatmap``, ``hop_graph``,
+    ``compare_depths``, ``to_pandas``): importing `flashtrace` registers the presentation floor's views,
+    so the record itself imports no figure code."""
+    _VIEWS.update(views)
+
+
+def _view(name: str) -> Callable:
+    try:
+        return _VIEWS[name]
+    except KeyError:
+        raise RuntimeError(f"no '{name}' view is registered for traces (importing flashtrace registers them)") from None
 
 
 def _check_structure(text: str | bytes) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..store.gallery import gallery_path, list_gallery
 from ..engine.inputs import ResponseSpans, build_sequence
 from ..store.library import Library
-from ..analysis.limits import check_text_size
+from ..run.prechecks import check_text_size
 from ..analysis.schema import Trace
 
 if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
@@ -190,7 +190,7 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
     tokenising), the sequence against the model's context, the target (a non-empty span of the response),
     the memory the run needs."""
-    from ..analysis.limits import check_context
+    from ..run.prechecks import check_context
     from ..run.tracing import resolve_target
 
     if target_chars is not None and target_chars[0] >= target_chars[1]:

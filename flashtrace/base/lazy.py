@@ -8,12 +8,13 @@ import sys
 
 
 def lazy_exports(package: str, where: dict[str, str]):
-    """``(__getattr__, __dir__)`` for `package`, whose name ``n`` is ``<package>.<where[n]>.n``; a name,
-    once loaded, is stored in the package so later lookups are plain attribute reads."""
+    """``(__getattr__, __dir__)`` for `package`, whose name ``n`` lives in module ``where[n]``, written as
+    in a relative import (``".span"``, ``"..kernels.proximity"``); a name, once loaded, is stored in the
+    package so later lookups are plain attribute reads."""
     def __getattr__(name: str):
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        value = getattr(importlib.import_module(where[name], package), name)
         setattr(sys.modules[package], name, value)
         return value
 

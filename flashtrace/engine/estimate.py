@@ -234,6 +234,7 @@ def _context(model) -> int | None:
     """The model's context in tokens when `model` is a loaded model (None otherwise)."""
     if not hasattr(model, "model"):
         return None
-    from ..analysis.limits import context_length
+    from .models.generation import context_length
 
-    return context_length(model)
+    value = context_length(model)
+    return int(value) if value else None

@@ -29,7 +29,8 @@ from .distributed import kill_hook
 from ..base.fileio import atomic_write_text, publish_text
 from ..store.library import Library, sanitize_name
 from ..store.index import LibraryIndex
-from ..analysis.schema import MAX_HOPS, Trace
+from ..analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
+from ..analysis.schema import Trace
 
 RECORD_DIR = "_batch"
 KEY_CHARS = 12
@@ -79,9 +80,9 @@ class BatchSettings:
     options: dict = field(default_factory=dict)
     hops: int | None = None
     target: str = "answer"
-    recursive: str = "reasoning+answer"
+    recursive: str = RECURSIVE_SPANS[0]
     stop_tokens: str | list = "paper"
-    hop0: str = "answer"
+    hop0: str = HOP0_SPANS[0]
     chat_template: bool = True
     generate: bool = False
     max_new_tokens: int = 256
@@ -289,8 +290,8 @@ def run_batch(input_path: str | Path, out: str | Path, settings: BatchSettings, 
     out = Path(out)
     spec = get_method(settings.method)
     spec.resolve_options(dict(settings.options))  # a bad option fails before any work
-    if settings.hops is not None and not 0 <= settings.hops <= MAX_HOPS:
-        raise ValueError(f"--hops must be between 0 and {MAX_HOPS}, got {settings.hops}")
+    if settings.hops is not None:
+        check_hops(settings.hops, "--hops")
     check_target(settings.target)
     check_model(settings.model)
     jobs, bad = read_lines(input_path, settings)

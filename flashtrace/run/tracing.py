@@ -17,7 +17,9 @@ from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
-from ..analysis.limits import check_context, check_options, check_text_size
+from ..analysis.compare import HopDepthComparison, compare_depths
+from ..analysis.limits import check_options
+from .prechecks import check_context, check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.generation import generate as generate_text
 from ..analysis.segments import segment_sequence
@@ -273,5 +275,12 @@ def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *,
     return attribute(prepared, **options)
 
 
-__all__ = ["Prepared", "prepare", "attribute", "trace", "resolve_target", "stop_mask", "detect_spans", "method_source",
+def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
+    """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
+    ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
+    trace = attribute(prepared, hops=max_hops, **options)
+    return compare_depths(trace, k=k, max_hops=max_hops)
+
+
+__all__ = ["Prepared", "prepare", "attribute", "trace", "hop_depth_comparison", "resolve_target", "stop_mask", "detect_spans", "method_source",
            "replacement_id", "HOP0_SPANS"]

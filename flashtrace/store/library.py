@@ -19,7 +19,8 @@ from pathlib import Path
 from ..base.errors import EXIT_USAGE, FlashTraceError
 from ..base.fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
 from .index import LibraryIndex
-from ..analysis.schema import MAX_FILE_BYTES, Trace, TraceValidationError
+from ..analysis.limits import MAX_FILE_BYTES
+from ..analysis.schema import Trace, TraceValidationError
 
 LIBRARY_ENV = "FLASHTRACE_LIBRARY"
 MAX_NAME = 80

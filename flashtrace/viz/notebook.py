@@ -1,7 +1,6 @@
 """A `Trace` in a notebook: an escaped, self-contained HTML summary (what Jupyter shows for a trace),
-the app's views as Plotly figures, and a pandas token table. `Trace` forwards its `_repr_html_`,
-`heatmap`, `hop_graph`, `compare_depths` and `to_pandas` here (imported on first use, so loading a
-trace never imports Plotly or pandas)."""
+the app's views as Plotly figures, and a pandas table. `flashtrace` registers these functions as the
+trace's views (`schema.register_views`) when it is imported; they load Plotly or pandas on first use."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from flashtrace.engine.attribution import proximity, span_aggregate, tokenwise_aggregate, tokenwise_rows
-from flashtrace.engine.attribution.kernels import _proximity_torch, head_proximities, value_proximities
+from flashtrace.engine.kernels.proximity import _proximity_torch, head_proximities, value_proximities
 from flashtrace.engine.models import record_forward
 from flashtrace.engine.models.recording import LayerRecord, Recording
 from tests.attribution.reference import reference_span_scores
@@ -106,7 +106,7 @@ def test_proximities_from_values_equal_the_formula_where_parts_overshoot(seed):
     got = value_proximities(v, w_o, abar, y).double()
     assert ((got - expected).abs().max() / expected.abs().max()).item() < 1e-5
     if seed == 0:  # many spans go through the kernel in chunks: one span at a time gives the same
-        import flashtrace.engine.attribution.kernels as kernels
+        import flashtrace.engine.kernels.proximity as kernels
 
         chunk, kernels.SPAN_CHUNK_ELEMENTS = kernels.SPAN_CHUNK_ELEMENTS, 1
         try:

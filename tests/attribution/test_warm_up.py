@@ -4,9 +4,9 @@ import subprocess
 import sys
 
 CODE = """
-import torch, flashtrace.engine.models, flashtrace.engine.attribution.kernels as k
+import torch, flashtrace.engine.models, flashtrace.engine.kernels.proximity as k
 from flashtrace.engine.attribution import span_aggregate
-from flashtrace.engine.models.softmax_cpu import exp_accumulate
+from flashtrace.engine.kernels.softmax import exp_accumulate
 kernels = (k._value_proximity_cpu, exp_accumulate)
 print(*[len(f.signatures) for f in kernels])
 loaded = flashtrace.engine.models.load_model('tiny-llama')

@@ -57,7 +57,7 @@ def test_default_model_loads_fast_and_answers(smollm):
     # torch and transformers are imported before the clock starts (`import flashtrace` and
     # `import flashtrace.engine.models` no longer import them): the claim is about loading the cached model,
     # verification included, not Python's imports
-    code = ("import time, flashtrace, flashtrace.engine.models.loading, flashtrace.engine.attribution.kernels; t = time.perf_counter(); "
+    code = ("import time, flashtrace, flashtrace.engine.models.loading, flashtrace.engine.kernels.proximity; t = time.perf_counter(); "
             "flashtrace.load_model('smollm2-135m'); print(time.perf_counter() - t)")
     seconds = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
                     .stdout.strip().splitlines()[-1])

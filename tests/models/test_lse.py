@@ -11,7 +11,7 @@ import flashtrace.engine.models.attention as attention_module
 from flashtrace.engine.attribution import span_aggregate
 from flashtrace.engine.models import record_forward
 from flashtrace.engine.models.attention import aggregate_attention
-from flashtrace.engine.models.softmax_cpu import fast_exp
+from flashtrace.engine.kernels.softmax import fast_exp
 from tests.attribution.reference import explicit_attention
 from tests.conftest import random_ids
 

@@ -10,6 +10,7 @@ HELP = ("trace every prompt of a JSONL file into one trace file each (resumable;
 
 
 def add_arguments(parser) -> None:
+    from ...analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
 
     parser.add_argument("input", type=Path, help="JSONL file: one object per line with prompt, and optionally response "
@@ -20,17 +21,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
     parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), help="attribution method")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="a method option (repeatable)")
-    parser.add_argument("--hops", type=int, default=None, help="hops for lines without their own (0-8; default 1, "
+    parser.add_argument("--hops", type=int, default=None, help=f"hops for lines without their own (0-{MAX_HOPS}; default 1, "
                         "or 0 for methods without hops)")
     parser.add_argument("--target", default="answer", help="target for lines without their own: answer, response, "
                         "reasoning or START:END")
-    parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
+    parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
     stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
                        help="tokens with weight 0 in targets and scores (as in flashtrace trace)")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
-    parser.add_argument("--hop0", default="answer", choices=["answer", "generation"],
+    parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
                         help="span of hop 0: the target, or the whole generation")
     parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
     parser.add_argument("--generate", action="store_true", help="generate the response of lines that have none")

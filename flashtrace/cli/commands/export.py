@@ -14,17 +14,20 @@ def add_arguments(parser) -> None:
     parser.add_argument("--png", type=Path, default=None, help="write the token heatmap as PNG (needs Chromium)")
     parser.add_argument("--svg", type=Path, default=None, help="write the token heatmap as SVG (needs Chromium)")
     parser.add_argument("--hop", type=int, default=None, help="hop shown in PNG/SVG (default: the combined view)")
-    parser.add_argument("--threshold", type=float, default=0.05, help="hop-graph edge threshold in the HTML page")
+    from ...analysis.limits import GRAPH_THRESHOLD_RANGE
+
+    parser.add_argument("--threshold", type=float, default=0.05,
+                        help=f"hop-graph edge threshold in the HTML page (in {GRAPH_THRESHOLD_RANGE})")
 
 
 def run(args) -> int:
     from ...base.fileio import atomic_write_text, check_destination
+    from ...analysis.limits import check_graph_threshold
     from ...analysis.schema import Trace
 
     if not any((args.html, args.json, args.png, args.svg)):
         raise ValueError("nothing to do: give at least one of --html, --json, --png, --svg")
-    if not 0 <= args.threshold <= 1:
-        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    check_graph_threshold(args.threshold, "--threshold")
     for flag in ("html", "json", "png", "svg"):
         if getattr(args, flag):
             check_destination(getattr(args, flag), f"--{flag}")

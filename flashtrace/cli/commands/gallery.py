@@ -9,7 +9,7 @@ HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with th
 
 
 def add_arguments(parser) -> None:
-    from ...store.gallery import GALLERY
+    from ...evaluate.gallery import GALLERY
 
     parser.add_argument("--out", type=Path, default=None,
                         help="folder to write the traces and index.json to (default: the checkout's assets/gallery)")
@@ -21,7 +21,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ...store.gallery import build_gallery, gallery_dir, list_gallery
+    from ...evaluate.gallery import build_gallery
+    from ...store.gallery import gallery_dir, list_gallery
 
     if args.list:
         items = list_gallery(args.out or gallery_dir())

@@ -9,6 +9,7 @@ HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recur
 
 
 def add_arguments(parser) -> None:
+    from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
     from ...engine.models import MODEL_ALIASES
 
@@ -25,14 +26,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("--target", default="answer",
                         help="what to explain: answer, response, reasoning, or a token range START:END")
     parser.add_argument("--hops", type=int, default=None,
-                        help="recursive hops through the reasoning (0-8; default 1, or 0 for methods without hops)")
+                        help=f"recursive hops through the reasoning (0-{MAX_HOPS}; default 1, or 0 for methods without "
+                             "hops)")
     parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS),
                         help="attribution method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="a method option (repeatable): " + "; ".join(
                             f"{m.name} {o.name} ({o.kind.__name__}, default {o.default}): {o.help}"
                             for m in METHODS.values() for o in m.options))
-    parser.add_argument("--recursive", default="reasoning+answer", choices=["reasoning+answer", "reasoning"],
+    parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
     stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
@@ -40,12 +42,13 @@ def add_arguments(parser) -> None:
                             "the authors' set), punctuation (every punctuation-only token), none, or a "
                             "whitespace-separated list such as ', . ?' (whitespace-only tokens are included)")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
-    parser.add_argument("--hop0", default="answer", choices=["answer", "generation"],
+    parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
                         help="span of hop 0: the target (default) or the whole generation, reasoning + answer "
                              "(the paper-era code)")
     parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
     parser.add_argument("--threshold", type=float, default=None,
-                        help="prune (head, source) proximities whose share of the layer is below this (0-1)")
+                        help="prune (head, source) proximities whose share of the layer is below this "
+                             f"(in {METHOD_THRESHOLD_RANGE})")
     parser.add_argument("--steps", action="store_true",
                         help="also attribute every reasoning step and the answer (for the hop graph), in one sweep")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
@@ -66,7 +69,7 @@ def _options(pairs: list[str]) -> dict:
 
 
 def _read(path: Path | None, text: str | None, what: str) -> str | None:
-    from ...analysis.limits import read_text_bounded
+    from ...run.prechecks import read_text_bounded
 
     if text is not None:
         return text
@@ -76,13 +79,12 @@ def _read(path: Path | None, text: str | None, what: str) -> str | None:
 def _check_arguments(args) -> None:
     """Everything that can be checked before a file is read or a model loaded (one-line errors, exit 2)."""
     from ...base.fileio import check_destination
-    from ...analysis.limits import check_options
+    from ...analysis.limits import check_hops, check_method_threshold, check_options
     from ...engine.models.memory import check_device
 
-    if args.hops is not None and not 0 <= args.hops <= 8:
-        raise ValueError(f"--hops must be between 0 and 8, got {args.hops}")
-    if args.threshold is not None and not 0 <= args.threshold <= 1:
-        raise ValueError(f"--threshold must be between 0 and 1, got {args.threshold}")
+    if args.hops is not None:
+        check_hops(args.hops, "--hops")
+    check_method_threshold(args.threshold, "--threshold")
     if args.top < 1:
         raise ValueError(f"--top must be at least 1, got {args.top}")
     if args.generate and args.max_new_tokens < 1:

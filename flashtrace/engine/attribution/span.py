@@ -22,8 +22,8 @@ import torch
 
 from ..models.attention import LSE_BLOCK, aggregate_attention
 from ..models.recording import Recording
-from ..models.softmax_cpu import serial_kernels
-from .kernels import head_proximities, proximity, value_proximities
+from ..kernels.softmax import serial_kernels
+from ..kernels.proximity import head_proximities, proximity, value_proximities
 
 DEFAULT_BUDGET = 256 * 2**20
 VALUE_KERNEL_CPU = True  # proximities from values on CPU tensors; False forms the head values as on GPUs (and as

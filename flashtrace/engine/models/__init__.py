@@ -7,10 +7,10 @@ names, imports without torch and transformers, so the command line's help can li
 from ...base.lazy import lazy_exports
 
 _WHERE = {
-    "FamilySpec": "families", "UnsupportedModelError": "families", "spec_for": "families",
-    "supported_families": "families", "MODEL_ALIASES": "aliases", "LoadedModel": "loading",
-    "ModelLoadError": "loading", "load_model": "loading", "wrap_model": "loading", "ResourceError": "memory",
-    "LayerRecord": "recording", "Recording": "recording", "record_forward": "recording",
+    "FamilySpec": ".families", "UnsupportedModelError": ".families", "spec_for": ".families",
+    "supported_families": ".families", "MODEL_ALIASES": ".aliases", "LoadedModel": ".loading",
+    "ModelLoadError": ".loading", "load_model": ".loading", "wrap_model": ".loading", "ResourceError": ".memory",
+    "LayerRecord": ".recording", "Recording": ".recording", "record_forward": ".recording",
 }
 __all__ = list(_WHERE)
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import torch
 
-from .softmax_cpu import TILE, exp_accumulate, run_kernel
+from ..kernels.softmax import TILE, exp_accumulate, run_kernel
 
 
 def attention_logits(
@@ -102,7 +102,7 @@ LSE_BLOCK = 64  # rows per block on the log-sum-exp path: smaller blocks stay in
 def _aggregate_with_lse(layer, rows, coef, lse, block):
     """`aggregate_attention` with the recorded log-sum-exp ``lse [H, N]``: per block one bmm for the
     logits into a reused buffer, then ``Σ_i coef[b, i] · exp(logit − lse)`` over the visible columns:
-    on the CPU in one fused pass (`softmax_cpu`), elsewhere as in-place exp, masking and a bmm."""
+    on the CPU in one fused pass (`kernels.softmax`), elsewhere as in-place exp, masking and a bmm."""
     n_heads, n_kv = layer.n_heads, layer.n_kv_heads
     rep = n_heads // n_kv
     n_src = int(rows[-1]) + 1

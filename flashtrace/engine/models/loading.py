@@ -108,7 +108,7 @@ def load_model(
 
         verify_decomposition(loaded)
     if loaded.device.type == "cpu":  # the first attribution must not pay the proximity kernel's load
-        from ..attribution.kernels import warm_up
+        from ..kernels.proximity import warm_up
 
         warm_up()
     return loaded

@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-# numba's own thread pool for every kernel of the package (this module and attribution/kernels.py): its
+# numba's own thread pool for every kernel of the package (this module and kernels/proximity.py): its
 # OpenMP layer would share libgomp with torch and reset torch's thread count
 numba.config.THREADING_LAYER = "workqueue"
 

@@ -19,8 +19,8 @@ import numba
 import numpy as np
 import torch
 
-# (importing softmax_cpu also sets numba's threading layer)
-from ..models.softmax_cpu import SERIAL, TILE, exp_accumulate, run_kernel, serial_kernels
+# (importing softmax also sets numba's threading layer)
+from .softmax import SERIAL, TILE, exp_accumulate, run_kernel, serial_kernels
 
 
 @numba.njit(fastmath=True)

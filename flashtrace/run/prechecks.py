@@ -1,0 +1,99 @@
+"""Checks on a run's inputs that cost nothing and come before any tokenising or forward pass.
+
+- `read_text_bounded`: a prompt/response file read with a byte limit (``/dev/zero`` cannot fill memory),
+  one-line errors for a missing file, a folder or undecodable bytes;
+- `max_input_chars` / `check_text_size`: a character bound from the model's context (no token is longer
+  than the tokenizer's longest vocabulary entry), so a 16 MB prompt is refused before it is tokenised;
+  the app uses `max_input_chars` as its text areas' ``max_chars``;
+- `context_length` / `check_context`: the token count against the model's context.
+
+The limits themselves (and option checks that need no model) are in `flashtrace.analysis.limits`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..analysis.limits import MAX_INPUT_BYTES, MAX_INPUT_CHARS
+from ..base.fileio import is_device
+
+
+def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of `path` (``-``: standard input), reading at most `limit` bytes; `ValueError` with
+    one line when it is missing, a folder, larger than `limit` or not UTF-8."""
+    path = Path(path)
+    if str(path) == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        if path.is_dir():
+            raise ValueError(f"{what} {path} is a folder, not a text file")
+        if is_device(path):
+            raise ValueError(f"{what} {path} is a device, not a text file")
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(limit + 1)
+        except FileNotFoundError:
+            raise ValueError(f"{what} {path} does not exist") from None
+        except PermissionError:
+            raise ValueError(f"{what} {path} cannot be read (permission denied)") from None
+    if len(data) > limit:
+        raise ValueError(f"{what} {path} is larger than {limit:,} bytes (a prompt or response holds at most "
+                         f"{MAX_INPUT_CHARS:,} characters)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+
+
+def context_length(loaded) -> int | None:
+    """The most tokens the model reads at once, from its config (None when the config does not say)."""
+    from ..engine.models.generation import context_length as from_config
+
+    value = from_config(loaded)
+    return int(value) if value else None
+
+
+def max_token_chars(tokenizer) -> int:
+    """Characters in the tokenizer's longest vocabulary entry (an upper bound on one token's text)."""
+    cached = getattr(tokenizer, "_flashtrace_max_token_chars", None)
+    if cached is None:
+        try:
+            cached = max(map(len, tokenizer.get_vocab()), default=64)
+        except (AttributeError, NotImplementedError, TypeError):
+            cached = 64
+        try:
+            tokenizer._flashtrace_max_token_chars = cached
+        except AttributeError:
+            pass
+    return max(int(cached), 1)
+
+
+def max_input_chars(loaded) -> int:
+    """The most characters of prompt (or response) worth tokenising for `loaded`: beyond this the text
+    cannot fit its context, and a trace could not store it. For the app's text areas (``max_chars``)."""
+    context = context_length(loaded)
+    bound = context * max_token_chars(loaded.tokenizer) if context else MAX_INPUT_CHARS
+    return min(bound, MAX_INPUT_CHARS)
+
+
+def check_text_size(loaded, prompt: str, response: str | None = None) -> None:
+    """`ValueError` when the prompt or response is certainly too long, before anything is tokenised."""
+    context = context_length(loaded)
+    for what, text in (("prompt", prompt), ("response", response or "")):
+        if len(text) > MAX_INPUT_CHARS:
+            raise ValueError(f"the {what} has {len(text):,} characters; a trace holds at most {MAX_INPUT_CHARS:,}")
+    total = len(prompt) + len(response or "")
+    if context and total > context * max_token_chars(loaded.tokenizer):
+        raise ValueError(f"the prompt and response have {total:,} characters, more than {loaded.name}'s context of "
+                         f"{context:,} tokens can hold (at most ~{context * max_token_chars(loaded.tokenizer):,} "
+                         "characters); shorten them")
+
+
+def check_context(loaded, n_tokens: int) -> None:
+    """`ValueError` when `n_tokens` exceed the model's context (generation checks its own, prompt plus
+    new tokens, in `models.generation.generate`)."""
+    context = context_length(loaded)
+    if context and n_tokens > context:
+        raise ValueError(f"the sequence has {n_tokens} tokens but {loaded.name} reads at most {context}; "
+                         "shorten the prompt or response")

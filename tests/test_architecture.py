@@ -1,0 +1,45 @@
+"""The floors are code, not prose: import-linter's contracts (`.importlinter`: a lower floor never imports
+a higher one, analysis and storage are torch-free, only viz and app draw, no import cycles) hold, and the
+limits and choices the command line offers come from `flashtrace.analysis.limits`."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flashtrace.analysis import limits
+from flashtrace.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_import_contracts_hold():
+    lint = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(lint), "--config", str(ROOT / ".importlinter")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 broken" in out.stdout
+
+
+def _option(command: str, flag: str):
+    parser = build_parser(only=command)
+    sub = parser.commands[command]
+    return next(a for a in sub._actions if flag in a.option_strings)
+
+
+@pytest.mark.parametrize("command", ["trace", "batch"])
+def test_cli_choices_are_the_limits_choices(command):
+    assert tuple(_option(command, "--recursive").choices) == limits.RECURSIVE_SPANS
+    assert tuple(_option(command, "--hop0").choices) == limits.HOP0_SPANS
+    assert f"0-{limits.MAX_HOPS}" in _option(command, "--hops").help
+
+
+def test_export_refuses_a_graph_threshold_the_graph_would_refuse(tmp_path, capsys):
+    # threshold 1 drops every edge: refused by the command, with one line, before the file is read
+    code = main(["export", str(tmp_path / "missing.json"), "--html", str(tmp_path / "x.html"), "--threshold", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--threshold" in err and "below 1" in err and err.count("\n") == 1
+    with pytest.raises(ValueError):
+        limits.check_graph_threshold(1.0)
+    assert limits.check_graph_threshold(0.0) == 0.0
