@@ -30,6 +30,8 @@ def home() -> None:
             st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
                        f"{item.hops:d} hops")
             st.markdown(ui.plain(item.description))
+            if item.note:
+                st.markdown(ui.plain(item.note))
             query = {"trace": f"gallery:{item.name}"}
             st.page_link(ui.PAGES["story"], label="Tell its story", icon=":material/auto_stories:", query_params=query)
             a, b = st.columns(2)

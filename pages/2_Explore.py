@@ -6,6 +6,7 @@ import streamlit as st
 
 from flashtrace.app import ui
 from flashtrace.app.export import export_buttons
+from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
@@ -68,5 +69,5 @@ if picked:
         st.dataframe(top_tokens(trace, hop=hop, k=k), hide_index=True,
                      column_config={"score": st.column_config.NumberColumn(format="%.4f")})
     with right, ui.shown_errors():
-        st.plotly_chart(mass_per_hop(trace), key="mass", config={"displaylogo": False})
+        st.plotly_chart(mass_per_hop(analyse(trace)), key="mass", config={"displaylogo": False})
     ui.nav_links(ref, "explore")

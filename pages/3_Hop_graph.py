@@ -5,9 +5,11 @@ import streamlit as st
 from flashtrace.app import state as app_state, ui
 from flashtrace.app.export import export_buttons
 from flashtrace.app.glossary import help_link
+from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.analysis.graph import OTHER
+from flashtrace.analysis.story import graph_words
 from flashtrace.viz import step_values, token_heatmap, tokens_html
-from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
+from flashtrace.viz.graph import ROLE_NAMES, hop_graph_figure, node_label, path_text, selected_node
 from flashtrace.viz.report import static_graph
 
 NONE = "(none)"
@@ -52,15 +54,26 @@ if picked:
                    "a prompt sentence.")
         static = static_graph(graph_fig)
         export_buttons(f"{ref.name}-hop-graph", trace.title or ref.name, [static], static, key="graph_export")
-        evidence = evidence_paths(graph, 5)
-        with st.expander("Evidence: the prompt sentences with the most influence on the answer", expanded=True):
-            st.dataframe([{"sentence": f"{n}: {node_label(graph, n, 60)}", "influence": value,
-                           "strongest path": path_text(graph, path, 18) if path else "(not shown at this setting)",
-                           "hops": path.hops if path else None} for n, value, path in evidence],
-                         hide_index=True, column_config={
+        facts = analyse(trace)
+        st.caption(ui.plain(graph_words(facts)))
+        evidence = facts.evidence(5)
+        graph_share = {p.key: float(facts.graph.shares[i]) for i, p in enumerate(facts.pieces)} if facts.graph else {}
+        with st.expander("Evidence: the prompt sentences the answer rests on most (the trace's hop scores, as on every "
+                         "page), with their influence through this graph", expanded=True):
+            paths = {piece.key: graph.strongest_path_to(piece.key) for piece, _ in evidence}
+            st.dataframe([{"sentence": f"{piece.key}: {piece.label}", f"share {OF_PROMPT}": share,
+                           "through the graph": graph_share.get(piece.key),
+                           "strongest path": path_text(graph, paths[piece.key], 18) if paths[piece.key] else
+                           "(not shown at this setting)",
+                           "hops": paths[piece.key].hops if paths[piece.key] else None} for piece, share in evidence],
+                         hide_index=True, key="evidence_table", column_config={
                              "sentence": st.column_config.TextColumn(width="medium"),
-                             "influence": st.column_config.ProgressColumn(format="percent", min_value=0.0, width="small",
-                                                                          max_value=max([v for _, v, _ in evidence], default=1.0)),
+                             f"share {OF_PROMPT}": st.column_config.ProgressColumn(
+                                 format="percent", min_value=0.0, width="small",
+                                 max_value=max([v for _, v in evidence], default=1.0)),
+                             "through the graph": st.column_config.NumberColumn(
+                                 format="percent", width="small",
+                                 help="share of all the prompt influence the graph carries (a different quantity)"),
                              "strongest path": st.column_config.TextColumn(width="large"),
                              "hops": st.column_config.NumberColumn(width="small")})
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):

@@ -4,9 +4,10 @@ by side (time and live deletion-curve faithfulness)."""
 import streamlit as st
 
 from flashtrace.app import methods as app_methods, ui
-from flashtrace.analysis.compare import compare_depths, hop_additions, reach_sentence, top_segment_sentence
+from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
-from flashtrace.analysis.story import counted
+from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words
+from flashtrace.analysis.text import counted
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
                                     method_strips, method_table, reach_bars)
@@ -19,29 +20,32 @@ def hop_depths(trace) -> None:
     if trace.settings.hops == 0:
         st.info("This trace has no hops beyond 0; run it with more hops to compare depths.")
         return
-    additions = hop_additions(trace)
+    facts = analyse(trace)
     with st.container(border=True):
-        st.text(reach_sentence(additions))
-        st.text(top_segment_sentence(additions))
+        for line in (reach_words(facts), change_words(facts), moves_words(facts), gold_words(facts)):
+            if line:
+                st.text(line)
     c1, c2, c3, c4 = st.columns([5, 3, 3, 3])
     view = c1.segmented_control("Show", ["added by each hop", "total after hop K"], default="added by each hop",
                                 key="depth_view",
-                                help=help_link("rho", "added by each hop: hop K's own contribution ρ(K-1)·a(K) on the "
-                                               "prompt (they sum to the final attribution); total after hop K: the "
-                                               "attribution after hops 0..K.")) or "added by each hop"
+                                help=help_link("rho", "added by each hop: hop K's own contribution ρ(K-1)·a(K), as a "
+                                               "share of the final prompt attribution (the hops add up to it); "
+                                               "total after hop K: the prompt attribution after hops 0..K, as a "
+                                               "share of the prompt's attribution at that depth (the Story's "
+                                               "numbers).")) or "added by each hop"
     unit = c2.segmented_control("On", ["sentences", "tokens"], default="sentences", key="depth_unit") or "sentences"
     per_row = c3.toggle("Per-hop scale", value=False, key="depth_per_row",
                         help="Off: one colour scale for every hop, so colours compare across hops. On: each hop's "
                              "row (or column) is scaled to its own maximum.")
     limit = c4.slider("How many", 5, 40, 12 if unit != "tokens" else 30, key=f"depth_limit_{unit}")
     mode = "cumulative" if view == "total after hop K" else "added"
-    if unit == "tokens":
-        fig = hop_token_strips(additions, [t.text for t in trace.tokens], mode, shared=not per_row, limit=limit)
+    if unit == "tokens" or facts.piece_kind != "sentence":
+        fig = hop_token_strips(facts, [t.text for t in trace.tokens], mode, shared=not per_row, limit=limit)
     else:
-        fig = hop_segment_strips(additions, mode, shared=not per_row, limit=limit)
+        fig = hop_segment_strips(facts, mode, shared=not per_row, limit=limit)
     st.plotly_chart(fig, key="hop_strips", config=CHART)
     k = st.slider("k for the top-k overlap", 3, 30, 10, key="depth_k")
-    comparison = compare_depths(trace, k=k)
+    comparison = facts.comparison(k)
     left, right = st.columns(2)
     with left:
         st.plotly_chart(depth_agreement(comparison), key="depth_agreement", config=CHART)
@@ -49,13 +53,14 @@ def hop_depths(trace) -> None:
         st.caption(f"Top-{k:d} prompt tokens: stable (overlap ≥ 90 % with every deeper depth) from K={conv:d}."
                    if conv is not None else f"Top-{k:d} prompt tokens: still changing at the deepest hop computed.")
     with right:
-        st.plotly_chart(reach_bars(additions), key="reach_bars", config=CHART)
-        st.caption("Each bar: the share of the target's attribution on the prompt after hops 0..K, split by the hop "
-                   "that moved it there. ρ (the hop mass, in the table) is the share still on generated text.")
-    st.dataframe([{"depth": f"K={d}", "ρ (left on generated text)": comparison.rho[d],
-                   f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20) for i in comparison.top[d])}
-                  for d in comparison.depths], hide_index=True)
-    st.plotly_chart(mass_per_hop(trace), key="mass", config=CHART)
+        st.plotly_chart(reach_bars(facts), key="reach_bars", config=CHART)
+        st.caption("Each bar: the share of the answer's attribution on the input after hops 0..K, split by the hop "
+                   "that moved it there. ρ (in the table) is the share still on the model's own text.")
+    rows = depth_table(facts)
+    st.dataframe([{**row, "ρ (left on generated text)": f"{d.rho:.3f}",
+                   f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20) for i in comparison.top[d.k])}
+                  for row, d in zip(rows, facts.depths)], hide_index=True, key="depth_table")
+    st.plotly_chart(mass_per_hop(facts), key="mass", config=CHART)
 
 
 def methods(ref, trace) -> None:

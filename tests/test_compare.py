@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.analysis.compare import (CONVERGED_OVERLAP, HopAdditions, SegmentInfo, compare_depths, hop_additions,
-                                reach_sentence, short_text, spearman, top_k_overlap,
-                                top_segment_sentence)
+from flashtrace.analysis.compare import CONVERGED_OVERLAP, compare_depths, hop_additions, spearman, top_k_overlap
+from flashtrace.analysis.facts import analyse
+from flashtrace.analysis.story import reach_words
+from flashtrace.analysis.text import pct, short_text
 from flashtrace.run.tracing import attribute, hop_depth_comparison, prepare
 from flashtrace.viz import visible_label
 from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
@@ -143,29 +144,17 @@ def test_reached_the_input(prepared, three_hops):
     assert add.reached == pytest.approx([1 - r for r in rho])  # default recursive span: reached = 1 - ρ_K
     assert add.reached == pytest.approx(np.cumsum(add.input_share).tolist())
     assert compare_depths(three_hops).reached == pytest.approx(add.reached)
-    text = reach_sentence(add)
-    assert text.startswith(f"After 3 hops, {100 * add.reached[3]:.0f} % of the answer's attribution has reached "
-                           f"the prompt (hop 0: {100 * add.reached[0]:.0f} %)")
+    text = reach_words(analyse(three_hops))
+    assert text.startswith(f"Read directly, {pct(add.reached[0])} of the answer's attribution is on the input")
+    assert f"after 3 hops {pct(add.reached[3])} has reached it" in text
     only_reasoning = hop_additions(attribute(prepared, hops=2, recursive="reasoning"))
     assert only_reasoning.reached[-1] < 1 - only_reasoning.rho[-1]  # answer mass is not re-attributed: lost
-    assert "the rest is still" not in reach_sentence(only_reasoning)
-
-
-def test_top_segment_sentence():
-    segs = [SegmentInfo("P0", "Question: what is VAR A?", 0, 5), SegmentInfo("P1", "VAR RPBER = 16819.", 5, 9)]
-    add = HopAdditions(hops=[0, 1, 2], prompt_positions=list(range(9)), added=[[0.0] * 9] * 3, unit=1.0,
-                       segments=segs, segment_added=[[0.3, 0.1], [0.0, 0.3], [0.1, 0.1]], input_share=[0.3, 0.3, 0.2],
-                       reached=[0.3, 0.6, 0.8], rho=[0.7, 0.4, 0.2], top_segment=[0, 1, 1])
-    assert top_segment_sentence(add) == ("Hop 1 changed the top sentence from “Question: what is VAR A?” to "
-                                         "“VAR RPBER = 16819.”.")
-    add.top_segment = [0, 0, 0]
-    assert top_segment_sentence(add) == "The top sentence is “Question: what is VAR A?” at every depth (hops 0..2)."
 
 
 def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
-    add = hop_additions(three_hops)
+    add, facts = hop_additions(three_hops), analyse(three_hops)
     texts = [t.text for t in three_hops.tokens]
-    fig = hop_token_strips(add, texts, "added", shared=True, limit=8).to_plotly_json()
+    fig = hop_token_strips(facts, texts, "added", shared=True, limit=8).to_plotly_json()
     cols = fig["layout"]["meta"]["positions"]
     assert len(cols) == 8 and cols == sorted(cols) and set(cols) <= set(add.prompt_positions)
     z = np.asarray(fig["data"][0]["z"])
@@ -174,21 +163,26 @@ def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
     assert fig["data"][0]["zmax"] == pytest.approx(z.max())  # one scale: the largest cell of every hop
     assert fig["layout"]["xaxis"]["ticktext"] == [visible_label(texts[i], 14) for i in cols]
     assert list(fig["data"][0]["y"]) == ["hop 0 (direct)", "hop 1 adds", "hop 2 adds", "hop 3 adds"]
-    own = np.asarray(hop_token_strips(add, texts, "added", shared=False, limit=8).to_plotly_json()["data"][0]["z"])
+    own = np.asarray(hop_token_strips(facts, texts, "added", shared=False, limit=8).to_plotly_json()["data"][0]["z"])
     assert own.max(axis=1) == pytest.approx([1.0] * 4)  # per-hop normalisation: every row reaches its maximum
-    cum = hop_token_strips(add, texts, "cumulative", limit=200).to_plotly_json()
-    last = np.asarray(cum["data"][0]["z"])[-1]
+    cum = hop_token_strips(facts, texts, "cumulative", limit=200).to_plotly_json()
+    rows = np.asarray(cum["data"][0]["z"])
     positions = cum["layout"]["meta"]["positions"]
-    assert last == pytest.approx([three_hops.scores.prompt[i] for i in positions])  # after all hops: Explore's scores
+    assert rows[-1] == pytest.approx([three_hops.scores.prompt[i] for i in positions])  # after all hops: Explore's scores
+    for depth in range(4):  # each depth is its own picture: shares of the prompt attribution after hops 0..depth
+        cumulative = np.sum(np.asarray(add.added[: depth + 1]), axis=0)
+        prompt = three_hops.positions("prompt")
+        assert rows[depth] == pytest.approx(cumulative[positions] / cumulative[prompt].sum())
+    assert "of the prompt's attribution" in cum["layout"]["meta"]["of"]
 
-    seg = hop_segment_strips(add, "added", shared=True, limit=50).to_plotly_json()
+    seg = hop_segment_strips(facts, "added", shared=True, limit=50).to_plotly_json()
     names = list(seg["data"][0]["y"])
     assert [n.split(" · ")[0] for n in names] == [s.id for s in add.segments]
     assert all(s.text.split()[0] in n for n, s in zip(names, add.segments))  # rows labelled with their text
     zs = np.asarray(seg["data"][0]["z"])
     assert zs == pytest.approx(np.asarray(add.segment_added).T / add.unit)
     assert seg["data"][0]["zmax"] == pytest.approx(zs.max())
-    own = np.asarray(hop_segment_strips(add, "added", shared=False).to_plotly_json()["data"][0]["z"])
+    own = np.asarray(hop_segment_strips(facts, "added", shared=False).to_plotly_json()["data"][0]["z"])
     assert own.max(axis=0) == pytest.approx([1.0] * 4)
 
 
@@ -196,7 +190,7 @@ def test_depth_agreement_names_rank_correlation_not_rho(three_hops):
     fig = depth_agreement(compare_depths(three_hops)).to_plotly_json()
     names = [t["name"] for t in fig["data"]]
     assert names[0] == "rank correlation (Spearman)" and "ρ" not in json.dumps(fig, ensure_ascii=False)
-    bars = reach_bars(hop_additions(three_hops)).to_plotly_json()
+    bars = reach_bars(analyse(three_hops)).to_plotly_json()
     assert [sum(t["y"][d] for t in bars["data"]) for d in range(4)] == pytest.approx(hop_additions(three_hops).reached)
 
 

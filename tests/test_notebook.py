@@ -2,6 +2,7 @@
 example notebook run end to end (nbclient) on a tiny model."""
 
 import os
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -50,10 +51,17 @@ def test_html_display_escapes_every_text_and_needs_nothing_from_outside(hostile_
 
 def test_html_display_says_what_reached_the_prompt_and_lists_the_top_tokens(hostile_trace):
     page = hostile_trace._repr_html_()
-    reached = hop_additions(hostile_trace).reached
-    assert f"hop 2: {100 * reached[2]:.1f} %" in page
-    position, text, score = hostile_trace.top_prompt_tokens(1)[0]
-    assert f"<td>{position}</td>" in page and f"{100 * score:.1f} %" in page
+    reached = [1 - h.rho for h in hostile_trace.hops]  # recursive span reasoning + answer: reached = 1 - ρ_K
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    for k, value in enumerate(reached):  # one row per depth: how much reached the input, in the analysis' words
+        depth = "directly (hop 0)" if k == 0 else f"after {k} hop{'s' if k > 1 else ''}"
+        row = cells.index(depth)
+        assert cells[row + 1] == f"{100 * value:.1f}\u00a0% of the answer&#x27;s attribution"
+    prompt = hostile_trace.positions("prompt")
+    words = [i for i in prompt if any(c.isalnum() for c in hostile_trace.tokens[i].text)]
+    best = max(words, key=lambda i: (hostile_trace.scores.prompt[i], -i))
+    row = cells.index(str(best))
+    assert cells[row + 2] == f"{100 * hostile_trace.scores.prompt[best]:.1f}\u00a0%"
 
 
 def test_figures_are_the_app_views(hostile_trace):

@@ -1,15 +1,43 @@
-"""The Story page's analysis: panels, captions in words, and the stored faithfulness check (no model)."""
+"""The Story: five panels in words over the trace's facts. Numbers are checked against computations written
+here from the trace's stored vectors (not through `flashtrace.analysis.facts`); claims of change are
+checked against the margin on hand-made traces where the answer is known."""
 
 import math
 
 import pytest
 
+from flashtrace.analysis.facts import MARGIN, analyse
+from flashtrace.analysis.story import (STEPS, card_note, change_words, check_panel, evidence_panel, gold_words,
+                                       hops_panel, moves_words, stored_check, story_panels)
+from flashtrace.analysis.text import counted, pct, quote
 from flashtrace.store.gallery import list_gallery, load_gallery_trace
-from flashtrace.analysis.story import (STEPS, check_panel, counted, evidence_panel, pct, prompt_pieces, quote, reached,
-                              role_shares, stored_check, story_panels)
+
+from .trace_factory import make_trace, vector
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 120, "n_deleted": 12, "before": -0.5, "top": -6.25,
          "random": [-0.75, -1.0, -0.5], "random_mean": -0.75, "seed": 0, "model": "m"}
+P = ["Alpha is one.", "Beta is two.", "What is alpha?"]
+S = ["Step one reads alpha.", "Step two checks."]
+A = "Answer: one"
+
+
+def reached_by_hand(trace) -> list[float]:
+    """Σ_{k<=K} ρ_{k-1} · Σ_input a_k / Σ a_k, from the stored raw vectors and ρ."""
+    out, total, rho_prev = [], 0.0, 1.0
+    for hop in trace.hops:
+        on_input = sum(v for t, v in zip(trace.tokens, hop.raw) if t.role in ("prompt", "template"))
+        total += rho_prev * on_input / sum(hop.raw)
+        out.append(total)
+        rho_prev = hop.rho
+    return out
+
+
+def sentence_shares_by_hand(trace, depth: int) -> dict[str, float]:
+    """Each prompt sentence's share of Σ_{k<=depth} contribution_k over the prompt."""
+    cum = [sum(h.contribution[i] for h in trace.hops[: depth + 1]) for i in range(trace.n_tokens)]
+    sums = {s.id: sum(cum[s.start:s.end]) for s in trace.segments if s.role == "prompt"}
+    total = sum(sums.values())
+    return {k: v / total for k, v in sums.items()}
 
 
 @pytest.fixture(scope="module", params=[it.name for it in list_gallery()])
@@ -21,88 +49,146 @@ def test_every_gallery_trace_tells_five_panels(trace):
     panels = story_panels(trace)
     assert [p.key for p in panels] == list(STEPS)
     assert all(p.caption and p.title for p in panels)
-    question, direct, hops, evidence, check = panels
+    question, direct = panels[:2]
     assert question.data["question"] == trace.prompt
     lo, hi = trace.settings.target
     assert question.data["answer"] == "".join(t.text for t in trace.tokens[lo:hi]).strip()
-    assert math.isclose(sum(direct.data["shares"].values()), 1.0, abs_tol=1e-9)
-    assert pct(direct.data["shares"]["prompt"]) in direct.caption
-
-
-def test_reached_is_one_minus_rho_and_grows_with_hops(trace):
-    r = reached(trace)
-    assert r == [1 - h.rho for h in trace.hops]
-    assert all(b >= a - 1e-12 for a, b in zip(r, r[1:]))
-    hops = story_panels(trace)[2]
-    assert f"after {len(r) - 1} hops {pct(r[-1])}" in hops.caption
-    assert math.isclose(sum(hops.data["added"]), r[-1], abs_tol=1e-9)
-
-
-def test_direct_shares_are_hop_zero_mass_by_role(trace):
     raw = trace.hops[0].raw
-    total = sum(raw)
-    prompt = sum(v for t, v in zip(trace.tokens, raw) if t.role == "prompt") / total
-    assert role_shares(trace, raw)["prompt"] == pytest.approx(prompt)
-    # hop 0's input share (prompt + template) is what the hops panel starts from
-    shares = role_shares(trace, raw)
-    assert shares["prompt"] + shares["template"] == pytest.approx(reached(trace)[0], abs=1e-4)
+    prompt = sum(v for t, v in zip(trace.tokens, raw) if t.role == "prompt") / sum(raw)
+    assert direct.data["shares"]["prompt"] == pytest.approx(prompt)
+    assert pct(prompt) in direct.caption
 
 
-def test_evidence_pieces_are_the_top_prompt_sentences(trace):
-    pieces = prompt_pieces(trace, trace.scores.prompt, 3)
-    sums = sorted(((sum(trace.scores.prompt[s.start:s.end]), s.id) for s in trace.segments if s.role == "prompt"),
-                  reverse=True)
-    assert [p.key for p in pieces] == [i for _v, i in sums[:3]]
-    assert pieces[0].share == pytest.approx(sums[0][0] / sum(trace.scores.prompt[i] for i in trace.positions("prompt")))
-    assert quote(pieces[0].text, 90) in story_panels(trace)[3].caption
+def test_reached_counts_what_each_hop_moved_onto_the_input(trace):
+    hops = story_panels(trace)[2]
+    expected = reached_by_hand(trace)
+    assert hops.data["reached"] == pytest.approx(expected, abs=1e-9)
+    if trace.settings.recursive == "reasoning+answer":  # then it is also 1 - ρ_K
+        assert expected == pytest.approx([1 - h.rho for h in trace.hops], abs=1e-4)
+    assert f"after {counted(len(expected) - 1, 'hop')} {pct(expected[-1])}" in hops.caption
 
 
-def test_counts_read_in_the_right_number():
-    assert [counted(0, "hop"), counted(1, "hop"), counted(3, "step"), counted(2, "query", "queries")] == [
-        "0 hops", "1 hop", "3 steps", "2 queries"]
+def test_top_sentence_at_every_depth_is_the_one_computed_by_hand(trace):
+    panel = story_panels(trace)[2]
+    for depth, top in enumerate(panel.data["top"]):
+        shares = sentence_shares_by_hand(trace, depth)
+        best = max(shares, key=lambda k: (shares[k], -int(k[1:])))
+        assert top.key == best and top.share == pytest.approx(shares[best], abs=1e-9)
 
 
-def test_a_single_evidence_sentence_is_named_in_the_singular():
-    trace = load_gallery_trace("arithmetic")
-    prompt = [s for s in trace.segments if s.role == "prompt"]
-    whole = prompt[0].model_copy(update={"end": prompt[-1].end, "text": "".join(s.text for s in prompt)})
-    one = trace.model_copy(update={"segments": [s for s in trace.segments if s.role != "prompt"] + [whole]})
-    caption = evidence_panel(one).caption
-    assert caption.startswith("After all hops, the answer rests most on one prompt sentence, “")
-    assert "sentence(s)" not in caption and "the first is" not in caption
-    assert "prompt sentences below" in evidence_panel(trace).caption
+def test_evidence_is_the_final_ranking_of_prompt_sentences(trace):
+    evidence = story_panels(trace)[3]
+    sums = {s.id: sum(trace.scores.prompt[s.start:s.end]) for s in trace.segments if s.role == "prompt"}
+    ranked = sorted(sums, key=lambda k: -sums[k])[:3]
+    assert [p.key for p in evidence.data["sentences"]] == ranked
+    assert evidence.data["sentences"][0].share == pytest.approx(sums[ranked[0]], rel=1e-4)
+    assert quote(evidence.data["sentences"][0].text) in evidence.caption
+
+
+def test_recursive_reasoning_reach_is_not_one_minus_rho():
+    # hop 0 puts mass on the answer's own text: with recursive="reasoning" it is never followed
+    raws = [vector(P, S, A, {"P0": .1, "P2": .1, "S0": .4, "A": .4}), vector(P, S, A, {"P0": .5, "P1": .3, "S1": .2})]
+    tr = make_trace(P, S, A, raws, recursive="reasoning")
+    expected = [0.2, 0.2 + 0.4 * 0.8]
+    assert reached_by_hand(tr) == pytest.approx(expected)
+    assert [d.reached for d in analyse(tr).depths] == pytest.approx(expected)
+    assert 1 - tr.hops[-1].rho != pytest.approx(expected[-1])  # the old shortcut would say 92 %
+    caption = hops_panel(tr, analyse(tr)).caption
+    assert f"after 1 hop {pct(expected[-1])}" in caption and "follow the reasoning only" in caption
+
+
+def test_a_change_is_claimed_only_beyond_the_margin():
+    # hop 0: the question leads by 10 points; hop 1 moves the evidence to "Alpha is one." decisively
+    raws = [vector(P, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
+            vector(P, S, A, {"P0": .6, "P2": .05, "S0": .05})]
+    facts = analyse(make_trace(P, S, A, raws))
+    assert facts.change.kind == "changed"
+    words = change_words(facts)
+    assert words.startswith("The hops changed the top prompt sentence from “What is alpha?”") and "“Alpha is one.”" in words
+    assert "Hops change the evidence" in card_note(facts)
+
+
+def test_a_lead_within_the_margin_is_a_tie_naming_both():
+    # hop 0: the question 43.2 % vs "Alpha is one." 42.4 % (a tie); later "Alpha is one." leads
+    raws = [vector(P, S, A, {"P0": .295, "P1": .1, "P2": .3, "S0": .4}),
+            vector(P, S, A, {"P0": .6, "P2": .1, "S0": .1})]
+    facts = analyse(make_trace(P, S, A, raws))
+    d0 = facts.depths[0]
+    assert d0.shares[2] - d0.shares[0] < MARGIN
+    assert facts.change.kind == "tie"
+    words = change_words(facts)
+    assert "did not clearly change" in words and "“What is alpha?”" in words and "“Alpha is one.”" in words
+    assert "changed the top" not in words and "not a change" in card_note(facts)
+
+
+def test_sentences_that_climb_are_named_with_their_ranks():
+    prompt = [f"Fact {i} is here." for i in range(8)] + ["What is it?"]
+    values0 = {f"P{i}": 0.1 - 0.01 * i for i in range(8)} | {"P8": 0.5, "S0": 0.5}
+    values1 = {"P7": 0.4, "P8": 0.1, "S0": 0.05}
+    raws = [vector(prompt, S, A, values0), vector(prompt, S, A, values1)]
+    facts = analyse(make_trace(prompt, S, A, raws))
+    words = moves_words(facts)
+    assert "“Fact 7 is here.” from 9th to" in words
+
+
+def test_gold_is_reported_even_when_it_ranks_low():
+    prompt_text = " ".join(P)
+    lo = prompt_text.index("Beta")
+    raws = [vector(P, S, A, {"P0": .5, "P1": .01, "P2": .3, "S0": .2})]
+    tr = make_trace(P, S, A, raws, extra={"gold": [[lo, lo + len("Beta is two.")]]})
+    facts = analyse(tr)
+    assert facts.gold is not None and facts.gold.piece_rank[0] == 3
+    words = gold_words(facts)
+    assert "known evidence (gold" in words and "ranks 3rd" in words
+    assert words in evidence_panel(tr, facts).caption
+
+
+def test_a_trace_without_hops_says_so():
+    trace = load_gallery_trace("free-form")
+    zero = trace.model_copy(update={"hops": trace.hops[:1],
+                                    "settings": trace.settings.model_copy(update={"hops": 0})})
+    assert "without hops" in story_panels(zero)[2].caption
 
 
 def test_check_panel_says_plainly_when_not_precomputed():
     trace = load_gallery_trace("free-form").model_copy(deep=True)
     trace.extra.pop("faithfulness", None)
-    panel = check_panel(trace)
-    assert panel.data["result"] is None and "not precomputed for this trace" in panel.caption
+    panel = check_panel(trace, analyse(trace))
+    assert panel.data["check"] is None and "not precomputed for this trace" in panel.caption
 
 
 def test_stored_check_is_read_and_malformed_ones_are_ignored():
     trace = load_gallery_trace("free-form").model_copy(deep=True)
     trace.extra["faithfulness"] = dict(CHECK)
-    assert stored_check(trace) == CHECK
-    panel = check_panel(trace)
-    assert "from -0.50 to -6.25" in panel.caption and "-0.75 on average (3 draws)" in panel.caption
-    assert "The evidence matters" in panel.caption
+    check = stored_check(trace)
+    assert (check.before, check.top, check.drop_top) == (-0.5, -6.25, 5.75)
+    caption = check_panel(trace, analyse(trace)).caption
+    assert "from -0.50 to -6.25" in caption and "drops from 0.00 to 0.50 (mean 0.25)" in caption
     for bad in ("x", {**CHECK, "top": "NaN"}, {**CHECK, "random": []}, {**CHECK, "before": float("inf")},
                 {k: v for k, v in CHECK.items() if k != "n_deleted"}):
+        trace = trace.model_copy(deep=True)
         trace.extra["faithfulness"] = bad
         assert stored_check(trace) is None
 
 
-def test_a_trace_without_hops_says_so():
-    trace = load_gallery_trace("free-form")
-    zero = trace.model_copy(update={"hops": trace.hops[:1]})
-    assert "without hops" in story_panels(zero)[2].caption
-
-
-def test_caption_quotes_are_short_and_plain():
-    assert quote("a\n  b   c") == "“a b c”"
-    assert quote("x" * 200, 20).endswith("…”") and len(quote("x" * 200, 20)) == 22
-    assert pct(0.784) == "78\u00a0%" and pct(0.001) == "<1\u00a0%" and pct(0) == "0\u00a0%"  # never split by a line break
+@pytest.mark.parametrize("top, randoms, verdict, says", [
+    (-6.25, [-0.6, -0.7, -0.65, -0.55], "clearly-above", "The evidence matters"),
+    (-2.22, [-0.73, -2.08, -1.69, -1.2, -1.93], "above-draws", "suggestive, not conclusive"),  # the arithmetic case
+    (-1.0, [-0.6, -1.2, -0.9], "within-random", "within random variation"),
+    (-0.55, [-0.9, -1.2], "below-random", "less than every random draw"),
+    (-0.4, [-0.6, -0.7], "not-lower", "did not lower"),
+])
+def test_check_verdict_weighs_the_spread_of_the_random_draws(top, randoms, verdict, says):
+    trace = load_gallery_trace("free-form").model_copy(deep=True)
+    trace.extra["faithfulness"] = {**CHECK, "top": top, "random": randoms}
+    facts = analyse(trace)
+    assert facts.check.verdict == verdict
+    caption = check_panel(trace, facts).caption
+    assert says in caption
+    if verdict != "clearly-above":
+        assert "matters" not in caption
+    drops = [-0.5 - r for r in randoms]
+    assert f"drops from {min(drops):.2f} to {max(drops):.2f}" in caption
 
 
 def test_captions_name_a_target_that_is_not_the_answer_and_a_generation_hop0():
@@ -116,14 +202,11 @@ def test_captions_name_a_target_that_is_not_the_answer_and_a_generation_hop0():
     assert "hop 0 was taken over the whole generated text" in direct.caption
 
 
-@pytest.mark.parametrize("top, random, says", [(-6.25, -0.75, "The evidence matters"),
-                                               (-0.9, -0.8, "only slightly more"),
-                                               (-0.7, -0.9, "no more than removing random"),
-                                               (-0.4, -0.3, "did not lower")])  # both deletions raised it
-def test_check_verdict_follows_the_drops(top, random, says):
-    trace = load_gallery_trace("free-form").model_copy(deep=True)
-    trace.extra["faithfulness"] = {**CHECK, "before": -0.5, "top": top, "random": [random], "random_mean": random}
-    caption = check_panel(trace).caption
-    assert says in caption
-    if says != "The evidence matters":
-        assert "matters" not in caption
+def test_counts_and_percentages_read_plainly():
+    assert [counted(0, "hop"), counted(1, "hop"), counted(3, "step"), counted(2, "query", "queries")] == [
+        "0 hops", "1 hop", "3 steps", "2 queries"]
+    assert pct(0.784) == "78\u00a0%" and pct(0.001) == "<1\u00a0%" and pct(0) == "0\u00a0%"
+    assert pct(0.7834, 1) == "78.3\u00a0%" and math.isclose(float(pct(0.5, 1).split()[0]), 50.0)
+    assert quote("a\n  b   c") == "“a b c”"
+    long = quote("start " + "x" * 200 + " end", 30)
+    assert long.startswith("“start") and long.endswith("end”") and " … " in long

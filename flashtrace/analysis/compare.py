@@ -9,8 +9,8 @@ at or above 0.9.
 
 `hop_additions` splits the same data by hop: what hop K adds over depth K-1 is hop K's stored
 contribution ``ρ_{K-1}·a_K·obs``, on tokens and summed per prompt segment (sentence/line), so the rows
-sum to the final attribution exactly. `reach_sentence` and `top_segment_sentence` say in words how much
-of the answer's attribution has reached the input and whether a hop changed the top prompt segment.
+sum to the final attribution exactly. These are the building blocks of `flashtrace.analysis.facts`, which
+every view reads; the sentences about them are written in `flashtrace.analysis.story`.
 
 Two different quantities, never one symbol: ρ is the hop mass (share of the target's attribution still
 on generated text); agreement between depths is the rank correlation (Spearman).
@@ -212,66 +212,5 @@ def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
                         "target")
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.0f} %"
-
-
-def short_text(text: str, limit: int = 70) -> str:
-    """`text` on one line, shortened in the middle when longer than `limit` (a sentence's end often holds
-    what tells it apart, e.g. the number a needle sentence states)."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    head = (limit - 3) * 2 // 5
-    return text[:head].rstrip() + " … " + text[len(text) - (limit - 3 - head):].lstrip()
-
-
-def _quoted(text: str, limit: int = 70) -> str:
-    return "“" + short_text(text, limit) + "”"  # the quotes the Story and the Hop graph use
-
-
-def reach_sentence(additions: HopAdditions) -> str:
-    """E.g. "After 2 hops, 78 % of the answer's attribution has reached the prompt (hop 0: 37 %)."."""
-    last = additions.hops[-1]
-    if last == 0:
-        return f"Hop 0 puts {_pct(additions.reached[0])} of the {additions.target_label}'s attribution on the prompt."
-    return (f"After {last} hop{'s' if last > 1 else ''}, {_pct(additions.reached[last])} of the "
-            f"{additions.target_label}'s attribution "
-            f"has reached the prompt (hop 0: {_pct(additions.reached[0])})"
-            + ("; the rest is still on the reasoning and answer text." if abs(additions.reached[last] + additions.rho[last]
-                                                                             - 1) < 1e-6 else "."))
-
-
-def top_segment_sentence(additions: HopAdditions) -> str:
-    """Which hops changed the top prompt segment, e.g. "Hop 1 changed the top sentence from “Question: …”
-    to “VAR RPBER = 16819.”.", or that it stayed the same at every depth."""
-    top = additions.top_segment
-    if not additions.segments or top[0] is None:
-        return "This trace has no prompt segments to compare."
-    changes = [f"hop {d} changed the top sentence from {_quoted(additions.segments[top[d - 1]].text)} to "
-               f"{_quoted(additions.segments[top[d]].text)}" for d in range(1, len(top))
-               if top[d] is not None and top[d - 1] is not None and top[d] != top[d - 1]]
-    if not changes:
-        return (f"The top sentence is {_quoted(additions.segments[top[0]].text)} at every depth "
-                f"(hops 0..{additions.hops[-1]}).")
-    text = "; ".join(changes) + "."
-    return text[0].upper() + text[1:]
-
-
-def depth_change(trace: Trace, k: int = 10) -> dict:
-    """How much the hops change the picture, depth 0 against the trace's deepest: the top-k overlap of
-    the prompt tokens, and the top prompt segment at both ends (JSON-ready; the gallery index keeps it)."""
-    comparison = compare_depths(trace, k=k)
-    additions = hop_additions(trace)
-    first, last = additions.top_segment[0], additions.top_segment[-1]
-    ids = [None if t is None else additions.segments[t].id for t in (first, last)]
-    return {"k": k, "max_hops": comparison.depths[-1],
-            "overlap": top_k_overlap(comparison.prompt_scores[0], comparison.prompt_scores[-1],
-                                     comparison.prompt_positions, k),
-            "top_segment_k0": ids[0], "top_segment_kmax": ids[1], "top_segment_changed": ids[0] != ids[1],
-            "reached": additions.reached}
-
-
-__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "depth_change", "hop_additions",
-           "input_shares", "reach_sentence", "reached_input", "short_text", "spearman",
-           "top_k", "top_k_overlap", "top_segment_sentence", "CONVERGED_OVERLAP"]
+__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "hop_additions", "input_shares",
+           "reached_input", "spearman", "top_k", "top_k_overlap", "CONVERGED_OVERLAP"]

@@ -1,27 +1,28 @@
-"""The story of one trace, for a non-specialist: five captioned panels built from a `Trace` alone (no
-model), each a plain-text caption plus the data its figure draws.
+"""The story of one trace, for a non-specialist: five captioned panels, in words, over the trace's facts
+(`flashtrace.analysis.facts`; no model, no number computed here).
 
 1. ``question``: the question and the answer the model gave;
 2. ``direct``: what the answer reads directly (hop 0): its split between the prompt and the model's own
-   reasoning, and the prompt words and sentences it reads most;
-3. ``hops``: how the reasoning passes it on: the share of the answer's attribution that has reached the
-   input after hops 0..K (``1 − ρ_K``), what each hop added, and the top sentence at each depth;
-4. ``evidence``: the prompt sentences (and tokens) with the most final attribution;
-5. ``check``: the faithfulness check (`flashtrace.evaluate.faithfulness`): precomputed in
-   ``trace.extra["faithfulness"]`` for gallery traces, computed live with a model otherwise.
+   text, and the prompt words and sentences it reads most;
+3. ``hops``: how the reasoning passes it on: how much of the answer's attribution has reached the input
+   after hops 0..K, whether the top sentence changed (only beyond the margin; otherwise a tie, both
+   named), which sentences climbed, and where the known evidence (gold) ranks;
+4. ``evidence``: the prompt sentences (and words) with the most final attribution, and the gold;
+5. ``check``: the deletion check, against the spread of the random draws.
 
-Captions are plain text (the page shows them literally); quoted trace text is shortened, never marked up.
+Captions are plain text (pages show them literally); quoted trace text is shortened, never marked up.
+The sentences the Compare page and the gallery cards say about a trace are written here too.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facts import MARGIN, OF_PROMPT, Check, Piece, TraceFacts, analyse, with_check
 from .schema import Trace
+from .text import counted, pct, points, quote
 
-FAITHFULNESS_KEY = "faithfulness"  # the same key as flashtrace.evaluate.faithfulness (kept torch-free here)
 STEPS = ("question", "direct", "hops", "evidence", "check")
 TITLES = {"question": "The question and the answer", "direct": "What the answer reads directly",
           "hops": "How the reasoning passes it on", "evidence": "The evidence in the prompt",
@@ -29,12 +30,23 @@ TITLES = {"question": "The question and the answer", "direct": "What the answer 
 
 
 @dataclass(frozen=True)
-class Piece:
-    """A ranked prompt piece (sentence/line or token): its id (segment id or position), text and share."""
+class Ranked:
+    """A prompt piece (sentence, or token in a trace without sentences) with its share at some depth."""
 
-    key: str
-    text: str
-    share: float
+    piece: Piece
+    share: float  # OF_PROMPT at the depth it was ranked at
+
+    @property
+    def key(self) -> str:
+        return self.piece.key
+
+    @property
+    def text(self) -> str:
+        return self.piece.text
+
+    @property
+    def label(self) -> str:
+        return self.piece.label
 
 
 @dataclass(frozen=True)
@@ -45,72 +57,36 @@ class Panel:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-def pct(x: float) -> str:
-    """A share as a whole percentage, ``"78 %"`` with a no-break space (``"<1 %"`` for small non-zero shares)."""
-    return "<1\u00a0%" if 0 < x < 0.005 else f"{100 * x:.0f}\u00a0%"
+def ranked(facts: TraceFacts, depth: int, k: int = 3) -> list[Ranked]:
+    """The `k` strongest pieces at `depth` (those with attribution), strongest first."""
+    d = facts.depths[depth]
+    return [Ranked(facts.pieces[i], float(d.shares[i])) for i in d.order[:k] if d.shares[i] > 0]
 
 
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``"1 step"``, ``"3 steps"``: a count with its noun in the right number."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+def top_words(trace: Trace, facts: TraceFacts, depth: int, k: int = 5) -> list[Ranked]:
+    """The `k` strongest prompt words at `depth` (punctuation-only tokens skipped), with their shares."""
+    return [Ranked(Piece(str(p), trace.tokens[p].text, trace.tokens[p].text, p, p + 1), facts.token_share(depth, p))
+            for p in facts.depths[depth].top_tokens[:k]]
 
 
-def quote(text: str, limit: int = 90) -> str:
-    """Trace text for a caption: whitespace collapsed, shortened with an ellipsis, in quotes."""
-    flat = " ".join(text.split())
-    if not flat:
-        return "(whitespace)"
-    return "“" + (flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…") + "”"
+def _words(items: list[Ranked]) -> str:
+    return ", ".join(quote(i.text, 30) for i in items)
 
 
-def role_shares(trace: Trace, vector: list[float]) -> dict[str, float]:
-    """Share of `vector`'s total on the prompt, the chat template and the generated text (reasoning +
-    answer)."""
-    sums = {"prompt": 0.0, "template": 0.0, "generated": 0.0}
-    for tok, v in zip(trace.tokens, vector):
-        sums["generated" if tok.role in ("reasoning", "answer") else tok.role] += v
-    total = sum(sums.values())
-    return {k: (v / total if total > 0 else 0.0) for k, v in sums.items()}
+def _after(k: int) -> str:
+    return "directly (hop 0)" if k == 0 else f"after {counted(k, 'hop')}"
 
 
-def prompt_pieces(trace: Trace, vector: list[float], k: int = 3) -> list[Piece]:
-    """The `k` prompt sentences (segments; tokens when the trace has none) holding most of `vector`'s
-    prompt total, as shares of that total."""
-    positions = trace.positions("prompt")
-    total = sum(vector[i] for i in positions)
-    if total <= 0:
-        return []
-    if trace.segments:
-        rows = [(seg.id, seg.text, sum(vector[seg.start:seg.end])) for seg in trace.segments if seg.role == "prompt"]
-    else:
-        rows = [(str(i), trace.tokens[i].text, vector[i]) for i in positions]
-    rows.sort(key=lambda r: -r[2])
-    return [Piece(key, text, v / total) for key, text, v in rows[:k] if v > 0]
+def _text_of(trace: Trace, roles: tuple[str, ...]) -> str:
+    return "".join(t.text for t in trace.tokens if t.role in roles).strip()
 
 
-def prompt_tokens(trace: Trace, vector: list[float], k: int = 5) -> list[Piece]:
-    """The `k` prompt tokens with the most of `vector`, as shares of its prompt total (ties: earlier first)."""
-    positions = trace.positions("prompt")
-    total = sum(vector[i] for i in positions)
-    ranked = sorted(positions, key=lambda i: -vector[i])[:k]
-    return [Piece(str(i), trace.tokens[i].text, vector[i] / total) for i in ranked if total > 0 and vector[i] > 0]
-
-
-def _words(pieces: list[Piece]) -> str:
-    return ", ".join(quote(p.text, 30) for p in pieces)
-
-
-def _text_of(trace: Trace, roles: tuple[str, ...], lo: int = 0, hi: int | None = None) -> str:
-    return "".join(t.text for t in trace.tokens[lo:hi] if t.role in roles).strip()
-
-
-def question_panel(trace: Trace) -> Panel:
+def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     lo, hi = trace.settings.target
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
     reasoning = _text_of(trace, ("reasoning",))
     steps = sum(1 for s in trace.segments or [] if s.role == "reasoning")
-    is_answer = trace.spans.answer is not None and tuple(trace.spans.answer) == (lo, hi)
-    said = (f"answered {quote(answer, 120)}" if is_answer else
+    said = (f"answered {quote(answer, 120)}" if facts.target_label == "answer" else
             f"wrote a response; the part explained here (the target) is {quote(answer, 120)}")
     caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "
                + (f"Before answering it reasoned in {counted(steps, 'step')}. " if reasoning and steps else
@@ -120,135 +96,246 @@ def question_panel(trace: Trace) -> Panel:
                  {"question": trace.prompt, "reasoning": reasoning, "answer": answer})
 
 
-def direct_panel(trace: Trace) -> Panel:
-    raw = trace.hops[0].raw if trace.hops else trace.scores.final
-    shares = role_shares(trace, raw)
-    sentences, tokens = prompt_pieces(trace, raw), prompt_tokens(trace, raw)
-    caption = (f"Read directly (hop 0), the answer draws {pct(shares['prompt'])} of its attribution from the prompt, "
-               f"{pct(shares['generated'])} from the model's own reasoning and answer text, and "
+def _top_claim(facts: TraceFacts, depth: int, what: str) -> str:
+    """The top piece at `depth`, or a tie with the runner-up when the lead is within the margin."""
+    d = facts.depths[depth]
+    if d.top is None:
+        return ""
+    first = facts.pieces[d.top]
+    if len(d.order) > 1 and d.lead() <= MARGIN and d.shares[d.order[1]] > 0:
+        second = facts.pieces[d.order[1]]
+        return (f" Two prompt {what}s are tied at the top (within {points(MARGIN)}): {quote(first.text)} "
+                f"({pct(d.shares[d.top], 1)}) and {quote(second.text)} ({pct(d.shares[d.order[1]], 1)} {OF_PROMPT}).")
+    return f" The prompt {what} it reads most: {quote(first.text)} ({pct(d.shares[d.top])} {OF_PROMPT})."
+
+
+def direct_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    shares = facts.direct
+    sentences, words = ranked(facts, 0), top_words(trace, facts, 0)
+    caption = (f"Read directly (hop 0), the {facts.target_label} draws {pct(shares['prompt'])} of its attribution "
+               f"from the prompt, {pct(shares['generated'])} from the model's own reasoning and answer text, and "
                f"{pct(shares['template'])} from the chat template around them.")
-    if tokens:
-        caption += f" The prompt words it reads most: {_words(tokens)}."
-    if getattr(trace.settings, "hop0", "answer") == "generation":
+    if words:
+        caption += f" The prompt words it reads most: {_words(words)}."
+    if facts.hop0 == "generation":
         caption += (" (In this trace hop 0 was taken over the whole generated text, reasoning and answer, not the "
                     "answer alone.)")
-    if sentences:
-        caption += (f" The prompt sentence it reads most: {quote(sentences[0].text)} ({pct(sentences[0].share)} of "
-                    "the prompt's part).")
-    return Panel("direct", TITLES["direct"], caption, {"shares": shares, "sentences": sentences, "tokens": tokens})
+    caption += _top_claim(facts, 0, facts.piece_kind)
+    return Panel("direct", TITLES["direct"], caption, {"shares": shares, "sentences": sentences, "tokens": words})
 
 
-def reached(trace: Trace) -> list[float]:
-    """``[depth]``: share of the answer's attribution on the input (prompt + chat template) after hops
-    0..K, ``1 − ρ_K``; ``ρ_K`` is the share still on the generated text."""
-    return [1.0 - h.rho for h in trace.hops]
+def reach_words(facts: TraceFacts) -> str:
+    """How much of the answer's attribution has reached the input at each depth, in one sentence."""
+    reached = [d.reached for d in facts.depths]
+    who = f"the {facts.target_label}'s attribution"
+    if len(reached) == 1:
+        return f"Read directly (hop 0), {pct(reached[0])} of {who} is on the input (the prompt and chat template)."
+    steps = ", ".join(f"{_after(d.k)} {pct(d.reached)}" for d in facts.depths[1:])
+    return (f"Read directly, {pct(reached[0])} of {who} is on the input (the prompt and the chat template); "
+            f"{steps} has reached it.")
 
 
-def depth_top_sentences(trace: Trace) -> list[Piece | None]:
-    """``[depth]``: the top prompt sentence of the attribution after hops 0..K (summed contributions)."""
-    total = [0.0] * trace.n_tokens
-    out = []
-    for hop in trace.hops:
-        total = [a + b for a, b in zip(total, hop.contribution)]
-        top = prompt_pieces(trace, total, 1)
-        out.append(top[0] if top else None)
-    return out
+def change_words(facts: TraceFacts) -> str:
+    """Whether the hops changed the top prompt piece, with the margin: a change, a tie, or no change."""
+    c, what, last = facts.change, facts.piece_kind, len(facts.depths) - 1
+    if c.kind == "none" or last == 0:
+        return ""
+    first_p, last_p = facts.pieces[c.first], facts.pieces[c.last]
+    d0, dk = facts.depths[0], facts.depths[-1]
+    if c.kind == "changed":
+        return (f"The hops changed the top prompt {what} from {quote(first_p.text)} ({pct(d0.shares[c.first], 1)} at "
+                f"hop 0, against {pct(d0.shares[c.last], 1)}) to {quote(last_p.text)} ({pct(dk.shares[c.last], 1)} "
+                f"{_after(last)}, against {pct(dk.shares[c.first], 1)}): a lead of more than {points(MARGIN)} at "
+                f"both depths.")
+    if c.kind == "tie":
+        return (f"The hops did not clearly change the top prompt {what}: {quote(first_p.text)} and "
+                f"{quote(last_p.text)} are within {points(MARGIN)} of each other at "
+                + ("hop 0" if abs(c.lead_first) <= MARGIN else _after(last))
+                + f" ({pct(d0.shares[c.first], 1)} and {pct(d0.shares[c.last], 1)} at hop 0; "
+                f"{pct(dk.shares[c.first], 1)} and {pct(dk.shares[c.last], 1)} {_after(last)}).")
+    close = c.lead_first <= MARGIN or c.lead_last <= MARGIN
+    return (f"The top prompt {what} is {quote(first_p.text)} at every depth"
+            + (f", but the next one is within {points(MARGIN)} of it at some depth." if close else
+               f" (leading the next by {points(c.lead_first)} at hop 0 and {points(c.lead_last)} {_after(last)})."))
 
 
-def hops_panel(trace: Trace) -> Panel:
-    reach = reached(trace)
-    added = [reach[0]] + [b - a for a, b in zip(reach, reach[1:])]
-    tops = depth_top_sentences(trace)
-    data = {"reached": reach, "added": added, "top": tops}
-    if len(trace.hops) <= 1:
-        rest = trace.hops[0].rho if trace.hops else 0.0
-        caption = (f"This trace was made without hops: the {pct(rest)} of the answer's attribution that sits on the "
-                   f"reasoning was not followed back to the prompt. Trace it again with hops to see where it goes.")
+def moves_words(facts: TraceFacts, n: int = 3) -> str:
+    """Which pieces the hops moved up the ranking (known evidence first)."""
+    climbers = facts.climbers()
+    if len(facts.depths) < 2 or not climbers:
+        return ""
+    chosen = sorted(climbers, key=lambda m: (not facts.pieces[m.piece].gold, m.rank_last - m.rank_first))[:n]
+    parts = [f"{quote(facts.pieces[m.piece].text, 50)}{' (known evidence)' if facts.pieces[m.piece].gold else ''} "
+             f"from {_ordinal(m.rank_first)} to {_ordinal(m.rank_last)} ({pct(m.share_first, 1)} → {pct(m.share_last, 1)})"
+             for m in chosen]
+    return f"What the hops moved: {'; '.join(parts)}."
+
+
+def gold_words(facts: TraceFacts) -> str:
+    """Where the known evidence ranks at hop 0 and at the deepest depth (said even when unflattering)."""
+    g = facts.gold
+    if g is None:
+        return ""
+    last = len(facts.depths) - 1
+    rank = (f"its best {facts.piece_kind} ranks {_ordinal(g.piece_rank[0])} at hop 0"
+            + (f" and {_ordinal(g.piece_rank[-1])} {_after(last)}" if last else "")) if g.piece_rank[0] else ""
+    share = (f"The known evidence (gold, {counted(len(g.positions), 'token')}) holds {pct(g.share[0], 1)} {OF_PROMPT} "
+             f"at hop 0" + (f" and {pct(g.share[-1], 1)} {_after(last)}" if last else ""))
+    tokens = f"; its best token ranks {_ordinal(g.token_rank[-1])} among the prompt's tokens"
+    return share + (f"; {rank}" if rank else "") + tokens + "."
+
+
+def _ordinal(n: int | None) -> str:
+    if n is None:
+        return "unranked"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    data = {"reached": [d.reached for d in facts.depths], "added": list(facts.input_share),
+            "top": [ranked(facts, d.k, 1)[0] if d.top is not None else None for d in facts.depths]}
+    if len(facts.depths) <= 1:
+        rest = facts.depths[0].rho
+        caption = (f"This trace was made without hops: the {pct(rest)} of the {facts.target_label}'s attribution that "
+                   "sits on the reasoning was not followed back to the prompt. Trace it again with hops to see where "
+                   "it goes.")
         return Panel("hops", TITLES["hops"], caption, data)
-    last = len(reach) - 1
-    caption = (f"Read directly, {pct(reach[0])} of the answer's attribution is on the input (the prompt and the chat "
-               "template around it); the rest sits on the reasoning. Each hop follows that share back through the "
-               "reasoning to the words it read: ")
-    caption += ", ".join(f"after {k} hop{'s' if k > 1 else ''} {pct(reach[k])}" for k in range(1, last + 1))
-    caption += " of it has reached the input."
-    if trace.settings.hops > last:
-        caption += f" (The hops stopped after {last}: nothing was left on the reasoning.)"
-    first, final = tops[0], tops[-1]
-    if first and final and first.key != final.key:
-        caption += f" The top prompt sentence changed from {quote(first.text, 60)} to {quote(final.text, 60)}."
-    elif final:
-        caption += f" The top prompt sentence stays {quote(final.text, 60)}."
+    caption = reach_words(facts) + " Each hop follows the share left on the reasoning back to the words it read."
+    if trace.settings.recursive == "reasoning":
+        caption += " (In this trace the hops follow the reasoning only; the answer's attribution on its own text stays.)"
+    ran = sum(d.ran for d in facts.depths) - 1
+    if ran < len(facts.depths) - 1:
+        caption += f" (The hops stopped after {ran}: nothing was left on the reasoning.)"
+    caption += " ".join(["", change_words(facts), moves_words(facts), gold_words(facts)]).rstrip()
     return Panel("hops", TITLES["hops"], caption, data)
 
 
-def evidence_panel(trace: Trace) -> Panel:
-    scores = trace.scores.prompt
-    sentences, tokens = prompt_pieces(trace, scores, 3), prompt_tokens(trace, scores, 8)
+def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    last = len(facts.depths) - 1
+    sentences, words = ranked(facts, last, 3), top_words(trace, facts, last, 8)
+    data = {"sentences": sentences, "tokens": words, "scores": trace.scores.prompt}
     if not sentences:
-        return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.",
-                     {"sentences": [], "tokens": [], "scores": scores})
-    covered = sum(p.share for p in sentences)
-    held = (f"one prompt sentence, {quote(sentences[0].text)}, which holds {pct(covered)} of the prompt's attribution"
+        return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.", data)
+    covered = sum(s.share for s in sentences)
+    what = facts.piece_kind
+    held = (f"one prompt {what}, {quote(sentences[0].text)}, which holds {pct(covered)} {OF_PROMPT}"
             if len(sentences) == 1 else
-            f"the {len(sentences)} prompt sentences below, {pct(covered)} of the prompt's attribution between them; "
-            f"the first is {quote(sentences[0].text)}")
-    caption = (f"After all hops, the answer rests most on {held}. "
-               f"Strongest words: {_words(tokens)}. The darker a word's background, the more the answer rests on it.")
-    return Panel("evidence", TITLES["evidence"], caption, {"sentences": sentences, "tokens": tokens, "scores": scores})
+            f"the {len(sentences)} prompt {what}s below, {pct(covered)} {OF_PROMPT} between them; the first is "
+            f"{quote(sentences[0].text)} ({pct(sentences[0].share)})")
+    caption = (f"After all hops, the {facts.target_label} rests most on {held}."
+               + (f" It leads the next by {points(facts.final.lead())} only: within the {points(MARGIN)} margin, "
+                  "so call these two a tie." if len(sentences) > 1 and facts.final.lead() <= MARGIN else "")
+               + f" Strongest words: {_words(words)}. The darker a word's background, the more the answer rests on it.")
+    if facts.gold is not None:
+        caption += " " + gold_words(facts) + " Gold words are underlined."
+    return Panel("evidence", TITLES["evidence"], caption, data)
 
 
-def stored_check(trace: Trace) -> dict[str, Any] | None:
-    """The precomputed faithfulness check in ``trace.extra``, or None when absent or malformed (a trace
-    file may hold anything there)."""
-    found = trace.extra.get(FAITHFULNESS_KEY)
-    return found if valid_check(found) else None
+CHECK_VERDICTS = {
+    "not-lower": "Removing the top tokens did not lower the answer's log-probability here: treat the highlighted "
+                 "evidence with caution for this trace.",
+    "below-random": "Removing the top tokens hurt less than every random draw: treat the highlighted evidence with "
+                    "caution for this trace.",
+    "within-random": "That is within random variation: removing the top tokens hurts no more than some random "
+                     "draws do, so this check does not confirm the evidence.",
+    "above-draws": "Removing the top tokens hurts more than every random draw, but by less than twice the draws' "
+                   "spread: suggestive, not conclusive.",
+    "clearly-above": "The evidence matters: removing it hurts clearly more than random, beyond every draw and by more "
+                     "than twice the draws' spread.",
+}
 
 
-def valid_check(result: Any) -> bool:
-    """Whether `result` looks like a `faithfulness_check` result (finite numbers where numbers belong)."""
-    if not isinstance(result, dict):
-        return False
-    numbers = [result.get(k) for k in ("fraction", "before", "top", "random_mean")]
-    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in numbers):
-        return False
-    randoms = result.get("random")
-    return (isinstance(randoms, list) and len(randoms) >= 1
-            and all(isinstance(v, (int, float)) and math.isfinite(v) for v in randoms)
-            and isinstance(result.get("n_deleted"), int) and isinstance(result.get("n_prompt"), int))
+def check_words(check: Check) -> str:
+    drops = check.drops_random
+    return (f"Deleting the {check.n_deleted} prompt tokens the attribution ranks highest (the top {pct(check.fraction)}) "
+            f"moves the answer's log-probability from {check.before:.2f} to {check.top:.2f}, a drop of "
+            f"{check.drop_top:.2f}. Deleting as many prompt tokens at random, in {counted(len(drops), 'draw')}, gives "
+            f"drops from {min(drops):.2f} to {max(drops):.2f} (mean {check.drop_random_mean:.2f}). "
+            + CHECK_VERDICTS[check.verdict])
 
 
-def check_panel(trace: Trace, result: dict[str, Any] | None = None) -> Panel:
-    """The faithfulness panel from `result` (a live check) or the trace's stored one."""
-    result = result if result is not None else stored_check(trace)
-    if result is None:
+def check_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    """The faithfulness panel from the facts' check (stored, or live through `with_check`)."""
+    check = facts.check
+    if check is None:
         caption = ("The faithfulness check is not precomputed for this trace. It deletes the top 10 % of prompt "
-                   "tokens and, separately, 10 % chosen at random, and compares how much the answer's "
+                   "tokens and, separately, 10 % chosen at random several times, and compares how much the answer's "
                    "log-probability falls; it needs the model that made the trace.")
-        return Panel("check", TITLES["check"], caption, {"result": None})
-    n, frac = result["n_deleted"], result["fraction"]
-    drop_top, drop_random = result["before"] - result["top"], result["before"] - result["random_mean"]
-    caption = (f"Deleting the {n} prompt tokens the attribution ranks highest (the top {pct(frac)}) moves the answer's "
-               f"log-probability from {result['before']:.2f} to {result['top']:.2f}; deleting {n} prompt tokens at "
-               f"random moves it to {result['random_mean']:.2f} on average ({len(result['random'])} draws). ")
-    if drop_top <= 0:
-        caption += (f"Removing the top tokens did not lower the answer's log-probability here (it changed by "
-                    f"{-drop_top:+.2f}): treat the highlighted evidence with caution for this trace.")
-    elif drop_top > drop_random + 0.1:
-        caption += (f"The evidence matters: removing it lowers the answer's log-probability by {drop_top:.2f}, "
-                    f"against {drop_random:.2f} for as many random tokens.")
-    elif drop_top > drop_random:
-        caption += "Removing the evidence hurts only slightly more than removing random tokens here."
-    else:
-        caption += ("Here removing the top tokens hurts no more than removing random ones: treat the highlighted "
-                    "evidence with caution for this trace.")
-    return Panel("check", TITLES["check"], caption, {"result": result})
+        return Panel("check", TITLES["check"], caption, {"check": None})
+    return Panel("check", TITLES["check"], check_words(check), {"check": check})
 
 
 def story_panels(trace: Trace, check: dict[str, Any] | None = None) -> list[Panel]:
-    """All five panels, in order (`check`: a live faithfulness result overriding the stored one)."""
-    return [question_panel(trace), direct_panel(trace), hops_panel(trace), evidence_panel(trace),
-            check_panel(trace, check)]
+    """All five panels, in order (`check`: a live deletion-check result in place of the stored one)."""
+    facts = analyse(trace) if check is None else with_check(trace, check)
+    return [question_panel(trace, facts), direct_panel(trace, facts), hops_panel(trace, facts),
+            evidence_panel(trace, facts), check_panel(trace, facts)]
 
 
-__all__ = ["STEPS", "TITLES", "Piece", "Panel", "story_panels", "question_panel", "direct_panel", "hops_panel",
-           "evidence_panel", "check_panel", "stored_check", "valid_check", "reached", "role_shares", "pct", "quote"]
+def card_note(facts: TraceFacts, k: int = 10) -> str:
+    """One sentence for a gallery card, from the facts alone, so the card cannot contradict the pages."""
+    c, last = facts.change, len(facts.depths) - 1
+    if last == 0 or c.kind == "none":
+        return "Traced without hops." if last == 0 else "No prompt attribution to compare."
+    first_p, last_p = facts.pieces[c.first], facts.pieces[c.last]
+    if c.kind == "changed":
+        return (f"Hops change the evidence: the top prompt {facts.piece_kind} moves from {quote(first_p.text, 40)} to "
+                f"{quote(last_p.text, 40)}, beyond the {points(MARGIN)} margin.")
+    if c.kind == "tie":
+        where = ("at hop 0" if c.lead_first <= MARGIN else f"after {counted(last, 'hop')}")
+        return (f"A near tie, not a change: {quote(first_p.text, 40)} and {quote(last_p.text, 40)} are within "
+                f"{points(MARGIN)} of each other {where}.")
+    climbed = facts.climbers()
+    if climbed:
+        m = climbed[0]
+        return (f"Hops keep the top {facts.piece_kind} {quote(first_p.text, 40)} but move "
+                f"{quote(facts.pieces[m.piece].text, 40)} from {_ordinal(m.rank_first)} to {_ordinal(m.rank_last)}.")
+    return (f"Hops change little here: the top {facts.piece_kind} stays {quote(first_p.text, 40)} and the top-{k} "
+            f"prompt words at hop 0 and after {counted(last, 'hop')} overlap {pct(facts.overlap(k))}.")
+
+
+def graph_words(facts: TraceFacts) -> str:
+    """What the hop graph's influences measure, and how far they are from the trace's own scores (which
+    rank the evidence on every page); empty for a trace without a graph."""
+    g = facts.graph
+    if g is None:
+        return ""
+    if g.agrees:
+        return ("The graph's prompt influences equal the trace's final scores per sentence (within 1e-6), so both "
+                "rank the evidence the same way.")
+    text = ("Node sizes follow the step graph: each reasoning step is attributed on its own and the answer's "
+            "attribution is followed along every path. That is a different quantity from the trace's hop scores, "
+            f"which rank the evidence on every page; here the two differ by up to {points(g.difference)} per "
+            f"sentence (as shares {OF_PROMPT})")
+    if g.same_top or g.top is None or facts.final.top is None:
+        return text + " and agree on the top sentence."
+    return (text + f": the graph puts {quote(facts.pieces[g.top].text, 50)} first, the hop scores "
+            f"{quote(facts.pieces[facts.final.top].text, 50)}.")
+
+
+DEPTH_COLUMNS = ("depth", "reached the input", "top prompt sentence", "its share")
+
+
+def depth_table(facts: TraceFacts) -> list[dict[str, str]]:
+    """One row per depth, in plain text, for every view that lists depths (notebook, HTML export, command
+    line): how much of the answer's attribution has reached the input, and the top prompt piece with its
+    share of the prompt's attribution."""
+    rows = []
+    for d in facts.depths:
+        top = facts.pieces[d.top] if d.top is not None else None
+        rows.append({DEPTH_COLUMNS[0]: _after(d.k), DEPTH_COLUMNS[1]: f"{pct(d.reached, 1)} {facts.of_answer}",
+                     DEPTH_COLUMNS[2]: top.label if top else "(none)",
+                     DEPTH_COLUMNS[3]: f"{pct(d.shares[d.top], 1)} {OF_PROMPT}" if top else ""})
+    return rows
+
+
+def stored_check(trace: Trace) -> Check | None:
+    """The precomputed deletion check of `trace` (None when absent or malformed)."""
+    return analyse(trace).check
+
+
+__all__ = ["STEPS", "TITLES", "Ranked", "Panel", "story_panels", "question_panel", "direct_panel", "hops_panel",
+           "evidence_panel", "check_panel", "stored_check", "ranked", "top_words", "reach_words", "change_words",
+           "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS",
+           "graph_words"]

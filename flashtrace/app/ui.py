@@ -13,7 +13,7 @@ import streamlit as st
 from .state import TraceRef, load_trace, trace_choices
 from .glossary import help_link
 from ..analysis.schema import Trace
-from ..analysis.story import counted
+from ..analysis.text import counted
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",

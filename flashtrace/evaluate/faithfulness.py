@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
+from ..analysis.check import FAITHFULNESS_KEY
 from ..analysis.schema import Trace
 from .methods import replacement_id
 from .metrics import deletion_order
 from .runner import score_masks
 
-FAITHFULNESS_KEY = "faithfulness"  # where a precomputed result lives in Trace.extra
 VERSION = 1
 
 

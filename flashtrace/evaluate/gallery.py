@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..analysis.compare import depth_change
 from ..analysis.schema import Trace
-from ..store.gallery import CHANGE_K, GalleryItem, change_note, gallery_dir, write_index
+from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
 
 HOPS = 3
@@ -81,7 +80,7 @@ def round_floats(value, digits: int = 6):
 
 def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors), with
-    a description that says whether deeper hops change the picture, and the Story page's faithfulness
+    its description (the card adds what the hops change, from the analysis), and the Story page's faithfulness
     check (answer log-probability after deleting the top 10 % of prompt tokens vs 10 % at random)."""
     from ..run.tracing import attribute, prepare  # torch: only when building
     from .faithfulness import FAITHFULNESS_KEY, faithfulness_check
@@ -98,8 +97,7 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
     trace = attribute(prepared, target="answer", hops=HOPS, steps=True, title=spec.title, progress=progress)
     data = round_floats(json.loads(trace.to_json()))
     data["extra"] = {"gallery": extra}
-    rounded = Trace.from_dict(data)  # what ships: the checks below read exactly these numbers
-    extra["description"] = f"{spec.description} {change_note(depth_change(rounded, k=CHANGE_K))}"
+    rounded = Trace.from_dict(data)  # what ships: the check below reads exactly these numbers
     data["extra"][FAITHFULNESS_KEY] = round_floats(faithfulness_check(loaded, rounded))
     return Trace.from_dict(data)
 

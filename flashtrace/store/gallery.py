@@ -13,12 +13,13 @@ from pathlib import Path
 
 from .app_files import bundled_gallery
 from ..base.fileio import atomic_write_text
+from ..analysis.facts import analyse
 from ..analysis.schema import Trace
+from ..analysis.story import card_note
 
 GALLERY_ENV = "FLASHTRACE_GALLERY"
 INDEX = "index.json"
 CHANGE_K = 10  # the index records the top-10 overlap between K=0 and K=HOPS
-CHANGED_OVERLAP = 0.7  # at or below: "deeper hops change the picture"
 
 @dataclass(frozen=True)
 class GalleryItem:
@@ -32,10 +33,12 @@ class GalleryItem:
     n_tokens: int
     hops: int
     size: int
-    overlap: float | None = None  # top-10 prompt-token overlap between K=0 and K=max (`compare.depth_change`)
-    top_segment_changed: bool | None = None  # whether the top prompt segment differs between K=0 and K=max
+    overlap: float | None = None  # top-10 prompt-token overlap between K=0 and K=max (`TraceFacts.overlap`)
+    top_segment_changed: bool | None = None  # the top prompt piece changed beyond the margin (`Change.kind`)
     top_segment_k0: str | None = None
     top_segment_kmax: str | None = None
+    change: str = ""  # `Change.kind`: same, changed, tie or none
+    note: str = ""  # one sentence for the card (`story.card_note`)
 
 
 def gallery_dir() -> Path:
@@ -45,26 +48,15 @@ def gallery_dir() -> Path:
 
 
 def _item(name: str, trace: Trace, size: int) -> GalleryItem:
-    from ..analysis.compare import depth_change
-
+    facts = analyse(trace)
     info = trace.extra.get("gallery", {})
-    change = depth_change(trace, k=CHANGE_K)
+    first, last = facts.change.first, facts.change.last
+    key = (lambda i: None if i is None else facts.pieces[i].key)
     return GalleryItem(name=name, title=trace.title, description=str(info.get("description", "")),
                        task=str(info.get("task", "")), model=trace.model.name, n_tokens=trace.n_tokens,
-                       hops=trace.settings.hops, size=size, overlap=change["overlap"],
-                       top_segment_changed=change["top_segment_changed"], top_segment_k0=change["top_segment_k0"],
-                       top_segment_kmax=change["top_segment_kmax"])
-
-
-def change_note(change: dict) -> str:
-    """One sentence for a gallery card: do deeper hops change the picture (top-k overlap at most
-    `CHANGED_OVERLAP`, or another top prompt segment), or not?"""
-    k, last, overlap = change["k"], change["max_hops"], change["overlap"]
-    moved = (f"; the top prompt sentence moves from {change['top_segment_k0']} to {change['top_segment_kmax']}"
-             if change["top_segment_changed"] else "; the top prompt sentence stays the same")
-    if overlap <= CHANGED_OVERLAP or change["top_segment_changed"]:
-        return f"Deeper hops change the picture: top-{k} prompt tokens at K=0 and K={last} overlap {overlap:.0%}{moved}."
-    return f"Hops change little here: top-{k} prompt tokens at K=0 and K={last} overlap {overlap:.0%}{moved}."
+                       hops=trace.settings.hops, size=size, overlap=facts.overlap(CHANGE_K),
+                       top_segment_changed=facts.change.kind == "changed", top_segment_k0=key(first),
+                       top_segment_kmax=key(last), change=facts.change.kind, note=card_note(facts, CHANGE_K))
 
 
 def list_gallery(folder: Path | None = None) -> list[GalleryItem]:

@@ -3,8 +3,8 @@ HTML, one per view, shared by the app, the HTML export and the tests."""
 
 from .colors import PROMPT, REASONING, ROLE_COLORS
 from .heatmap import heatmap_values, token_heatmap, top_tokens
-from .mass import mass_per_hop, mass_split
+from .mass import mass_per_hop
 from .tokens import step_values, token_grid, tokens_html, view_values, visible_label
 
 __all__ = ["PROMPT", "REASONING", "ROLE_COLORS", "heatmap_values", "token_heatmap", "top_tokens", "mass_per_hop",
-           "mass_split", "step_values", "token_grid", "tokens_html", "view_values", "visible_label"]
+           "step_values", "token_grid", "tokens_html", "view_values", "visible_label"]

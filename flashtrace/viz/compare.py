@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..analysis.compare import HopAdditions, HopDepthComparison, short_text
+from ..analysis.compare import HopDepthComparison
+from ..analysis.facts import OF_FINAL, OF_PROMPT, TraceFacts
+from ..analysis.text import pct
 from .colors import PROMPT, PROMPT_SCALE, REASONING, method_colors
 from .tokens import plotly_text, visible_label
 
@@ -38,28 +40,30 @@ def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) ->
 HOP_BLUES = ["#1e3a8a", "#2563eb", "#60a5fa", "#93c5fd", "#0ea5e9", "#0369a1", "#7dd3fc", "#1d4ed8", "#38bdf8"]
 
 
-def _hop_rows(additions: HopAdditions, view: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Row labels and values ``[rows, N]`` (raw units) and ``[rows, S]`` (per prompt segment) of a view:
-    ``added`` (hop K's contribution) or ``cumulative`` (after hops 0..K)."""
-    added = np.asarray(additions.added)  # [hops, N]
-    seg = np.asarray(additions.segment_added).reshape(len(added), len(additions.segments))  # [hops, S]
+def _hop_rows(facts: TraceFacts, view: str) -> tuple[list[str], np.ndarray, np.ndarray, str]:
+    """Row labels, values ``[rows, prompt tokens]`` and ``[rows, pieces]``, and what they are a share of,
+    for a view: ``added`` (what hop K added, of the final prompt attribution) or ``cumulative`` (the
+    picture after hops 0..K, of the prompt's attribution at that depth)."""
     if view == "added":
-        labels = ["hop 0 (direct)"] + [f"hop {k} adds" for k in additions.hops[1:]]
-        return labels, added, seg
+        added = np.asarray(facts.additions.added, dtype=float)[:, list(facts.prompt_positions)]  # [hops, P]
+        unit = facts.additions.unit
+        tokens = added / unit if unit > 0 else np.zeros_like(added)
+        labels = ["hop 0 (direct)"] + [f"hop {d.k} adds" for d in facts.depths[1:]]
+        return labels, tokens, np.asarray([d.added for d in facts.depths]), OF_FINAL
     if view == "cumulative":
-        return [f"after hops 0..{k}" if k else "after hop 0" for k in additions.hops], np.cumsum(added, axis=0), \
-            np.cumsum(seg, axis=0)
+        labels = [f"after hops 0..{d.k}" if d.k else "after hop 0" for d in facts.depths]
+        return (labels, np.asarray([d.token_shares for d in facts.depths]), np.asarray([d.shares for d in facts.depths]),
+                OF_PROMPT + " at that depth")
     raise ValueError(f"view must be 'added' or 'cumulative', got {view!r}")
 
 
-def _scaled(values: np.ndarray, unit: float, shared: bool, axis: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(shares, z, zmax)``: values as shares of `unit`; with `shared` one scale for all (z = shares, zmax
-    their maximum), else each row (axis=1) or column (axis=0) scaled to its own maximum (zmax 1)."""
-    shares = values / unit if unit > 0 else np.zeros_like(values)
+def _scaled(shares: np.ndarray, shared: bool, axis: int) -> tuple[np.ndarray, float]:
+    """``(z, zmax)``: with `shared` one scale for all (z = shares, zmax their maximum), else each row
+    (axis=1) or column (axis=0) scaled to its own maximum (zmax 1)."""
     if shared:
-        return shares, shares, float(shares.max(initial=0.0)) or 1.0
+        return shares, float(shares.max(initial=0.0)) or 1.0
     top = shares.max(axis=axis, keepdims=True, initial=0.0)
-    return shares, np.divide(shares, top, out=np.zeros_like(shares), where=top > 0), 1.0
+    return np.divide(shares, top, out=np.zeros_like(shares), where=top > 0), 1.0
 
 
 def _pct_format(top: float) -> str:
@@ -67,71 +71,71 @@ def _pct_format(top: float) -> str:
     return ".0%" if top >= 0.1 else ".1%"
 
 
-def strongest_positions(additions: HopAdditions, view: str = "added", limit: int = 30) -> list[int]:
+def strongest_positions(facts: TraceFacts, view: str = "added", limit: int = 30) -> list[int]:
     """The `limit` prompt positions with the largest value in any row of `view`, in text order."""
-    _labels, values, _seg = _hop_rows(additions, view)
-    positions = additions.prompt_positions
-    best = values[:, positions].max(axis=0) if positions else np.zeros(0)  # [P]
-    ranked = sorted(range(len(positions)), key=lambda j: (-best[j], j))[:limit]
-    return sorted(positions[j] for j in ranked)
+    _labels, values, _pieces, _of = _hop_rows(facts, view)
+    best = values.max(axis=0) if values.size else np.zeros(0)  # [P]
+    ranked = sorted(range(len(best)), key=lambda j: (-best[j], j))[:limit]
+    return sorted(facts.prompt_positions[j] for j in ranked)
 
 
-def hop_token_strips(additions: HopAdditions, token_texts: list[str], view: str = "added", shared: bool = True,
+def hop_token_strips(facts: TraceFacts, token_texts: list[str], view: str = "added", shared: bool = True,
                      limit: int = 30) -> go.Figure:
-    """One row per hop (what it adds) or per depth (the attribution after hops 0..K) over the prompt
-    tokens that matter most at any depth, in text order, each column labelled with its token. Values
-    are shares of the final prompt attribution; `shared` puts every row on one colour scale (else each
-    row is scaled to its own maximum)."""
-    labels, values, _seg = _hop_rows(additions, view)
-    cols = strongest_positions(additions, view, limit)
-    shares, z, zmax = _scaled(values[:, cols], additions.unit, shared, axis=1)
+    """One row per hop (what it adds) or per depth (the picture after hops 0..K) over the prompt tokens
+    that matter most at any depth, in text order, each column labelled with its token. `shared` puts every
+    row on one colour scale (else each row is scaled to its own maximum)."""
+    labels, values, _pieces, of = _hop_rows(facts, view)
+    cols = strongest_positions(facts, view, limit)
+    index = {p: j for j, p in enumerate(facts.prompt_positions)}
+    shares = values[:, [index[p] for p in cols]] if cols else np.zeros((len(labels), 0))
+    z, zmax = _scaled(shares, shared, axis=1)
     ticks = [plotly_text(visible_label(token_texts[i], 14)) for i in cols]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), y=labels, x=list(range(len(cols))), customdata=shares.tolist(), zmin=0, zmax=zmax,
         colorscale=PROMPT_SCALE, xgap=1, ygap=2,
         text=[[f"{t} (token {i})" for t, i in zip(ticks, cols)] for _ in labels],
-        hovertemplate="%{y} · %{text}<br>%{customdata:.1%} of the final prompt attribution<extra></extra>",
-        colorbar={"title": {"text": "share of final" if shared else "of the row's max", "side": "right"},
+        hovertemplate=f"%{{y}} · %{{text}}<br>%{{customdata:.1%}} {of}<extra></extra>",
+        colorbar={"title": {"text": "share" if shared else "of the row's max", "side": "right"},
                   "thickness": 12, "tickformat": _pct_format(zmax) if shared else None}))
     what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
     fig.update_layout(
-        title={"text": f"{what}: the {len(cols)} strongest prompt tokens "
+        title={"text": f"{what}: the {len(cols)} strongest prompt tokens, as shares {of} "
                        f"({'one shared scale' if shared else 'each row scaled to its maximum'})", "font": {"size": 14}},
         height=150 + 30 * len(labels), margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"tickvals": list(range(len(cols))), "ticktext": ticks, "tickangle": -50, "tickfont": {"size": 11}},
         yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
-        meta={"view": "hop_token_strips", "mode": view, "shared": shared, "zmax": zmax, "positions": cols})
+        meta={"view": "hop_token_strips", "mode": view, "shared": shared, "zmax": zmax, "positions": cols, "of": of})
     return fig
 
 
-def hop_segment_strips(additions: HopAdditions, view: str = "added", shared: bool = True, limit: int = 12,
-                       label_chars: int = 48) -> go.Figure:
-    """The same per prompt segment: one row per sentence/line (labelled with its text), one column per
-    hop or depth; the `limit` segments with the largest value anywhere, in text order. `shared`: one
-    scale for all cells, else each column scaled to its own maximum."""
-    if not additions.segments:
+def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = True, limit: int = 12) -> go.Figure:
+    """The same per prompt sentence (labelled with its distinct short label): one row per sentence, one
+    column per hop or depth; the `limit` sentences with the largest value anywhere, in text order.
+    `shared`: one scale for all cells, else each column scaled to its own maximum."""
+    if facts.piece_kind != "sentence":
         raise ValueError("this trace has no segments (it was made by an older version); re-run it to get them")
-    labels, _values, seg = _hop_rows(additions, view)
-    best = seg.max(axis=0)  # [S]
-    rows = sorted(sorted(range(len(additions.segments)), key=lambda j: (-best[j], j))[:limit])
-    shares, z, zmax = _scaled(seg[:, rows].T, additions.unit, shared, axis=0)  # [rows, hops]
-    segs = [additions.segments[j] for j in rows]
-    names = [f"{s.id} · {plotly_text(short_text(s.text, label_chars))}" for s in segs]
+    labels, _values, pieces, of = _hop_rows(facts, view)
+    best = pieces.max(axis=0)  # [S]
+    rows = sorted(sorted(range(len(facts.pieces)), key=lambda j: (-best[j], j))[:limit])
+    shares = pieces[:, rows].T  # [rows, hops]
+    z, zmax = _scaled(shares, shared, axis=0)
+    chosen = [facts.pieces[j] for j in rows]
+    names = [f"{p.key} · {plotly_text(p.label)}" for p in chosen]
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
-        xgap=2, ygap=2, text=[[f"{v:.0%}" if v >= 0.01 or v == 0 else f"{v:.1%}" for v in row] for row in shares],
+        xgap=2, ygap=2, text=[[pct(v, 0 if v >= 0.01 or v == 0 else 1) for v in row] for row in shares],
         texttemplate="%{text}",
-        hovertemplate="%{y}<br>%{x}: %{customdata:.1%} of the final prompt attribution<extra></extra>",
-        colorbar={"title": {"text": "share of final" if shared else "of the column's max", "side": "right"},
+        hovertemplate=f"%{{y}}<br>%{{x}}: %{{customdata:.1%}} {of}<extra></extra>",
+        colorbar={"title": {"text": "share" if shared else "of the column's max", "side": "right"},
                   "thickness": 12, "tickformat": _pct_format(zmax) if shared else None}))
     what = "What each hop adds" if view == "added" else "Prompt attribution after hops 0..K"
     fig.update_layout(
-        title={"text": f"{what}, per prompt sentence (top {len(rows)} of {len(additions.segments)})",
+        title={"text": f"{what}, per prompt sentence (top {len(rows)} of {len(facts.pieces)}), as shares {of}",
                "font": {"size": 14}},
         height=130 + 26 * len(rows), margin={"l": 10, "r": 10, "t": 70, "b": 10},
         xaxis={"side": "top", "type": "category"}, yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
         meta={"view": "hop_segment_strips", "mode": view, "shared": shared, "zmax": zmax,
-              "segments": [s.id for s in segs]})
+              "segments": [p.key for p in chosen], "of": of})
     return fig
 
 
@@ -157,22 +161,22 @@ def depth_agreement(comparison: HopDepthComparison) -> go.Figure:
     return fig
 
 
-def reach_bars(additions: HopAdditions) -> go.Figure:
-    """Per depth K, the share of the target's attribution that has reached the prompt, stacked by the hop
+def reach_bars(facts: TraceFacts) -> go.Figure:
+    """Per depth K, the share of the answer's attribution that has reached the input, stacked by the hop
     that moved it there."""
-    depths = [f"K={d}" for d in additions.hops]
+    depths = [f"K={d.k}" for d in facts.depths]
     fig = go.Figure()
-    for k in additions.hops:
+    for k, moved in enumerate(facts.input_share):
         fig.add_trace(go.Bar(
-            x=depths, y=[additions.input_share[k] if d >= k else 0.0 for d in additions.hops], name=f"hop {k}",
+            x=depths, y=[moved if d.k >= k else 0.0 for d in facts.depths], name=f"hop {k}",
             marker_color=HOP_BLUES[min(k, len(HOP_BLUES) - 1)], hovertemplate=f"hop {k}: %{{y:.1%}}<extra></extra>"))
-    for d, total in zip(depths, additions.reached):
-        fig.add_annotation(x=d, y=total, text=f"{total:.0%}", showarrow=False, yanchor="bottom")
-    fig.update_layout(barmode="stack", title={"text": f"The {additions.target_label}'s attribution reaching the prompt",
+    for label, d in zip(depths, facts.depths):
+        fig.add_annotation(x=label, y=d.reached, text=pct(d.reached), showarrow=False, yanchor="bottom")
+    fig.update_layout(barmode="stack", title={"text": f"Share {facts.of_answer} that has reached the input",
                                               "font": {"size": 14}}, height=330,
                       yaxis={"range": [0, 1.12], "tickformat": ".0%"}, margin={"l": 40, "r": 10, "t": 40, "b": 30},
                       legend={"orientation": "h", "y": -0.2, "title": {"text": "moved by"}, "traceorder": "normal"},
-                      meta={"view": "reach_bars"})
+                      meta={"view": "reach_bars", "reached": [d.reached for d in facts.depths]})
     return fig
 
 

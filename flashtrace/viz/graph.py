@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..analysis.graph import INPUT_ROLES, OTHER, HopGraph, HopPath
+from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
@@ -151,8 +152,11 @@ def _path_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
 
 
 def segment_mass(trace: Trace) -> dict[str, float]:
-    """Share of the final prompt attribution on each prompt segment."""
-    return {s.id: sum(trace.scores.prompt[s.start:s.end]) for s in trace.segments or [] if s.role == "prompt"}
+    """Each prompt segment's share of the prompt's attribution after all hops (`TraceFacts`)."""
+    facts = analyse(trace)
+    if facts.piece_kind != "sentence":
+        return {}
+    return {p.key: float(facts.final.shares[i]) for i, p in enumerate(facts.pieces)}
 
 
 def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict) -> str:

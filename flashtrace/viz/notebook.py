@@ -6,38 +6,43 @@ from __future__ import annotations
 
 import html
 
-from ..analysis.compare import hop_additions, reach_sentence
+from ..analysis.facts import OF_PROMPT, analyse
+from ..analysis.story import DEPTH_COLUMNS, change_words, depth_table, reach_words
+from ..analysis.text import pct
 from ..analysis.schema import Trace
 
 
-def _percent(value: float) -> str:
-    return f"{100 * value:.1f} %"
+def _html_table(rows: list[dict[str, str]], columns: tuple[str, ...], cell: str) -> str:
+    head = "".join(f'<th style="{cell}">{html.escape(c)}</th>' for c in columns)
+    body = "".join("<tr>" + "".join(f'<td style="{cell}">{html.escape(row[c])}</td>' for c in columns) + "</tr>"
+                   for row in rows)
+    return f'<table style="border-collapse:collapse;font-size:0.85rem"><tr>{head}</tr>{body}</table>'
 
 
 def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
-    """The trace as one self-contained HTML fragment: title and settings, how much of the target's
-    attribution reached the prompt at each hop, the top `k` prompt tokens, and the text coloured by the
-    combined prompt attribution. Every piece of text is escaped; nothing is fetched from outside."""
+    """The trace as one self-contained HTML fragment: title and settings, what the answer rests on at each
+    depth (the analysis every page shows), the top `k` prompt tokens, and the text coloured by the combined
+    prompt attribution. Every piece of text is escaped; nothing is fetched from outside."""
     from .tokens import tokens_html
 
-    s, m = trace.settings, trace.model
+    s, m, facts = trace.settings, trace.model, analyse(trace)
     title = trace.title or "FlashTrace trace"
-    facts = (f"{m.name} · {s.method} · {s.hops} hop{'s' if s.hops != 1 else ''} · {trace.n_tokens:,} tokens · "
+    about = (f"{m.name} · {s.method} · {s.hops} hop{'s' if s.hops != 1 else ''} · {trace.n_tokens:,} tokens · "
              f"target tokens {s.target[0]}–{s.target[1] - 1}")
-    additions = hop_additions(trace)
-    per_hop = " · ".join(f"hop {d}: {_percent(v)}" for d, v in zip(additions.hops, additions.reached))
-    rows = "".join(f"<tr><td>{i}</td><td><code>{html.escape(repr(text))}</code></td><td>{_percent(score)}</td></tr>"
-                   for i, text, score in trace.top_prompt_tokens(k))
     cell = "padding:2px 8px;text-align:left"
+    last = len(facts.depths) - 1
+    tokens = [{"position": str(i), "token": repr(trace.tokens[i].text),
+               f"share {OF_PROMPT}": pct(facts.token_share(last, i), 1)}
+              for i in facts.final.top_tokens[:k]]
+    words = " ".join(line for line in (reach_words(facts), change_words(facts)) if line)
     return (f'<div class="flashtrace-trace" style="font-family:system-ui,sans-serif;max-width:980px">'
             f'<div style="font-weight:600;font-size:1.05rem">{html.escape(title)}</div>'
-            f'<div style="opacity:0.75;font-size:0.85rem">{html.escape(facts)}</div>'
-            f'<p style="margin:6px 0">{html.escape(reach_sentence(additions))} '
-            f'<span style="opacity:0.75">(reached after each depth — {html.escape(per_hop)})</span></p>'
-            f'<details open><summary>Top {k} prompt tokens</summary>'
-            f'<table style="border-collapse:collapse;font-size:0.85rem"><tr><th style="{cell}">position</th>'
-            f'<th style="{cell}">token</th><th style="{cell}">share of the prompt attribution</th></tr>{rows}</table>'
-            f'</details>'
+            f'<div style="opacity:0.75;font-size:0.85rem">{html.escape(about)}</div>'
+            f'<p style="margin:6px 0">{html.escape(words)}</p>'
+            + _html_table(depth_table(facts), DEPTH_COLUMNS, cell)
+            + f'<details open><summary>Top {len(tokens)} prompt words</summary>'
+            + (_html_table(tokens, tuple(tokens[0]), cell) if tokens else "")
+            + '</details>'
             + tokens_html(trace, max_height_px=max_height_px, legend="combined prompt attribution (final)")
             + "</div>")
 
@@ -66,7 +71,7 @@ def compare_depths(trace: Trace, view: str = "added", shared: bool = True):
     hops 0..K (``view="cumulative"``), on the prompt tokens that matter most, one colour scale."""
     from .compare import hop_token_strips
 
-    return hop_token_strips(hop_additions(trace), [t.text for t in trace.tokens], view, shared=shared)
+    return hop_token_strips(analyse(trace), [t.text for t in trace.tokens], view, shared=shared)
 
 
 def to_pandas(trace: Trace):

@@ -1,5 +1,6 @@
-"""A trace as one standalone, offline HTML page: the heatmap with a hop selector, the text view, the
-mass per hop, the hop graph when the trace has step vectors, the top-k table and the settings.
+"""A trace as one standalone, offline HTML page: the settings, what the answer rests on at each depth and
+the evidence ranking (from `flashtrace.analysis.facts`, as on every page), the heatmap with a hop
+selector, the text view, the mass per hop, the hop graph when the trace has step vectors, the top-k table.
 Only the plotly.js parts the figures use are embedded (`export.standalone_html`: no network requests), and
 every piece of trace text is escaped."""
 
@@ -10,7 +11,10 @@ import re
 
 import plotly.graph_objects as go
 
+from ..analysis.facts import OF_PROMPT, analyse
 from ..analysis.schema import Trace
+from ..analysis.story import change_words, depth_table, graph_words, reach_words
+from ..analysis.text import pct
 from .heatmap import token_heatmap, top_tokens
 from .export import standalone_html
 from .mass import mass_per_hop
@@ -60,17 +64,21 @@ def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph
         graph_figure = hop_graph_figure(HopGraph.from_trace(trace, graph_threshold), trace)
     if graph_figure is not None:
         graph_figure = static_graph(graph_figure)
-    s = trace.settings
-    facts = {"model": f"{trace.model.name} ({trace.model.family}, {trace.model.n_layers} layers)",
+    s, facts = trace.settings, analyse(trace)
+    about = {"model": f"{trace.model.name} ({trace.model.family}, {trace.model.n_layers} layers)",
              "tokens": trace.n_tokens, "method": s.method, "hops": s.hops, "target tokens": f"{s.target[0]}:{s.target[1]}",
              "recursive span": s.recursive, "rho per hop": ", ".join(f"{h.rho:.3f}" for h in trace.hops),
              "created": trace.created}
-    settings = "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in facts.items()) + "</dl>"
-    blocks: list = [settings, "<h2>Token heatmap</h2>", heatmap_with_hop_selector(trace),
+    settings = "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in about.items()) + "</dl>"
+    summary = "".join(f"<p>{html.escape(line)}</p>" for line in (reach_words(facts), change_words(facts)) if line)
+    evidence = [{"sentence": piece.label, f"share {OF_PROMPT}": pct(share, 1)} for piece, share in facts.evidence(10)]
+    blocks: list = [settings, "<h2>What the answer rests on</h2>", summary, _table(depth_table(facts)),
+                    "<h2>Evidence: the strongest prompt pieces after all hops</h2>", _table(evidence),
+                    "<h2>Token heatmap</h2>", heatmap_with_hop_selector(trace),
                     "<h2>Text</h2>", tokens_html(trace, None, max_height_px=None),
-                    "<h2>Mass per hop</h2>", mass_per_hop(trace)]
+                    "<h2>Where each hop's attribution lands</h2>", mass_per_hop(facts)]
     if graph_figure is not None:
-        blocks += ["<h2>Hop graph</h2>", graph_figure]
+        blocks += ["<h2>Hop graph</h2>", f"<p>{html.escape(graph_words(facts))}</p>", graph_figure]
     blocks += ["<h2>Top prompt tokens</h2>", _table(top_tokens(trace, None, 20))]
     return standalone_html(trace.title or "FlashTrace trace", blocks)
 

@@ -7,29 +7,33 @@ import html
 
 import plotly.graph_objects as go
 
-from ..analysis.story import Panel, Piece, pct
+from ..analysis.check import Check
+from ..analysis.facts import OF_PROMPT
+from ..analysis.story import Panel, Ranked
+from ..analysis.text import pct
 from ..analysis.schema import Trace
 from .colors import PROMPT, REASONING, TEMPLATE
 from .tokens import tokens_html
 
-LABEL_CHARS = 48
 _LAYOUT = {"margin": {"l": 10, "r": 20, "t": 40, "b": 30}, "font": {"size": 13}}
 
 
-def _label(text: str, limit: int = LABEL_CHARS) -> str:
-    flat = " ".join(text.split()) or "(whitespace)"
-    return html.escape(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
+def _escaped(text: str) -> str:
+    return html.escape(text, quote=False)
 
 
-def pieces_figure(pieces: list[Piece], title: str, view: str) -> go.Figure:
-    """Horizontal bars: the top prompt sentences (or tokens) and their shares, text on the bars' left."""
+def pieces_figure(pieces: list[Ranked], title: str, view: str) -> go.Figure:
+    """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
+    their shares of the prompt's attribution; the whole text on hover (escaped)."""
     fig = go.Figure(go.Bar(
-        y=[_label(p.text) for p in pieces], x=[p.share for p in pieces], orientation="h", marker_color=PROMPT,
+        y=[_escaped(p.label) for p in pieces], x=[p.share for p in pieces], orientation="h", marker_color=PROMPT,
         text=[pct(p.share) for p in pieces], textposition="outside", cliponaxis=False,
-        customdata=[_label(p.text, 300) for p in pieces], hovertemplate="%{customdata}<br>%{x:.1%}<extra></extra>"))
+        customdata=[_escaped(" ".join(p.text.split())[:300]) for p in pieces],
+        hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
     top = max((p.share for p in pieces), default=1.0)
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(pieces), 1),
-                      xaxis={"range": [0, top * 1.2], "tickformat": ".0%", "fixedrange": True},
+                      xaxis={"range": [0, top * 1.2], "tickformat": ".0%", "fixedrange": True,
+                             "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
                       meta={"view": view}, **_LAYOUT)
     return fig
@@ -61,8 +65,8 @@ def reach_figure(panel: Panel) -> go.Figure:
     fig = go.Figure([
         go.Bar(x=labels, y=reach, name="reached the input", marker_color=PROMPT, text=[pct(r) for r in reach],
                textposition="inside", hovertemplate="%{x}: %{y:.1%} reached the input<extra></extra>"),
-        go.Bar(x=labels, y=[1 - r for r in reach], name="still on the reasoning (ρ)", marker_color=REASONING,
-               hovertemplate="%{x}: %{y:.1%} still on the reasoning<extra></extra>"),
+        go.Bar(x=labels, y=[1 - r for r in reach], name="still on the model's own text", marker_color=REASONING,
+               hovertemplate="%{x}: %{y:.1%} still on the model's own text<extra></extra>"),
     ])
     fig.update_layout(barmode="stack", height=300, title={"text": "How much of the answer's attribution has reached "
                                                           "the input", "font": {"size": 14}},
@@ -72,19 +76,20 @@ def reach_figure(panel: Panel) -> go.Figure:
     return fig
 
 
-def check_figure(result: dict) -> go.Figure:
-    """Answer log-probability: unchanged, top tokens deleted, random tokens deleted (bar: mean of the draws,
-    dots: each draw). Values are written under each bar's name."""
-    share = pct(result["fraction"])
-    values = (result["before"], result["top"], result["random_mean"])
-    names = ("nothing deleted", f"top {share} deleted", f"random {share} deleted (mean)")
+def check_figure(check: Check) -> go.Figure:
+    """Answer log-probability: nothing deleted, the top tokens deleted, random tokens deleted (bar: mean of
+    the draws, dots: each draw, so their spread shows). Values are written under each bar's name."""
+    share = pct(check.fraction)
+    random_mean = check.before - check.drop_random_mean
+    values = (check.before, check.top, random_mean)
+    names = ("nothing deleted", f"top {share} deleted", f"random {share} deleted (mean of {len(check.randoms)})")
     labels = [f"{name}<br><b>{value:.2f}</b>" for name, value in zip(names, values)]
     fig = go.Figure(go.Bar(x=labels, y=list(values), marker_color=[TEMPLATE, PROMPT, REASONING], showlegend=False,
                            hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[labels[2]] * len(result["random"]), y=result["random"], mode="markers",
+    fig.add_trace(go.Scatter(x=[labels[2]] * len(check.randoms), y=list(check.randoms), mode="markers",
                              marker={"color": "#1f2937", "size": 7}, name="each random draw",
                              hovertemplate="one random draw: %{y:.3f}<extra></extra>"))
-    low = min(min(values), min(result["random"]), 0.0)
+    low = min(min(values), min(check.randoms), 0.0)
     fig.update_layout(height=300, title={"text": "Answer log-probability (0 = certain; lower = less likely)",
                                          "font": {"size": 14}},
                       yaxis={"range": [low * 1.1 - 0.1, 0.1], "fixedrange": True}, xaxis={"fixedrange": True},
@@ -99,7 +104,7 @@ def evidence_html(trace: Trace, max_height_px: int | None = 300) -> str:
     return tokens_html(trace, None, max_height_px=max_height_px, token_range=tuple(span) if span else None)
 
 
-def sentences_html(trace: Trace, pieces: list[Piece]) -> str:
+def sentences_html(trace: Trace, pieces: list[Ranked]) -> str:
     """Each top prompt sentence on its own line, its tokens coloured by their final attribution, with its
     share (escaped). Pieces that are not segments (a trace without segments) are skipped."""
     by_id = {seg.id: seg for seg in trace.segments or []}
@@ -128,8 +133,8 @@ def panel_figures(trace: Trace, panel: Panel) -> list[go.Figure]:
     if panel.key == "evidence" and panel.data["sentences"]:
         return [pieces_figure(panel.data["sentences"], "Prompt sentences with the most attribution after all hops",
                               "story_evidence")]
-    if panel.key == "check" and panel.data["result"] is not None:
-        return [check_figure(panel.data["result"])]
+    if panel.key == "check" and panel.data["check"] is not None:
+        return [check_figure(panel.data["check"])]
     return []
 
 

@@ -41,13 +41,13 @@ def test_a_bad_step_in_the_url_falls_back_to_a_real_panel(open_page, step):
 
 
 def test_hops_panel_says_how_much_reached_the_input(open_page):
+    from flashtrace.analysis.text import pct
     from flashtrace.store.gallery import load_gallery_trace
-    from flashtrace.analysis.story import pct, reached
 
     at = open_page(STORY, trace="gallery:needle", step="3")
     no_problems(at)
     text = " ".join(m.value for m in at.markdown)
-    final = reached(load_gallery_trace("needle"))[-1]
+    final = 1 - load_gallery_trace("needle").hops[-1].rho  # recursive span reasoning + answer: reached = 1 - ρ_K
     assert f"after 3 hops {pct(final)}".replace("%", "\\%") in text  # shown through ui.plain
     captions = " ".join(c.value for c in at.caption)
     assert "Glossary#rho" in captions and "Glossary#hop" in captions

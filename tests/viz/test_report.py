@@ -10,7 +10,8 @@ def test_report_is_offline_escaped_and_has_every_view(small_trace):
     assert small_trace.title.startswith("Keep <script>alert(1)</script>")
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # title, escaped
     assert page.count("<script") == page.count("</script>")  # no token text opened or closed a script
-    for heading in ("Token heatmap", "Text", "Mass per hop", "Top prompt tokens"):
+    for heading in ("What the answer rests on", "Token heatmap", "Text", "Where each hop's attribution lands",
+                    "Top prompt tokens"):
         assert f"<h2>{heading}</h2>" in page
     assert "<h2>Hop graph</h2>" not in page  # this trace has no step vectors
 

@@ -3,7 +3,8 @@
 import pytest
 
 from flashtrace.store.gallery import load_gallery_trace
-from flashtrace.analysis.story import Piece, check_panel, reached, story_panels
+from flashtrace.analysis.facts import Piece, analyse, summarise_check
+from flashtrace.analysis.story import Ranked, story_panels
 from flashtrace.viz.story import check_figure, panel_figures, pieces_figure, sentences_html
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 50, "n_deleted": 5, "before": -0.5, "top": -4.0,
@@ -22,8 +23,9 @@ def test_each_panel_draws_its_data(trace):
     assert [t.x[0] for t in split.data] == [direct.data["shares"][k] for k in ("prompt", "template", "generated")]
     assert list(sentences.data[0].x) == [p.share for p in direct.data["sentences"]]
     (reach,) = panel_figures(trace, hops)
-    assert list(reach.data[0].y) == reached(trace)
+    assert list(reach.data[0].y) == [d.reached for d in analyse(trace).depths] == hops.data["reached"]
     assert [a + b for a, b in zip(reach.data[0].y, reach.data[1].y)] == pytest.approx([1.0] * len(trace.hops))
+    assert [label for label in sentences.data[0].y] == [p.label for p in direct.data["sentences"]]
     (bars,) = panel_figures(trace, evidence)
     assert list(bars.data[0].x) == [p.share for p in evidence.data["sentences"]]
     html = sentences_html(trace, evidence.data["sentences"])
@@ -31,11 +33,13 @@ def test_each_panel_draws_its_data(trace):
 
 
 def test_check_figure_shows_before_top_random_and_each_draw(trace):
-    fig = panel_figures(trace, check_panel(trace, CHECK))[0]
-    assert list(fig.data[0].y) == [-0.5, -4.0, -0.9] and list(fig.data[1].y) == [-0.7, -1.1]
-    assert fig == check_figure(CHECK)
+    check_panel = story_panels(trace, CHECK)[4]
+    fig = panel_figures(trace, check_panel)[0]
+    assert list(fig.data[0].y) == pytest.approx([-0.5, -4.0, -0.9]) and list(fig.data[1].y) == [-0.7, -1.1]
+    assert fig == check_figure(summarise_check(CHECK))
 
 
 def test_trace_text_is_escaped_in_labels():
-    fig = pieces_figure([Piece("P0", "<img src=x onerror=alert(1)>", 0.5)], "t", "v")
+    text = "<img src=x onerror=alert(1)>"
+    fig = pieces_figure([Ranked(Piece("P0", text, text, 0, 1), 0.5)], "t", "v")
     assert "<img" not in fig.data[0].y[0] and "&lt;img" in fig.data[0].y[0]

@@ -42,6 +42,5 @@ def run(args) -> int:
     print(f"gallery: {len(items)} traces, {total / 1e6:.2f} MB in {args.out or gallery_dir()}, "
           f"{time.perf_counter() - start:.0f} s")
     for it in items:
-        moved = f"  (top segment {it.top_segment_k0} -> {it.top_segment_kmax})" if it.top_segment_changed else ""
-        print(f"  {it.name:<18} top-10 overlap K=0 vs K={it.hops}: {it.overlap:.1f}{moved}")
+        print(f"  {it.name:<18} {it.note}")
     return 0

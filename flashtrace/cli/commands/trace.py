@@ -98,6 +98,8 @@ def _check_arguments(args) -> None:
 def run(args) -> int:
     from tqdm import tqdm
 
+    from ..summary import print_summary
+
     from ...engine.attribution import get_method
     from ...engine.inputs import parse_stop_tokens
     from ...engine.models import load_model
@@ -134,7 +136,7 @@ def run(args) -> int:
                       progress=progress if bar is not None else None, steps=args.steps)
     if bar is not None:
         bar.close()
-    _print_summary(trace, args.top)
+    print_summary(trace, args.top)
     if args.json:
         try:
             trace.save(args.json)
@@ -147,23 +149,3 @@ def run(args) -> int:
 def _warn_if_long(est) -> None:
     if est.seconds > 20 or est.peak_bytes > 4 * 2**30:
         print(f"note: this trace is predicted to take {est.describe()}", file=sys.stderr)
-
-
-def _stops(trace) -> str:
-    value = trace.settings.stop_tokens
-    return value if isinstance(value, str) else "list " + " ".join(repr(w) for w in value)
-
-
-def _print_summary(trace, top: int) -> None:
-    lo, hi = trace.settings.target
-    target_text = "".join(t.text for t in trace.tokens[lo:hi])
-    print(f"model {trace.model.name} ({trace.model.family}), {trace.n_tokens} tokens, method {trace.settings.method}, "
-          f"hops {trace.settings.hops}, hop 0 over the {trace.settings.hop0}, stop tokens {_stops(trace)}")
-    print(f"target tokens {lo}:{hi}: {target_text!r}")
-    print("rho per hop: " + ", ".join(f"{h.rho:.3f}" for h in trace.hops))
-    t = trace.timings
-    print(f"forward {t.get('forward_s', 0):.2f} s, attribution {t.get('attribution_s', 0):.2f} s")
-    print(f"\n{'rank':>4}  {'pos':>5}  {'score':>7}  token")
-    ranked = [row for row in trace.top_prompt_tokens(top) if row[2] > 0]  # stop tokens score 0
-    for rank, (pos, text, score) in enumerate(ranked, 1):
-        print(f"{rank:>4}  {pos:>5}  {score:>7.4f}  {text!r}")

@@ -1,0 +1,369 @@
+"""The analysis of one trace: every number a view shows about it, computed once (`analyse`), torch-free.
+
+Home and gallery cards, Library, Explore, Hop graph, Compare, Story, the HTML export, the notebook view
+and the command line's summary all read a `TraceFacts`; none computes its own shares. Each number has one
+of three denominators, and every label names it:
+
+- `OF_ANSWER`, "of the answer's attribution": where the target's attribution sits. ``reached[K]`` is the
+  share on the input (prompt + chat template) after hops 0..K, ``ρ_K`` the share still on generated text,
+  ``split`` where one hop's own attribution lands. (The word is "target" when the target is not the answer.)
+- `OF_PROMPT`, "of the prompt's attribution": sentence and token shares of the prompt attribution after
+  hops 0..K, ``Σ_{k<=K} contribution_k`` over the user's prompt tokens; at the deepest depth these are the
+  trace's final scores, so the evidence ranking is the trace's own.
+- `OF_FINAL`, "of the final prompt attribution": what hop K added (its contribution ``ρ_{K-1}·a_K``);
+  the hops' additions sum to the final shares.
+
+A claim of change needs a margin: the top sentence "changed" between depth 0 and the deepest depth only
+when each leads the other by more than `MARGIN` at its own depth; otherwise the two are tied.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .check import FAITHFULNESS_KEY, Check, summarise_check
+from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions
+from .schema import Trace
+from .text import distinct_labels
+
+MARGIN = 0.02  # a lead of more than 2 points of the prompt's attribution makes a top sentence a claim
+OF_ANSWER = "of the answer's attribution"
+OF_PROMPT = "of the prompt's attribution"
+OF_FINAL = "of the final prompt attribution"
+LABEL_CHARS = 48
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A unit of prompt evidence: a prompt sentence/line (segment), or a prompt token when the trace has no
+    segments. `label` is short and distinct from every other piece's."""
+
+    key: str  # segment id, or the token's position
+    text: str
+    label: str
+    start: int  # tokens [start, end)
+    end: int
+    gold: bool = False  # holds a gold token (known evidence)
+
+
+@dataclass(frozen=True)
+class Depth:
+    """The picture after hops ``0..k`` (`ran` False: the hops stopped before k; it repeats depth k-1)."""
+
+    k: int
+    ran: bool
+    reached: float  # OF_ANSWER on the input after hops 0..k
+    rho: float  # OF_ANSWER still on generated text
+    split: dict[str, float] | None  # where hop k's own attribution lands (of hop k's attribution), per role
+    shares: np.ndarray  # [pieces] OF_PROMPT after hops 0..k
+    order: tuple[int, ...]  # piece indices, largest share first (ties: text order)
+    token_shares: np.ndarray  # [prompt tokens] OF_PROMPT after hops 0..k, in `TraceFacts.prompt_positions` order
+    top_tokens: tuple[int, ...]  # prompt positions with attribution, strongest first (punctuation-only tokens skipped)
+    added: np.ndarray  # [pieces] what hop k added, OF_FINAL
+
+    @property
+    def top(self) -> int | None:
+        """Index of the top piece (None when no prompt piece has any attribution)."""
+        return self.order[0] if self.order and self.shares[self.order[0]] > 0 else None
+
+    def rank(self, piece: int) -> int:
+        """1-based rank of `piece` at this depth."""
+        return self.order.index(piece) + 1
+
+    def lead(self) -> float:
+        """How far the top piece leads the runner-up (OF_PROMPT)."""
+        if len(self.order) < 2:
+            return float(self.shares[self.order[0]]) if self.order else 0.0
+        return float(self.shares[self.order[0]] - self.shares[self.order[1]])
+
+
+@dataclass(frozen=True)
+class Change:
+    """The top piece at depth 0 against the deepest depth. `kind`: ``none`` (no prompt attribution),
+    ``same`` (one top piece at both), ``changed`` (another top piece, each leading the other by more than
+    `margin` at its own depth) or ``tie`` (another top piece, but within `margin` at one of the depths)."""
+
+    kind: str
+    first: int | None
+    last: int | None
+    lead_first: float  # at depth 0: first's share minus last's (same: minus the runner-up's)
+    lead_last: float  # at the deepest depth: last's share minus first's (same: minus the runner-up's)
+    margin: float = MARGIN
+
+
+@dataclass(frozen=True)
+class Move:
+    """A piece's rank at depth 0 and at the deepest depth (1 = top)."""
+
+    piece: int
+    rank_first: int
+    rank_last: int
+    share_first: float
+    share_last: float
+
+
+@dataclass(frozen=True)
+class Gold:
+    """Known evidence (gold character ranges in the prompt) and how the attribution treats it per depth."""
+
+    positions: tuple[int, ...]  # gold prompt tokens
+    pieces: tuple[int, ...]  # pieces holding a gold token
+    share: tuple[float, ...]  # [depth] OF_PROMPT on the gold tokens
+    token_rank: tuple[int | None, ...]  # [depth] best rank of a gold token among the prompt tokens
+    piece_rank: tuple[int | None, ...]  # [depth] best rank of a gold piece
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """The hop graph's view of the evidence, against the trace's. The graph attributes every reasoning step
+    on its own and follows the answer's attribution along every path, so its prompt influences are a
+    different quantity from the hop recursion's scores; `difference` says by how much they differ."""
+
+    influence: dict[str, float]  # node id -> influence on the answer (OF_ANSWER through the graph)
+    shares: np.ndarray  # [pieces] prompt influence, as a share of all prompt influence
+    top: int | None
+    difference: float  # max over pieces of |graph share - final share| (both shares of the prompt's part)
+    same_top: bool
+
+    @property
+    def agrees(self) -> bool:
+        return self.difference <= 1e-6
+
+
+@dataclass
+class TraceFacts:
+    """Every number the views show about one trace (see the module docstring)."""
+
+    target_label: str  # "answer", or "target" when the target is not the answer span
+    hop0: str  # "answer" or "generation"
+    piece_kind: str  # "sentence" or "token"
+    pieces: tuple[Piece, ...]
+    prompt_positions: tuple[int, ...]
+    depths: tuple[Depth, ...]
+    input_share: tuple[float, ...]  # [hop] OF_ANSWER that hop k moved onto the input
+    direct: dict[str, float]  # hop 0, OF_ANSWER: prompt, template, generated
+    change: Change
+    moves: tuple[Move, ...]  # every piece, largest climb first
+    gold: Gold | None
+    graph: GraphFacts | None
+    check: Check | None
+    additions: HopAdditions
+    _comparisons: dict[int, HopDepthComparison] = field(default_factory=dict, repr=False)
+    _trace: Any = field(default=None, repr=False)
+    _index: dict[int, int] | None = field(default=None, repr=False)
+
+    @property
+    def final(self) -> Depth:
+        return self.depths[-1]
+
+    @property
+    def of_answer(self) -> str:
+        return OF_ANSWER.replace("answer", self.target_label)
+
+    def evidence(self, n: int | None = None) -> list[tuple[Piece, float]]:
+        """The evidence ranking (the trace's final scores): pieces with attribution, strongest first."""
+        ranked = [(self.pieces[i], float(self.final.shares[i])) for i in self.final.order if self.final.shares[i] > 0]
+        return ranked if n is None else ranked[:n]
+
+    def comparison(self, k: int = 10) -> HopDepthComparison:
+        """Rank correlation and top-k overlap between depths (computed once per k)."""
+        if k not in self._comparisons:
+            self._comparisons[k] = compare_depths(self._trace(), k=k)
+        return self._comparisons[k]
+
+    def overlap(self, k: int = 10) -> float:
+        """Top-k overlap of the prompt tokens between hop 0 and the deepest depth (1.0: the same k tokens)."""
+        first, last = self.depths[0].token_shares, self.depths[-1].token_shares
+        k = min(k, len(first))
+        if k == 0:
+            return 1.0
+        top = [set(sorted(range(len(v)), key=lambda j: (-v[j], j))[:k]) for v in (first, last)]
+        return len(top[0] & top[1]) / k
+
+    def token_share(self, depth: int, position: int) -> float:
+        """The share of the prompt's attribution on prompt token `position` after hops 0..`depth`."""
+        if self._index is None:
+            self._index = {p: j for j, p in enumerate(self.prompt_positions)}
+        return float(self.depths[depth].token_shares[self._index[position]])
+
+    def climbers(self, min_places: int = 3) -> list[Move]:
+        """Pieces that climbed at least `min_places` ranks from depth 0 to the deepest depth."""
+        return [m for m in self.moves if m.rank_first - m.rank_last >= min_places]
+
+
+def _pieces(trace: Trace, gold: set[int]) -> tuple[str, list[Piece]]:
+    segments = [s for s in trace.segments or [] if s.role == "prompt"]
+    if segments:
+        rows = [(s.id, s.text, s.start, s.end) for s in segments]
+        kind = "sentence"
+    else:
+        rows = [(str(i), trace.tokens[i].text, i, i + 1) for i in trace.positions("prompt")]
+        kind = "token"
+    labels = distinct_labels([r[1] for r in rows], LABEL_CHARS)
+    return kind, [Piece(key, text, label, lo, hi, any(p in gold for p in range(lo, hi)))
+                  for (key, text, lo, hi), label in zip(rows, labels)]
+
+
+def gold_positions(trace: Trace) -> set[int]:
+    """Prompt tokens inside a gold character range (``extra["gold"]`` or ``extra["gallery"]["gold"]``:
+    ``[start, end]`` pairs into the prompt text); malformed entries are ignored."""
+    extra = trace.extra
+    spans = extra.get("gold")
+    if spans is None and isinstance(extra.get("gallery"), dict):
+        spans = extra["gallery"].get("gold")
+    ranges = [(s[0], s[1]) for s in spans or [] if isinstance(s, (list, tuple)) and len(s) == 2
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in s) and 0 <= s[0] < s[1]]
+    return {i for i, t in enumerate(trace.tokens) if t.role == "prompt" and t.start is not None and t.end is not None
+            and any(t.start < hi and lo < max(t.end, t.start + 1) for lo, hi in ranges)}
+
+
+def _order(shares: np.ndarray) -> tuple[int, ...]:
+    return tuple(sorted(range(len(shares)), key=lambda i: (-shares[i], i)))
+
+
+def _normalised(rows: np.ndarray) -> np.ndarray:
+    """Each row scaled to sum 1 (rows without mass stay zero)."""
+    total = rows.sum(axis=1, keepdims=True)
+    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+
+
+def _splits(trace: Trace, depths: int) -> list[dict[str, float] | None]:
+    roles = np.asarray([t.role for t in trace.tokens])
+    out = []
+    for k in range(depths):
+        if k >= len(trace.hops):
+            out.append(None)
+            continue
+        raw = np.asarray(trace.hops[k].raw, dtype=float)
+        total = raw.sum()
+        out.append({r: float(raw[roles == r].sum() / total) if total > 0 else 0.0
+                    for r in ("prompt", "template", "reasoning", "answer")})
+    return out
+
+
+def _punctuation_only(text: str) -> bool:
+    return not any(c.isalnum() for c in text)
+
+
+def _depths(trace: Trace, additions: HopAdditions, pieces: list[Piece]) -> list[Depth]:
+    added = np.asarray(additions.added, dtype=float)  # [depths, N]
+    positions = np.asarray(additions.prompt_positions, dtype=np.int64)
+    cum = np.cumsum(added, axis=0)  # [depths, N]
+    piece_rows = np.stack([added[:, p.start:p.end].sum(axis=1) for p in pieces], axis=1) if pieces else \
+        np.zeros((len(added), 0))  # [depths, pieces]
+    shares = _normalised(np.cumsum(piece_rows, axis=0))
+    unit = additions.unit
+    added_shares = piece_rows / unit if unit > 0 else np.zeros_like(piece_rows)
+    token_shares = _normalised(cum[:, positions]) if len(positions) else np.zeros((len(added), 0))
+    words = [i for i in range(len(positions)) if not _punctuation_only(trace.tokens[positions[i]].text)]
+    splits = _splits(trace, len(added))
+    out = []
+    for k in range(len(added)):
+        ranked = sorted(words, key=lambda j: (-token_shares[k][j], j))
+        top_tokens = tuple(int(positions[j]) for j in ranked if token_shares[k][j] > 0)
+        out.append(Depth(k=k, ran=k < len(trace.hops), reached=additions.reached[k], rho=additions.rho[k],
+                         split=splits[k], shares=shares[k], order=_order(shares[k]), token_shares=token_shares[k],
+                         top_tokens=top_tokens, added=added_shares[k]))
+    return out
+
+
+def _change(depths: list[Depth]) -> Change:
+    first, last = depths[0], depths[-1]
+    a, b = first.top, last.top
+    if a is None or b is None:
+        return Change("none", a, b, 0.0, 0.0)
+    if a == b:
+        return Change("same", a, b, first.lead(), last.lead())
+    lead_first = float(first.shares[a] - first.shares[b])
+    lead_last = float(last.shares[b] - last.shares[a])
+    kind = "changed" if lead_first > MARGIN and lead_last > MARGIN else "tie"
+    return Change(kind, a, b, lead_first, lead_last)
+
+
+def _moves(depths: list[Depth]) -> list[Move]:
+    first, last = depths[0], depths[-1]
+    rank0 = {p: r for r, p in enumerate(first.order, start=1)}
+    rank1 = {p: r for r, p in enumerate(last.order, start=1)}
+    moves = [Move(p, rank0[p], rank1[p], float(first.shares[p]), float(last.shares[p])) for p in rank0]
+    return sorted(moves, key=lambda m: (m.rank_last - m.rank_first, m.rank_last))
+
+
+def _gold(gold: set[int], pieces: list[Piece], depths: list[Depth], positions: tuple[int, ...]) -> Gold | None:
+    if not gold:
+        return None
+    index = {p: j for j, p in enumerate(positions)}
+    cols = [index[p] for p in sorted(gold) if p in index]
+    gold_pieces = tuple(i for i, p in enumerate(pieces) if p.gold)
+    share, token_rank, piece_rank = [], [], []
+    for d in depths:
+        share.append(float(d.token_shares[cols].sum()))
+        order = np.argsort(-d.token_shares, kind="stable")
+        ranks = np.empty(len(order), dtype=np.int64)
+        ranks[order] = np.arange(1, len(order) + 1)
+        token_rank.append(int(ranks[cols].min()) if cols else None)
+        piece_rank.append(min((d.rank(i) for i in gold_pieces), default=None))
+    return Gold(tuple(sorted(gold)), gold_pieces, tuple(share), tuple(token_rank), tuple(piece_rank))
+
+
+def _graph(trace: Trace, pieces: list[Piece], final: Depth, kind: str) -> GraphFacts | None:
+    if trace.steps is None or trace.segments is None or kind != "sentence":
+        return None
+    from .graph import HopGraph
+
+    influence = HopGraph.from_trace(trace).influence()
+    raw = np.asarray([influence.get(p.key, 0.0) for p in pieces], dtype=float)
+    total = raw.sum()
+    shares = raw / total if total > 0 else np.zeros_like(raw)
+    top = int(np.argmax(shares)) if total > 0 else None
+    difference = float(np.abs(shares - final.shares).max()) if len(shares) else 0.0
+    return GraphFacts(influence=influence, shares=shares, top=top, difference=difference, same_top=top == final.top)
+
+
+def _build(trace: Trace) -> TraceFacts:
+    additions = hop_additions(trace)
+    gold = gold_positions(trace)
+    kind, pieces = _pieces(trace, gold)
+    depths = _depths(trace, additions, pieces)
+    hop0 = np.asarray(trace.hops[0].raw, dtype=float)
+    roles = [t.role for t in trace.tokens]
+    total = hop0.sum()
+    direct = {name: float(sum(v for v, r in zip(hop0, roles) if r in group) / total) if total > 0 else 0.0
+              for name, group in (("prompt", ("prompt",)), ("template", ("template",)),
+                                  ("generated", ("reasoning", "answer")))}
+    positions = tuple(additions.prompt_positions)
+    return TraceFacts(
+        target_label=additions.target_label, hop0=trace.settings.hop0, piece_kind=kind, pieces=tuple(pieces),
+        prompt_positions=positions, depths=tuple(depths), input_share=tuple(additions.input_share), direct=direct,
+        change=_change(depths), moves=tuple(_moves(depths)), gold=_gold(gold, pieces, depths, positions),
+        graph=_graph(trace, pieces, depths[-1], kind),
+        check=summarise_check(trace.extra.get(FAITHFULNESS_KEY)),
+        additions=additions, _trace=weakref.ref(trace))
+
+
+_CACHE: dict[int, TraceFacts] = {}
+
+
+def analyse(trace: Trace) -> TraceFacts:
+    """The `TraceFacts` of `trace`, computed once per trace object (kept while the trace lives)."""
+    hit = _CACHE.get(id(trace))
+    if hit is not None and hit._trace() is trace:
+        return hit
+    facts = _build(trace)
+    _CACHE[id(trace)] = facts
+    weakref.finalize(trace, _CACHE.pop, id(trace), None)
+    return facts
+
+
+def with_check(trace: Trace, result: Any) -> TraceFacts:
+    """The facts of `trace` with a live deletion check in place of the stored one."""
+    facts = analyse(trace)
+    return TraceFacts(**{**{f: getattr(facts, f) for f in facts.__dataclass_fields__ if not f.startswith("_")},
+                         "check": summarise_check(result)}, _trace=facts._trace)
+
+
+__all__ = ["analyse", "with_check", "TraceFacts", "Depth", "Piece", "Change", "Move", "Gold", "GraphFacts", "Check",
+           "MARGIN", "OF_ANSWER", "OF_PROMPT", "OF_FINAL", "gold_positions"]

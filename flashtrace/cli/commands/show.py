@@ -1,0 +1,22 @@
+"""``flashtrace show``: print what a saved trace says (the summary ``flashtrace trace`` prints after a run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELP = "print the summary of a saved trace file: what reached the input and the top evidence at each depth"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
+    parser.add_argument("--top", type=int, default=10, help="how many prompt words to list")
+
+
+def run(args) -> int:
+    from ...analysis.schema import Trace
+    from ..summary import print_summary
+
+    if args.top < 1:
+        raise ValueError(f"--top must be at least 1, got {args.top}")
+    print_summary(Trace.load(args.trace), args.top)
+    return 0
