@@ -83,47 +83,58 @@ class HopDepthComparison:
         return asdict(self)
 
 
-def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> HopDepthComparison:
-    """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
-    (default: the trace's hop setting)."""
+def _split(raw: np.ndarray, roles: list[str]) -> dict[str, float]:
+    """Share of `raw` on the prompt (template included), the reasoning and the answer."""
+    total = raw.sum()
+    split = {g: 0.0 for g in ("prompt", "reasoning", "answer")}
+    for value, group in zip(raw, roles):
+        split[group] += value
+    return {g: float(v / total) if total > 0 else 0.0 for g, v in split.items()}
+
+
+def _convergence(overlap: list[float]) -> int | None:
+    """The first depth from which every consecutive top-k overlap is at least `CONVERGED_OVERLAP`."""
+    converged = None
+    for d in reversed(range(len(overlap))):
+        if overlap[d] < CONVERGED_OVERLAP:
+            break
+        converged = d
+    return converged
+
+
+def _check_depth_args(trace: Trace, max_hops: int | None, k: int = 1) -> int:
     max_hops = trace.settings.hops if max_hops is None else max_hops
     if not 0 <= max_hops <= trace.settings.hops:
         raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    return max_hops
+
+
+def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> HopDepthComparison:
+    """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
+    (default: the trace's hop setting)."""
+    max_hops = _check_depth_args(trace, max_hops, k)
     roles = [_ROLE_GROUP[t.role] for t in trace.tokens]
     user_prompt = trace.positions("prompt")
     depths = list(range(max_hops + 1))
     final = np.zeros(trace.n_tokens)
     scores, mass, rho = [], [], []
-    reached = reached_input(trace, max_hops)
     for depth in depths:
-        hop = trace.hops[depth] if depth < len(trace.hops) else None
-        if hop is not None:
+        ran = depth < len(trace.hops)  # a depth past where the hops stopped repeats the last one
+        hop = trace.hops[min(depth, len(trace.hops) - 1)]
+        if ran:
             final = final + np.asarray(hop.contribution)
-            raw = np.asarray(hop.raw)
-            total = raw.sum()
-            split = {g: 0.0 for g in ("prompt", "reasoning", "answer")}
-            for value, group in zip(raw, roles):
-                split[group] += value
-            mass.append({g: float(v / total) if total > 0 else 0.0 for g, v in split.items()})
-            rho.append(hop.rho)
-        else:
-            mass.append(None)
-            rho.append(rho[-1])
+        mass.append(_split(np.asarray(hop.raw), roles) if ran else None)
+        rho.append(hop.rho)
         scores.append(normalised(final.tolist(), user_prompt))
     ranked = [i for i in user_prompt if any(s[i] > 0 for s in scores)] or user_prompt
     corr = [spearman([scores[d][i] for i in ranked], [scores[d + 1][i] for i in ranked]) for d in depths[:-1]]
     overlap = [top_k_overlap(scores[d], scores[d + 1], ranked, k) for d in depths[:-1]]
-    converged = None
-    for d in reversed(depths[:-1]):
-        if overlap[d] < CONVERGED_OVERLAP:
-            break
-        converged = d
     return HopDepthComparison(depths=depths, hops_run=min(len(trace.hops) - 1, max_hops), k=k,
-                              prompt_positions=ranked, prompt_scores=scores, mass=mass, reached=reached, rho=rho,
-                              spearman=corr, overlap=overlap, convergence_depth=converged,
-                              top=[top_k(s, ranked, k) for s in scores])
+                              prompt_positions=ranked, prompt_scores=scores, mass=mass,
+                              reached=reached_input(trace, max_hops), rho=rho, spearman=corr, overlap=overlap,
+                              convergence_depth=_convergence(overlap), top=[top_k(s, ranked, k) for s in scores])
 
 
 def input_shares(trace: Trace, max_hops: int | None = None) -> list[float]:
@@ -190,9 +201,7 @@ class HopAdditions:
 
 def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``."""
-    max_hops = trace.settings.hops if max_hops is None else max_hops
-    if not 0 <= max_hops <= trace.settings.hops:
-        raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
+    max_hops = _check_depth_args(trace, max_hops)
     n = trace.n_tokens
     added = np.asarray([trace.hops[k].contribution if k < len(trace.hops) else [0.0] * n
                         for k in range(max_hops + 1)], dtype=float)  # [hops, N]
@@ -204,12 +213,11 @@ def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     seg_cum = np.cumsum(seg_added, axis=0)
     rho = [trace.hops[min(k, len(trace.hops) - 1)].rho for k in range(max_hops + 1)]
     top = [int(np.argmax(row)) if len(segments) and row.max() > 0 else None for row in seg_cum]
+    is_answer = tuple(trace.settings.target) == tuple(trace.spans.answer or ())
     return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
                         unit=unit, segments=segments, segment_added=seg_added.tolist(),
                         input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
-                        rho=rho, top_segment=top,
-                        target_label="answer" if tuple(trace.settings.target) == tuple(trace.spans.answer or ()) else
-                        "target")
+                        rho=rho, top_segment=top, target_label="answer" if is_answer else "target")
 
 
 __all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "hop_additions", "input_shares",

@@ -18,7 +18,7 @@ from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
 from ..analysis.compare import HopDepthComparison, compare_depths
-from ..analysis.limits import check_options
+from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.generation import generate as generate_text
@@ -107,7 +107,6 @@ def stop_mask(sequence: TokenSequence, stop_tokens: StopTokens = DEFAULT_STOP_TO
     return torch.tensor([rule(t.text) for t in sequence.tokens], dtype=torch.bool)
 
 
-HOP0_SPANS = ("answer", "generation")
 
 
 def replacement_id(tokenizer) -> int | None:
@@ -159,6 +158,77 @@ class _Progress:
             self.callback(self.done, max(sum(self.planned), self.done))
 
 
+@dataclass(frozen=True)
+class _Masks:
+    target: torch.Tensor  # [N] hop 0's target weights (0/1)
+    recursive: torch.Tensor  # [N] bool: the span G later hops re-attribute
+    observed: torch.Tensor  # [N] bool: template and prompt, which keep their attribution
+    stops: torch.Tensor  # [N] bool: stop tokens (weight 0 in targets and scores)
+
+
+def _masks(seq: TokenSequence, lo: int, hi: int, hop0: str, recursive: str, stop_tokens: StopTokens) -> _Masks:
+    roles = [t.role for t in seq.tokens]
+    target = torch.zeros(len(seq))
+    if hop0 == "generation":
+        target[torch.tensor([r in ("reasoning", "answer") for r in roles], dtype=torch.bool)] = 1.0
+    else:
+        target[lo:hi] = 1.0
+    g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
+    return _Masks(target, torch.tensor([r in g_roles for r in roles]),
+                  torch.tensor([r in ("template", "prompt") for r in roles]), stop_mask(seq, stop_tokens))
+
+
+def _method(method: str, hops: int, steps: bool, threshold: float | None, options: dict | None) -> tuple[Method, dict]:
+    """The method's spec and its resolved options, refused before any work when it cannot do what is asked."""
+    spec = get_method(method)
+    given = dict(options or {})
+    if threshold is not None:
+        given["threshold"] = threshold
+    resolved = spec.resolve_options(given)
+    if hops > 0 and not spec.hops:
+        raise ValueError(f"method {method} cannot run recursive hops; use hops=0")
+    if steps and not spec.steps:
+        raise ValueError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
+    return spec, resolved
+
+
+def _step_record(aggregate: Callable, targets: list, stops: torch.Tensor, timings: dict) -> StepRecord:
+    """Every reasoning step and the answer attributed in one batched call (the hop graph's data)."""
+    start = time.perf_counter()
+    vectors = step_attributions(aggregate, [(s.start, s.end) for s in targets], ~stops)
+    timings["steps_s"] = time.perf_counter() - start
+    return StepRecord(vectors={s.id: v.tolist() for s, v in zip(targets, vectors) if v is not None},
+                      seconds=timings["steps_s"])
+
+
+def _settings(method: str, hops: int, lo: int, hi: int, recursive: str, hop0: str, stop_tokens: StopTokens,
+              seq: TokenSequence, resolved: dict) -> Settings:
+    return Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive, hop0=hop0,
+                    stop_tokens=stop_tokens if isinstance(stop_tokens, str) else list(stop_tokens),
+                    chat_template=seq.chat_template, threshold=resolved.get("threshold"))
+
+
+def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch.Tensor, segments: list,
+            step_record: StepRecord | None, timings: dict, title: str, resolved: dict) -> Trace:
+    """The `Trace` of one attribution (what is computed, as the schema stores it)."""
+    seq = prepared.sequence
+    final_list = final.tolist()
+    options = {k: v for k, v in resolved.items() if k != "threshold"}
+    return Trace(
+        title=title or seq.prompt.strip().splitlines()[0][:80], prompt=seq.prompt, response=seq.response,
+        model=ModelInfo(**prepared.loaded.info()), settings=settings,
+        tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
+        spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
+                    answer=seq.token_range("answer"), rule=seq.spans.rule),
+        scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
+        hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
+                        contribution=h.contribution.tolist()) for h in hop_list],
+        timings=timings,
+        segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
+                                char_start=s.char_start, char_end=s.char_end) for s in segments],
+        steps=step_record, extra={"method_options": options} if options else {})
+
+
 def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
@@ -183,83 +253,36 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
     as the code behind the paper's tables (flashtrace 0.1.1) did.
     """
-    check_options(hops=hops, title=title, recursive=recursive)  # the threshold is the method's option (below)
-    if hop0 not in HOP0_SPANS:
-        raise ValueError(f"hop0 must be 'answer' or 'generation', got {hop0!r}")
-    seq, rec = prepared.sequence, prepared.recording
-    spec = get_method(method)
-    given = dict(options or {})
-    if threshold is not None:
-        given["threshold"] = threshold
-    resolved = spec.resolve_options(given)
-    if hops > 0 and not spec.hops:
-        raise ValueError(f"method {method} cannot run recursive hops; use hops=0")
-    if steps and not spec.steps:
-        raise ValueError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
+    check_options(hops=hops, title=title, recursive=recursive, hop0=hop0)  # the threshold: the method's option
+    seq, n_layers = prepared.sequence, len(prepared.recording.layers)
+    spec, resolved = _method(method, hops, steps, threshold, options)
     lo, hi = resolve_target(seq, target, target_chars)
-    n = len(seq)
-    stops = stop_mask(seq, stop_tokens)
-    roles = [t.role for t in seq.tokens]
-    target_w = torch.zeros(n)
-    if hop0 == "generation":
-        target_w[torch.tensor([r in ("reasoning", "answer") for r in roles], dtype=torch.bool)] = 1.0
-    else:
-        target_w[lo:hi] = 1.0
-    g_roles = ("reasoning", "answer") if recursive == "reasoning+answer" else ("reasoning",)
-    recursive_mask = torch.tensor([r in g_roles for r in roles])
-    observed = torch.tensor([r in ("template", "prompt") for r in roles])
+    masks = _masks(seq, lo, hi, hop0, recursive, stop_tokens)
     segments = segment_sequence(seq, boundaries=segment_boundaries)
     step_targets = [s for s in segments if s.role in ("reasoning", "answer")]
-    n_layers = len(rec.layers)
-    keep = (~stops).float()
-    planned = [spec.units((target_w * keep)[None], n_layers)]  # upper bounds; exact when each call starts
-    planned += [spec.units((recursive_mask * keep)[None], n_layers)] * hops
-    step_weights = range_weights([(s.start, s.end) for s in step_targets], ~stops) if steps else None
+    keep = (~masks.stops).float()
+    planned = [spec.units((masks.target * keep)[None], n_layers)]  # upper bounds; exact when each call starts
+    planned += [spec.units((masks.recursive * keep)[None], n_layers)] * hops
     if steps:
+        step_weights = range_weights([(s.start, s.end) for s in step_targets], ~masks.stops)
         planned.append(spec.units(step_weights[step_weights.sum(1) > 0], n_layers))
     tracker = _Progress(progress, planned)
 
     start = time.perf_counter()
     base = spec.build(method_source(prepared, segments), tracker.tick, **resolved)
     aggregate = (lambda w: base(w).clamp_min(0)) if spec.signed else base
-    hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), target_w, recursive_mask, observed,
-                                     hops=hops, stop_mask=stops)
-    seconds = time.perf_counter() - start
+    hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), masks.target, masks.recursive,
+                                     masks.observed, hops=hops, stop_mask=masks.stops)
+    timings = {**prepared.timings, "attribution_s": time.perf_counter() - start}
     used = set(range(len(hop_list)))
-    timings = {**prepared.timings, "attribution_s": seconds}
     step_record = None
     if steps:
-        start = time.perf_counter()
-        vectors = step_attributions(tracker.wrap(spec, aggregate, n_layers, call=hops + 1),
-                                    [(s.start, s.end) for s in step_targets], ~stops)
+        step_record = _step_record(tracker.wrap(spec, aggregate, n_layers, call=hops + 1), step_targets, masks.stops,
+                                   timings)
         used.add(hops + 1)
-        timings["steps_s"] = time.perf_counter() - start
-        step_record = StepRecord(vectors={s.id: v.tolist() for s, v in zip(step_targets, vectors) if v is not None},
-                                 seconds=timings["steps_s"])
     tracker.finish(used)
-    final_list = final.tolist()
-    extra = {"method_options": {k: v for k, v in resolved.items() if k != "threshold"}} \
-        if any(k != "threshold" for k in resolved) else {}
-    return Trace(
-        title=title or seq.prompt.strip().splitlines()[0][:80],
-        prompt=seq.prompt,
-        response=seq.response,
-        model=ModelInfo(**prepared.loaded.info()),
-        settings=Settings(method=method, hops=hops, target=(lo, hi), recursive=recursive, hop0=hop0,
-                          stop_tokens=stop_tokens if isinstance(stop_tokens, str) else list(stop_tokens), chat_template=seq.chat_template,
-                          threshold=resolved.get("threshold")),
-        tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
-        spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
-                    answer=seq.token_range("answer"), rule=seq.spans.rule),
-        scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
-        hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
-                        contribution=h.contribution.tolist()) for h in hop_list],
-        timings=timings,
-        segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
-                                char_start=s.char_start, char_end=s.char_end) for s in segments],
-        steps=step_record,
-        extra=extra,
-    )
+    settings = _settings(method, hops, lo, hi, recursive, hop0, stop_tokens, seq, resolved)
+    return _record(prepared, settings, hop_list, final, segments, step_record, timings, title, resolved)
 
 
 def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
