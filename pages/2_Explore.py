@@ -46,7 +46,7 @@ if picked:
     with chart, ui.shown_errors():
         if view == "heatmap":
             window = ui.heatmap_window(trace, values, positions)
-            fig = token_heatmap(trace, hop=hop, token_range=window, top=top, keep=keep)
+            fig = token_heatmap(trace, hop=hop, token_range=window, top=top, keep=keep, details=ui.details())
             if scale == "shared" and hop is not None:
                 fig.update_layout(title_text=fig.layout.title.text + " · scale shared across hops")
             st.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
@@ -66,8 +66,10 @@ if picked:
     left, right = st.columns([2, 3])
     with left, ui.shown_errors():
         k = st.slider("Top-k", 5, 50, 10, key="topk")
-        st.dataframe(top_tokens(trace, hop=hop, k=k), hide_index=True,
-                     column_config={"score": st.column_config.NumberColumn(format="%.4f")})
+        st.dataframe(top_tokens(trace, hop=hop, k=k, details=ui.details()), hide_index=True,
+                     column_config={"share": st.column_config.NumberColumn(format="percent")})
+        st.caption("Share of " + ("the prompt's attribution" if hop is None else f"hop {hop:d}'s own attribution")
+                   + "; tokens made only of punctuation (such as - = : ,) are left out.")
     with right, ui.shown_errors():
         st.plotly_chart(mass_per_hop(analyse(trace)), key="mass", config={"displaylogo": False})
     ui.nav_links(ref, "explore")

@@ -9,10 +9,17 @@ from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.analysis.graph import OTHER
 from flashtrace.analysis.story import graph_words
 from flashtrace.viz import step_values, token_heatmap, tokens_html
+from flashtrace.viz.tokens import plotly_text
 from flashtrace.viz.graph import ROLE_NAMES, hop_graph_figure, node_label, path_text, selected_node
 from flashtrace.viz.report import static_graph
 
 NONE = "(none)"
+
+
+def named(graph, node: str, chars: int = 48) -> str:
+    """A node in words: its (distinct) label, with its id in front when the reader asked for details."""
+    label = node_label(graph, node, chars)
+    return f"{node}: {label}" if ui.details() else label
 KEEP = ["50%", "60%", "70%", "80%", "90%", "95%", "100%"]
 
 picked = ui.trace_page("Hop graph")
@@ -61,9 +68,10 @@ if picked:
         with st.expander("Evidence: the prompt sentences the answer rests on most (the trace's hop scores, as on every "
                          "page), with their influence through this graph", expanded=True):
             paths = {piece.key: graph.strongest_path_to(piece.key) for piece, _ in evidence}
-            st.dataframe([{"sentence": f"{piece.key}: {piece.label}", f"share {OF_PROMPT}": share,
+            st.dataframe([{"sentence": f"{piece.key}: {piece.label}" if ui.details() else piece.label,
+                           f"share {OF_PROMPT}": share,
                            "through the graph": graph_share.get(piece.key),
-                           "strongest path": path_text(graph, paths[piece.key], 18) if paths[piece.key] else
+                           "strongest path": path_text(graph, paths[piece.key], 18, ui.details()) if paths[piece.key] else
                            "(not shown at this setting)",
                            "hops": paths[piece.key].hops if paths[piece.key] else None} for piece, share in evidence],
                          hide_index=True, key="evidence_table", column_config={
@@ -79,41 +87,42 @@ if picked:
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []
             for dst, srcs in full.step_sources(2).items():
-                reads = [f"{src}: {node_label(full, src, 34)} ({full.incoming(dst)[src]:.0%})" for src in srcs]
-                rows.append({"step": f"{dst}: {node_label(full, dst, 40)}", "reads most": (reads + [""])[0],
+                reads = [f"{named(full, src, 34)} ({full.incoming(dst)[src]:.0%})" for src in srcs]
+                rows.append({"step": named(full, dst, 40), "reads most": (reads + [""])[0],
                              "then": (reads + ["", ""])[1]})
             st.dataframe(rows, hide_index=True)
         node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
-                         format_func=lambda n: n if n == NONE else f"{n}: {node_label(full if n in full.graph else graph, n)}")
+                         format_func=lambda n: n if n == NONE else named(full if n in full.graph else graph, n))
         if node == OTHER:
             info = graph.graph.nodes[OTHER]
             st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together", anchor=False)
             influence = full.influence()
-            st.dataframe([{"sentence": f"{n}: {node_label(full, n, 80)}", "influence": influence[n]}
+            st.dataframe([{"sentence": named(full, n, 80), "influence": influence[n]}
                           for n in sorted(info["folded"], key=lambda n: -influence[n])], hide_index=True)
         elif node != NONE:
             info = full.graph.nodes[node]
             role = ROLE_NAMES.get(info["role"], info["role"])
             label, text = node_label(full, node, 60), " ".join(info["text"].split())
-            st.subheader(f"{ui.plain(node)}: {ui.plain(role)} · “{ui.plain(label)}”", anchor=False)
-            if label.rstrip("…") != text:
+            st.subheader((f"{ui.plain(node)}: " if ui.details() else "") + f"{ui.plain(role.capitalize())} · "
+                         f"“{ui.plain(label)}”", anchor=False)
+            if label != text:
                 st.text(text)  # the whole text, when the heading had to shorten it
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
                 values = step_values(trace, node)
                 window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)
                 fig = token_heatmap(trace, values=values, token_range=window,
-                                    title=f"What {node} draws on (its own attribution, share of its mass)")
+                                    title=f"What “{plotly_text(label)}” draws on (its own attribution, as shares of it)")
                 box = st.container(height=520) if fig.layout.height > 520 else st.container()
                 box.plotly_chart(fig, key="node_heatmap", config={"displaylogo": False})
                 incoming = full.incoming(node)
-                st.dataframe([{"from": f"{src}: {node_label(full, src, 60)}",
+                st.dataframe([{"from": named(full, src, 60),
                                "role": ROLE_NAMES.get(full.graph.nodes[src]["role"]), "share": share}
                               for src, share in sorted(incoming.items(), key=lambda kv: -kv[1])],
                              hide_index=True, column_config={"share": st.column_config.ProgressColumn(
                                  format="%.3f", min_value=0.0, max_value=1.0)})
             else:
                 st.html(tokens_html(trace, token_range=(info["start"], info["end"]), max_height_px=240))
-                used_by = [{"step": f"{dst}: {node_label(full, dst, 60)}", "share": share}
+                used_by = [{"step": named(full, dst, 60), "share": share}
                            for _src, dst, share in full.graph.out_edges(node, data="share")]
                 depth = full.hop_depths().get(node)
                 st.caption(f"Influence on the answer: {full.influence()[node]:.1%} · fewest hops from the answer: "

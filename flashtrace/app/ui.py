@@ -34,6 +34,19 @@ def page_setup(title: str) -> None:
     with st.sidebar:
         for path, label, icon in NAV:
             st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
+        on = st.toggle("Details", value=st.query_params.get("details") == "1", key="details",
+                       help="Show the technical details too: sentence ids (P3, S2), token positions and ρ, the hop "
+                            "mass. Off, every view speaks in words.")
+        if on != (st.query_params.get("details") == "1"):
+            if on:
+                st.query_params["details"] = "1"
+            else:
+                del st.query_params["details"]
+
+
+def details() -> bool:
+    """Whether the reader asked for technical details (ids, positions, ρ): the sidebar's Details toggle."""
+    return bool(st.session_state.get("details", st.query_params.get("details") == "1"))
 
 
 _MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark escapes any)
@@ -126,9 +139,13 @@ def trace_header(trace: Trace) -> None:
     """One line of facts about a trace and the text it explains."""
     lo, hi = trace.settings.target
     target = "".join(t.text for t in trace.tokens[lo:hi])
-    st.caption(f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
-               f"method {plain(trace.settings.method)} · {plain(counted(trace.settings.hops, 'hop'))} · ρ "
-               + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho"))  # md-ok: numbers, link
+    s = trace.settings
+    line = (f"**{plain(trace.model.name)}** ({plain(trace.model.family)}) · {trace.n_tokens:,} tokens · "
+            f"method {plain(s.method)} · {plain(counted(s.hops, 'hop'))} · "
+            + ("hop 0 over the reasoning and the answer" if s.hop0 == "generation" else "hop 0 over the answer"))
+    if details():
+        line += " · ρ " + ", ".join(f"{h.rho:.3f}" for h in trace.hops) + " · " + help_link("rho")
+    st.caption(line)  # md-ok: numbers, settings from a fixed set and escaped names
     st.markdown("Target: " + code_text(target[:300] + ("…" if len(target) > 300 else "")))
 
 

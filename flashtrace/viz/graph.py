@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import html
 import math
-import re
 import textwrap
+import weakref
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 from ..analysis.graph import INPUT_ROLES, OTHER, HopGraph, HopPath
 from ..analysis.facts import analyse
 from ..analysis.schema import Trace
+from ..analysis.text import distinct_labels, flat, short_text
 from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
@@ -31,7 +32,6 @@ WIDTH_LEVELS = 8
 CURVE_POINTS = 14
 EVIDENCE_PATHS = 3
 LABEL_CHARS = 34
-_SPECIAL = re.compile(r"<\|[^|<>]{0,40}\|>|</?s>|\[/?INST\]")
 
 
 def plain(text: str) -> str:
@@ -41,30 +41,44 @@ def plain(text: str) -> str:
 
 
 def short_label(text: str, max_chars: int = LABEL_CHARS) -> str:
-    """The first words of `text` on one line (chat-template markers dropped, whitespace collapsed), cut at
-    a word boundary with an ellipsis when longer than `max_chars`. Not escaped."""
-    words = " ".join(_SPECIAL.sub(" ", text).split())
-    if len(words) <= max_chars:
-        return words or "∅"
-    cut = words[: max_chars - 1]
-    if " " in cut[max_chars // 2:]:
-        cut = cut[: cut.rindex(" ")]
-    return cut.rstrip(" ,;:") + "…"
+    """`text` on one line, chat-template markers dropped, shortened in the middle (a sentence's end often
+    holds what tells it apart). Not escaped."""
+    return short_text(text, max_chars) if flat(text) else "∅"
+
+
+_LABELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def node_labels(graph: HopGraph, max_chars: int = LABEL_CHARS) -> dict[str, str]:
+    """Every node's label in words (not escaped), no two alike: within the inputs and within the reasoning,
+    sentences that would read the same show the part that tells them apart (`analysis.text.distinct_labels`);
+    reasoning steps are numbered ("step 2: …") and the chat template says so."""
+    cached = _LABELS.setdefault(graph, {})
+    if max_chars not in cached:
+        labels: dict[str, str] = {}
+        for roles in (("template", "prompt"), ("reasoning",), ("answer",)):
+            nodes = graph.nodes(roles[0]) if len(roles) == 1 else [n for n in graph.nodes() if
+                                                                    graph.graph.nodes[n]["role"] in roles]
+            texts = distinct_labels([graph.graph.nodes[n]["text"] for n in nodes], max_chars)
+            labels.update(zip(nodes, texts))
+        for i, n in enumerate(graph.nodes("reasoning"), start=1):
+            labels[n] = f"step {i}: {labels[n]}"
+        for n in graph.nodes("template"):
+            labels[n] = f"template: {labels[n]}"
+        labels.update({n: graph.graph.nodes[n]["text"] for n in graph.graph.nodes if n not in labels})
+        cached[max_chars] = labels
+    return cached[max_chars]
 
 
 def node_label(graph: HopGraph, node: str, max_chars: int = LABEL_CHARS) -> str:
-    """A node's label in words (not escaped): the first words of its text; for the chat template, a
-    prefix saying so."""
-    data = graph.graph.nodes[node]
-    if data["role"] == "other":
-        return data["text"]
-    label = short_label(data["text"], max_chars)
-    return f"template: {label}" if data["role"] == "template" else label
+    """A node's label (`node_labels`)."""
+    return node_labels(graph, max_chars)[node]
 
 
-def path_text(graph: HopGraph, path: HopPath, max_chars: int = 24) -> str:
-    """A path in words (not escaped): ``A “16819” ← S4 “VAR RPBER = 16819.” ← P9 “…”``."""
-    return " ← ".join(f"{n} “{node_label(graph, n, max_chars)}”" for n in path.nodes)
+def path_text(graph: HopGraph, path: HopPath, max_chars: int = 24, ids: bool = False) -> str:
+    """A path in words (not escaped): ``“16819” ← “step 4: VAR RPBER = 16819.” ← “…”``; with `ids`, each
+    label after its node id (``A “16819” ← S4 “…”``)."""
+    return " ← ".join((f"{n} " if ids else "") + f"“{node_label(graph, n, max_chars)}”" for n in path.nodes)
 
 
 def _hover_text(text: str, width: int = 72, max_chars: int = 700) -> str:
@@ -130,14 +144,21 @@ def _edge_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
     return traces
 
 
-def evidence_paths(graph: HopGraph, k: int = EVIDENCE_PATHS) -> list[tuple[str, float, HopPath | None]]:
-    """``[(prompt id, influence, strongest path to it)]`` for the `k` most influential prompt segments."""
-    return [(node, value, graph.strongest_path_to(node)) for node, value in graph.evidence(k)]
+def evidence_paths(graph: HopGraph, k: int = EVIDENCE_PATHS, trace: Trace | None = None
+                   ) -> list[tuple[str, float, HopPath | None]]:
+    """``[(prompt id, share, strongest path to it)]`` for the `k` strongest pieces of evidence: with `trace`,
+    the trace's own evidence ranking (share of the prompt's attribution, as on every page); without, the
+    graph's most influential prompt segments (their influence)."""
+    if trace is not None and analyse(trace).piece_kind == "sentence":
+        ranked = [(p.key, share) for p, share in analyse(trace).evidence(k) if p.key in graph.graph]
+    else:
+        ranked = graph.evidence(k)
+    return [(node, value, graph.strongest_path_to(node)) for node, value in ranked]
 
 
-def _path_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
+def _path_traces(graph: HopGraph, pos: dict, trace: Trace | None) -> list[go.Scatter]:
     xs, ys = [], []
-    for _node, _value, path in evidence_paths(graph):
+    for _node, _value, path in evidence_paths(graph, trace=trace):
         if path is None:
             continue
         for a, b in zip(path.nodes, path.nodes[1:]):
@@ -193,7 +214,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     top = max((v for n, v in influence.items() if n != graph.answer), default=0.0) or 1.0
     n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
     fig = go.Figure(_edge_traces(graph, pos))
-    fig.add_traces(_path_traces(graph, pos))
+    fig.add_traces(_path_traces(graph, pos, trace))
     label_size = 12 if n_inputs <= 15 else 10
     for role in ("template", "prompt", "other", "reasoning", "answer"):
         nodes = [n for n in graph.nodes(role) if n in pos]

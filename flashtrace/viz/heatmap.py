@@ -7,6 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..analysis.schema import Trace
+from ..analysis.views import top_view_tokens
 from .colors import PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
 from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
                      visible_label)
@@ -70,10 +71,12 @@ def window_of(windows: list[tuple[int, int]], values: list[float], positions: li
 
 def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: str | None = None,
                   values: list[float] | None = None, token_range: tuple[int, int] | None = None,
-                  top: dict[str, float] | None = None, keep: set[int] | None = None) -> go.Figure:
+                  top: dict[str, float] | None = None, keep: set[int] | None = None, details: bool = False
+                  ) -> go.Figure:
     """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share), or of
     explicit per-position `values` (e.g. one reasoning step's attribution, `step_values`), over all
-    tokens or those in `token_range` (colour scales still span the whole trace).
+    tokens or those in `token_range` (colour scales still span the whole trace). Rows are unlabelled but for
+    ``⋯`` after folded rows; with `details`, each row is labelled with its first token's position.
 
     One heatmap trace per colour class (named ``prompt``, ``generated``, ``template``) and one for the
     target tokens (``target``: a flat fill, outlined, left out of the colour scales); each trace's
@@ -137,7 +140,7 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
         height=max(160, n_rows * ROW_PX + 70 + key_px), margin={"l": 50, "r": 10, "t": 40 + key_px, "b": 10},
         xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
         yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),
-               "ticktext": [("⋯ " if r in after_fold else "") + f"#{p}" for r, p in first_in_row.items()],
+               "ticktext": [("⋯ " if r in after_fold else "") + (f"#{p}" if details else "") for r, p in first_in_row.items()],
                "tickfont": {"size": 9}, "fixedrange": True},
         meta={"view": "token_heatmap", "hop": hop, "width": width, "range": [lo, hi],
               "folded": [[a, b] for a, b, _row in folds], "keep": None if keep is None else sorted(keep),
@@ -181,13 +184,11 @@ def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:
             for i, rc in enumerate(cells, start=lo)]
 
 
-def top_tokens(trace: Trace, hop: int | None = None, k: int = 10) -> list[dict]:
-    """The `k` highest positions of the view: prompt tokens for the combined view, prompt and generated
-    tokens for a hop, target tokens left out (they are what is explained). Rows: rank, position, token
-    (visible whitespace, unescaped), role, score."""
+def top_tokens(trace: Trace, hop: int | None = None, k: int = 10, details: bool = False) -> list[dict]:
+    """The view's `k` strongest tokens (`analysis.views.top_view_tokens`: punctuation-only and target tokens
+    left out). Rows: rank, token (visible whitespace, unescaped), role, share of the view; the position
+    with `details`."""
     values = view_values(trace, hop)
-    roles = ("prompt",) if hop is None else ("prompt", "reasoning", "answer")
-    target = target_positions(trace)
-    ranked = sorted((i for i in trace.positions(*roles) if i not in target), key=lambda i: -values[i])[:k]
-    return [{"rank": r, "position": i, "token": visible_label(trace.tokens[i].text, 40), "role": trace.tokens[i].role,
-             "score": values[i]} for r, i in enumerate(ranked, 1)]
+    return [{"rank": rank, **({"position": i} if details else {}), "token": visible_label(trace.tokens[i].text, 40),
+             "role": trace.tokens[i].role, "share": values[i]}
+            for rank, i in enumerate(top_view_tokens(trace, hop, k), 1)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 
 from ..analysis.schema import Trace
+from ..analysis.views import step_values, target_positions, view_values  # noqa: F401 - re-exported
 from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
@@ -30,36 +31,6 @@ def plotly_text(text: str) -> str:
 def token_class(role: str) -> str:
     """Colour class of a role: ``prompt``, ``generated`` (reasoning or answer) or ``template``."""
     return "generated" if role in ("reasoning", "answer") else role
-
-
-def view_values(trace: Trace, hop: int | None = None) -> list[float]:
-    """What a view shows per position.
-
-    ``hop=None`` (combined): the final prompt attribution, normalised to sum 1 over prompt tokens
-    (``scores.prompt``). ``hop=k``: hop k's raw vector as a share of its total mass, over all positions.
-    """
-    if hop is None:
-        return list(trace.scores.prompt)
-    if not 0 <= hop < len(trace.hops):
-        raise ValueError(f"hop {hop} is not in this trace (it has hops 0..{len(trace.hops) - 1})")
-    raw = trace.hops[hop].raw
-    total = sum(raw)
-    return [v / total for v in raw] if total > 0 else [0.0] * len(raw)
-
-
-def step_values(trace: Trace, segment_id: str) -> list[float]:
-    """One reasoning step's (or the answer's) own attribution over all positions, as a share of its mass."""
-    if trace.steps is None or segment_id not in trace.steps.vectors:
-        raise ValueError(f"segment {segment_id} has no step attribution in this trace")
-    vec = trace.steps.vectors[segment_id]
-    total = sum(vec)
-    return [v / total for v in vec] if total > 0 else [0.0] * len(vec)
-
-
-def target_positions(trace: Trace) -> range:
-    """Positions of the target span: what the attribution explains (never a cause of itself)."""
-    lo, hi = trace.settings.target
-    return range(lo, hi)
 
 
 def class_maxima(trace: Trace, values: list[float], skip: range | set[int] = range(0)) -> dict[str, float]:

@@ -65,7 +65,9 @@ def test_text_view_escapes_tokens(open_page):
 def test_top_k_table_and_mass_bar(open_page, free_form):
     at = open_page(EXPLORE, trace="gallery:free-form")
     table = at.dataframe[0].value
-    assert list(table["position"][:3]) == [p for p, _t, _s in free_form.top_prompt_tokens(3)]
+    words = [p for p, t, _s in free_form.top_prompt_tokens(40) if any(c.isalnum() for c in t)]
+    assert list(table["share"][:3]) == pytest.approx([free_form.scores.prompt[p] for p in words[:3]])
+    assert "position" not in table.columns  # in words unless Details is on
     mass = charts(at)["mass_per_hop"]
     assert [d["name"] for d in mass["data"]] == ["prompt", "template", "reasoning", "answer"]
 
@@ -140,8 +142,9 @@ def test_hop_view_outlines_the_target_and_keeps_it_off_the_scale(open_page, vart
     assert traces["generated"]["zmax"] == pytest.approx(max(others))
     outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
     assert sum(round(s["x1"] - s["x0"]) for s in outlines) == hi - lo
+    at.toggle(key="details").set_value(True).run()  # positions show with Details on
     table = at.dataframe[0].value
-    assert not any(lo <= p < hi for p in table["position"])
+    assert "position" in table.columns and not any(lo <= p < hi for p in table["position"])
 
 
 def test_hop_views_share_one_colour_scale_by_default(open_page, vartrack):

@@ -6,7 +6,7 @@ from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.analysis.graph import OTHER, HopGraph
 from flashtrace.viz import heatmap_values, step_values
 from flashtrace.app.ui import plain
-from flashtrace.viz.graph import short_label
+from flashtrace.viz.graph import node_label, node_labels
 
 from .conftest import charts, figure, no_problems
 
@@ -40,11 +40,12 @@ def test_graph_renders_with_every_layer(open_page, vartrack):
     expected = HopGraph.from_trace(vartrack).pruned(0.8)
     assert _edges(spec) == expected.graph.number_of_edges() and set(nodes) == set(expected.graph.nodes)
     # every node is labelled with its text (escaped for Plotly, quotes as they are); hover keeps all of it
+    labels = node_labels(expected)
+    assert len(set(labels.values())) == len(labels)  # no two nodes read the same
     for seg in vartrack.segments:
         if seg.id in nodes:
             role, label, hover = nodes[seg.id]
-            words = short_label(seg.text)
-            assert html.escape(words.rstrip("…")[:12], quote=False) in label
+            assert label == html.escape(labels[seg.id], quote=False)
             assert html.escape(" ".join(seg.text.split())[:40], quote=False) in hover.replace("<br>", " ")
     assert f"other context ({folded} sentences)" == nodes[OTHER][1]
 
@@ -80,7 +81,7 @@ def test_long_trace_folds_to_at_most_15_inputs(open_page):
     value = next(s for s in trace.segments if s.text.strip() == "VAR BLYUX = 47977.")
     assert _nodes(spec)[value.id][1] == "VAR BLYUX = 47977."
     evidence = at.dataframe[0].value
-    assert any(row.startswith(f"{value.id}: VAR BLYUX") for row in evidence["sentence"])
+    assert "VAR BLYUX = 47977." in list(evidence["sentence"])
     # the folded node opens into a list of what it holds
     at.selectbox(key="qp_node").set_value(OTHER).run()
     no_problems(at)
@@ -91,8 +92,8 @@ def test_selected_step_shows_its_own_heatmap(open_page, vartrack):
     step = next(s.id for s in vartrack.segments if s.role == "reasoning")
     at = open_page(GRAPH, trace="gallery:vartrack", node=step)
     no_problems(at)
-    text = next(s.text for s in vartrack.segments if s.id == step)
-    assert at.subheader[0].value == f"{step}: reasoning step · “{plain(short_label(text, 60))}”"
+    label = node_label(HopGraph.from_trace(vartrack), step, 60)
+    assert at.subheader[0].value == f"Reasoning step · “{plain(label)}”"  # no id unless Details is on
     values = heatmap_values(figure(charts(at)["token_heatmap"]), vartrack)
     assert values == pytest.approx(step_values(vartrack, step))
     # choosing another node in the list moves the drill-down and the URL
@@ -118,14 +119,14 @@ def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
     assert any("Click a node" in c.value for c in at.caption)
     # the evidence table names sentences and paths in words; the value sentence the answer copies is there
     table = at.dataframe[0].value
-    answer = short_label(next(s.text for s in vartrack.segments if s.role == "answer"), 18)
-    assert all(path.startswith(f"A “{answer}” ← ") for path in table["strongest path"])
-    assert any(s.endswith(": VAR RPBER = 16819.") for s in table["sentence"][:3])
+    full = HopGraph.from_trace(vartrack)
+    answer = node_label(full, next(s.id for s in vartrack.segments if s.role == "answer"), 18)
+    assert all(path.startswith(f"“{answer}” ← ") for path in table["strongest path"])
+    assert "VAR RPBER = 16819." in list(table["sentence"][:3])  # in words: no ids unless Details is on
     # the chain table: the step that states the value reads the value sentence most
     chain = at.dataframe[1].value
     row = next(i for i, step in enumerate(chain["step"]) if step.endswith(": VAR RPBER = 16819."))
-    value = next(s.id for s in vartrack.segments if s.role == "prompt" and s.text.strip() == "VAR RPBER = 16819.")
-    assert chain["reads most"][row].startswith(f"{value}: VAR RPBER = 16819. (")
+    assert chain["reads most"][row].startswith("VAR RPBER = 16819. (")
 
 
 @pytest.mark.browser
@@ -165,7 +166,8 @@ def test_long_trace_in_chromium_at_1280x720():
     assert drawn["inputs"] <= 15
     assert "VAR BLYUX = 47977." in texts and any(t.startswith("Question: What is the value of") for t in texts)
     assert any(t.startswith("other context (") for t in texts)
-    steps = [short_label(s.text) for s in trace.segments if s.role == "reasoning"]
+    labels = node_labels(HopGraph.from_trace(trace))
+    steps = [labels[s.id] for s in trace.segments if s.role == "reasoning"]
     assert all(step in texts for step in steps)
     assert all(label["inside"] for label in drawn["labels"]), [l["text"] for l in drawn["labels"] if not l["inside"]]
     assert drawn["width"] <= 1280 and drawn["height"] <= 720

@@ -36,22 +36,22 @@ def _nodes(fig) -> dict[str, tuple[str, str, str]]:
 
 def test_labels_are_first_words_escaped_once():
     assert short_label("  Question:\n What is   the value of VAR X?  ", 60) == "Question: What is the value of VAR X?"
-    assert short_label("One two three four five six seven eight nine ten", 20) == "One two three four…"
+    assert short_label("One two three four five six seven eight nine ten", 20) == "One tw … ht nine ten"  # both ends
     assert short_label("<|im_end|>\n<|im_start|>assistant") == "assistant"
     assert plain(NASTY) == 'Keep &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" \'text\' safe.'
     fig = hop_graph_figure(_graph(4))
     nodes = _nodes(fig)
     role, label, hover = nodes["P3"]
-    assert role == "prompt" and label == plain(short_label(NASTY))
+    assert role == "prompt" and label == plain(node_label(_graph(4), "P3")) and "&lt;b&gt;" in label
     assert "&quot;" not in label and "&#x27;" not in label and "&amp;amp;" not in hover
     assert '"quoted"' in hover and "&lt;b&gt;bold&lt;/b&gt;" in hover and "<b>bold" not in hover
-    assert nodes["S0"][1] == "First &lt;step&gt; here."
+    assert nodes["S0"][1] == "step 1: First &lt;step&gt; here."  # steps are numbered, text escaped
     assert nodes["T0"][1] == "template: system You are helpful"
     assert "&lt;|im_start|&gt;" in nodes["T0"][2]  # hover shows the whole text, markers included, escaped
     assert nodes["A"][1] == "42 &amp; &lt;more&gt;"
     for trace in fig.data:  # edge hovers name both ends in words, escaped
         if trace.name == "edge info":
-            assert any("P3 “Keep &lt;b&gt;bold&lt;/b&gt;" in t for t in trace.text)
+            assert any("P3 “Keep &lt;b&gt;b" in t for t in trace.text)
 
 
 def test_folded_inputs_selected_ring_and_paths_apart():
@@ -73,7 +73,8 @@ def test_folded_inputs_selected_ring_and_paths_apart():
     assert len(paths) == 1 and paths[0].line.color == PATH_COLOR != SELECTED_COLOR
     assert fig.layout.height <= 600  # a folded graph fits a 720-pixel-high screen
     top = graph.evidence(1)[0][0]
-    assert path_text(graph, graph.strongest_path_to(top)).startswith("A “42 & <more>” ← ")  # not escaped: for tables
+    assert path_text(graph, graph.strongest_path_to(top)).startswith("“42 & <more>” ← ")  # not escaped: for tables
+    assert path_text(graph, graph.strongest_path_to(top), ids=True).startswith("A “42 & <more>” ← ")
     assert node_label(graph, OTHER) == nodes[OTHER][1]
 
 

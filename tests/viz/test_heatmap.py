@@ -65,15 +65,23 @@ def test_visible_whitespace_labels():
     assert visible_label("") == "∅"
 
 
-def test_top_tokens_rank_prompt_tokens_by_score(small_trace):
-    rows = top_tokens(small_trace, None, k=5)
+def _words(trace, positions):
+    return [p for p in positions if any(c.isalnum() for c in trace.tokens[p].text)]
+
+
+def test_top_tokens_rank_prompt_words_by_share(small_trace):
+    rows = top_tokens(small_trace, None, k=5, details=True)
     assert [r["rank"] for r in rows] == [1, 2, 3, 4, 5]
     assert all(r["role"] == "prompt" for r in rows)
-    assert [r["position"] for r in rows] == [p for p, _t, _s in small_trace.top_prompt_tokens(5)]
+    prompt = small_trace.positions("prompt")
+    expected = sorted(_words(small_trace, prompt), key=lambda i: (-small_trace.scores.prompt[i], i))[:5]
+    assert [r["position"] for r in rows] == expected  # punctuation-only tokens ("-", "=", ":") left out
+    assert "position" not in top_tokens(small_trace, None, k=5)[0]  # positions only with details
     hop_rows = top_tokens(small_trace, 1, k=100)
-    scores = [r["score"] for r in hop_rows]
-    assert scores == sorted(scores, reverse=True)
+    shares = [r["share"] for r in hop_rows]
+    assert shares == sorted(shares, reverse=True)
     assert {r["role"] for r in hop_rows} >= {"prompt", "reasoning"}
+    assert all(any(c.isalnum() for c in r["token"]) for r in hop_rows)
 
 
 def test_long_traces_are_paged_into_windows():
@@ -96,7 +104,8 @@ def test_windowed_heatmap_holds_exactly_that_slice(small_trace):
     fig = token_heatmap(small_trace, hop=1, token_range=(lo, hi))
     assert heatmap_values(fig, small_trace) == view_values(small_trace, 1)[lo:hi]
     assert fig.layout.meta["range"] == [lo, hi]
-    assert fig.layout.yaxis.ticktext[0] == f"#{lo}"
+    assert fig.layout.yaxis.ticktext[0] == ""  # plain by default: no position markers
+    assert token_heatmap(small_trace, hop=1, token_range=(lo, hi), details=True).layout.yaxis.ticktext[0] == f"#{lo}"
     with pytest.raises(ValueError, match="outside"):
         token_heatmap(small_trace, token_range=(0, small_trace.n_tokens + 1))
 
@@ -126,9 +135,12 @@ def test_target_tokens_are_outlined_and_off_the_colour_scale(small_trace, hop):
 def test_top_tokens_leave_the_target_out(small_trace):
     lo, hi = small_trace.settings.target
     for hop in (0, 1, 2):
-        rows = top_tokens(small_trace, hop, k=small_trace.n_tokens)
+        rows = top_tokens(small_trace, hop, k=small_trace.n_tokens, details=True)
         assert not any(lo <= r["position"] < hi for r in rows)
-        assert len(rows) == len(small_trace.positions("prompt", "reasoning", "answer")) - (hi - lo)
+        raw = small_trace.hops[hop].raw
+        candidates = [i for i in _words(small_trace, small_trace.positions("prompt", "reasoning", "answer"))
+                      if not lo <= i < hi and raw[i] > 0]
+        assert sorted(r["position"] for r in rows) == candidates
 
 
 def test_shared_scale_tops_are_the_largest_over_hops(small_trace):

@@ -1,0 +1,56 @@
+"""The per-token values the token views draw (the heatmap, the text view, the top-k table), so that they
+too come from the analysis floor: the combined view is the trace's final prompt attribution as a share of
+the prompt's attribution; hop k's view is hop k's own attribution as a share of that hop's attribution;
+a step's view is that step's own attribution as a share of its attribution."""
+
+from __future__ import annotations
+
+from .schema import Trace
+
+
+def _shares(values: list[float]) -> list[float]:
+    total = sum(values)
+    return [v / total for v in values] if total > 0 else [0.0] * len(values)
+
+
+def view_values(trace: Trace, hop: int | None = None) -> list[float]:
+    """What a view shows per position. ``hop=None`` (combined): ``scores.prompt`` (sums to 1 over the
+    prompt). ``hop=k``: hop k's raw vector as a share of its total, over all positions."""
+    if hop is None:
+        return list(trace.scores.prompt)
+    if not 0 <= hop < len(trace.hops):
+        raise ValueError(f"hop {hop} is not in this trace (it has hops 0..{len(trace.hops) - 1})")
+    return _shares(trace.hops[hop].raw)
+
+
+def step_values(trace: Trace, segment_id: str) -> list[float]:
+    """One reasoning step's (or the answer's) own attribution over all positions, as a share of its total."""
+    if trace.steps is None or segment_id not in trace.steps.vectors:
+        raise ValueError(f"segment {segment_id} has no step attribution in this trace")
+    return _shares(trace.steps.vectors[segment_id])
+
+
+def target_positions(trace: Trace) -> range:
+    """Positions of the target span: what the attribution explains (never a cause of itself)."""
+    lo, hi = trace.settings.target
+    return range(lo, hi)
+
+
+def punctuation_only(text: str) -> bool:
+    """A token with no letter or digit (``-``, ``=``, ``:``, whitespace): left out of word lists."""
+    return not any(c.isalnum() for c in text)
+
+
+def top_view_tokens(trace: Trace, hop: int | None = None, k: int = 10, words_only: bool = True) -> list[int]:
+    """The `k` positions with the most of a view: prompt tokens for the combined view, prompt and generated
+    tokens for a hop; target tokens left out (they are what is explained), and with `words_only`
+    punctuation-only tokens too. Largest first; ties in text order."""
+    values = view_values(trace, hop)
+    roles = ("prompt",) if hop is None else ("prompt", "reasoning", "answer")
+    target = target_positions(trace)
+    keep = [i for i in trace.positions(*roles)
+            if i not in target and values[i] > 0 and not (words_only and punctuation_only(trace.tokens[i].text))]
+    return sorted(keep, key=lambda i: (-values[i], i))[:k]
+
+
+__all__ = ["view_values", "step_values", "target_positions", "punctuation_only", "top_view_tokens"]
