@@ -35,8 +35,8 @@ def page_setup(title: str) -> None:
         for path, label, icon in NAV:
             st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
         on = st.toggle("Details", value=st.query_params.get("details") == "1", key="details",
-                       help="Show the technical details too: sentence ids (P3, S2), token positions and ρ, the hop "
-                            "mass. Off, every view speaks in words.")
+                       help=help_link("rho", "Show the technical details too: sentence ids (P3, S2), token positions "
+                                      "and ρ, the hop mass. Off, every view speaks in words."))
         if on != (st.query_params.get("details") == "1"):
             if on:
                 st.query_params["details"] = "1"
