@@ -39,7 +39,9 @@ if picked:
     values = view_values(trace, hop)
     positions = trace.positions("prompt") if hop is None else trace.positions("prompt", "reasoning", "answer")
     top = scale_maxima(trace, hop, shared=scale == "shared")
-    keep = salient_positions(trace, values, positions) if every == "salient" else None
+    facts = analyse(trace)
+    gold = set(facts.gold.positions) if facts.gold else set()
+    keep = salient_positions(trace, values, positions) | gold if every == "salient" else None  # gold never folds
     note = ("combined view: own scale" if hop is None else
             f"hop {hop}, scale {'shared by hops 0–' + str(len(trace.hops) - 1) if scale == 'shared' else 'of this hop only'}")
     fig = text_html = None
@@ -50,6 +52,8 @@ if picked:
             if scale == "shared" and hop is not None:
                 fig.update_layout(title_text=fig.layout.title.text + " · scale shared across hops")
             st.plotly_chart(fig, key="heatmap", config={"displaylogo": False})
+            if fig.layout.meta["gold"]:
+                st.caption("Dotted gold outlines: the known evidence (gold) for this task.")
             if fig.layout.meta["folded"]:
                 hidden = sum(b - a for a, b in fig.layout.meta["folded"])
                 st.caption(f"{hidden:,} tokens on rows without a salient token are folded (dotted lines, ⋯); "
@@ -71,5 +75,5 @@ if picked:
         st.caption("Share of " + ("the prompt's attribution" if hop is None else f"hop {hop:d}'s own attribution")
                    + "; tokens made only of punctuation (such as - = : ,) are left out.")
     with right, ui.shown_errors():
-        st.plotly_chart(mass_per_hop(analyse(trace)), key="mass", config={"displaylogo": False})
+        st.plotly_chart(mass_per_hop(facts), key="mass", config={"displaylogo": False})
     ui.nav_links(ref, "explore")

@@ -20,7 +20,7 @@ from ..analysis.graph import INPUT_ROLES, OTHER, HopGraph, HopPath
 from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from ..analysis.text import distinct_labels, flat, short_text
-from .colors import PROMPT, REASONING, ROLE_COLORS, TEMPLATE
+from .colors import GOLD, PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
 SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the outline of the selected node
@@ -211,6 +211,8 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     influence = graph.influence()
     depths = graph.hop_depths()
     mass = segment_mass(trace) if trace is not None else {}
+    facts = analyse(trace) if trace is not None else None
+    gold = {p.key for p in facts.pieces if p.gold} if facts is not None and facts.piece_kind == "sentence" else set()
     top = max((v for n, v in influence.items() if n != graph.answer), default=0.0) or 1.0
     n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
     fig = go.Figure(_edge_traces(graph, pos))
@@ -233,11 +235,16 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
             text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
             textposition={"reasoning": "middle right", "answer": "bottom center"}.get(role, "middle left"),
             textfont={"size": label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
-            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass) for n in nodes],
+            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass)
+                                         + ("<br><b>known evidence (gold)</b>" if n in gold else "") for n in nodes],
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role == "other" else "circle",
-                    "line": {"width": [5 if n == selected else 1 for n in nodes],
-                             "color": [SELECTED_COLOR if n == selected else "rgba(255,255,255,0.7)" for n in nodes]}}))
+                    "line": {"width": [5 if n == selected else 3 if n in gold else 1 for n in nodes],
+                             "color": [SELECTED_COLOR if n == selected else GOLD if n in gold else "rgba(255,255,255,0.7)"
+                                       for n in nodes]}}))
+    if gold & set(pos):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="known evidence (gold)", hoverinfo="skip",
+                                 marker={"size": 12, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": GOLD}}))
     fig.update_layout(
         height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 44, "b": 36},
         title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14},
@@ -249,7 +256,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
         clickmode="event+select", dragmode=False, hoverlabel={"align": "left"},
         meta={"view": "hop_graph", "threshold": graph.threshold, "edges": graph.graph.number_of_edges(),
               "inputs": n_inputs, "folded": len(graph.graph.nodes[OTHER]["folded"]) if OTHER in graph.graph else 0,
-              "pruning": graph.pruning},
+              "pruning": graph.pruning, "gold": sorted(gold & set(pos))},
     )
     for x, label in ((0.0, "input"), (0.4, "reasoning steps"), (1.0, "answer")):
         fig.add_annotation(x=x, y=-0.1, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",

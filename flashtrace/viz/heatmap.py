@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from ..analysis.views import top_view_tokens
-from .colors import PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
+from .colors import GOLD, PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
 from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
                      visible_label)
 
@@ -122,7 +123,8 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
             showscale=cls in bars, colorbar=_colorbar(label, bars.index(cls) if cls in bars else 0),
             hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
                           "score %{z:.4g}<extra></extra>"))
-    shapes = _target_outlines(drawn, target) + [
+    gold = set(analyse(trace).gold.positions) if analyse(trace).gold else set()
+    shapes = _target_outlines(drawn, target) + _target_outlines(drawn, gold, GOLD, "dot") + [
         {"type": "line", "xref": "paper", "x0": -0.04, "x1": 1.0, "y0": row - 0.5, "y1": row - 0.5,
          "line": {"color": "#9ca3af", "width": 1, "dash": "dot"}} for _a, _b, row in folds]
     first_in_row: dict[int, int] = {}
@@ -143,6 +145,7 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
                "ticktext": [("⋯ " if r in after_fold else "") + (f"#{p}" if details else "") for r, p in first_in_row.items()],
                "tickfont": {"size": 9}, "fixedrange": True},
         meta={"view": "token_heatmap", "hop": hop, "width": width, "range": [lo, hi],
+              "gold": sorted(g for g in gold if lo <= g < hi),
               "folded": [[a, b] for a, b, _row in folds], "keep": None if keep is None else sorted(keep),
               "top": {k: v for k, v in top.items()}},
     )
@@ -157,8 +160,9 @@ def _colorbar(label: str, index: int) -> dict:
             "title": {"text": label, "side": "top", "font": {"size": 11}}}
 
 
-def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range) -> list[dict]:
-    """One outline rectangle per run of target cells on a row."""
+def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range | set[int],
+                     color: str = TARGET_OUTLINE, dash: str = "solid") -> list[dict]:
+    """One outline rectangle per run of target (or gold) cells on a row."""
     runs: list[list[int]] = []  # [row, first col, last col]
     for i, (r, c) in drawn:
         if i not in target:
@@ -168,7 +172,7 @@ def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range) ->
         else:
             runs.append([r, c, c])
     return [{"type": "rect", "x0": c0 - 0.5, "x1": c1 + 0.5, "y0": r - 0.5, "y1": r + 0.5,
-             "line": {"color": TARGET_OUTLINE, "width": 2}, "fillcolor": "rgba(0,0,0,0)"} for r, c0, c1 in runs]
+             "line": {"color": color, "width": 2, "dash": dash}, "fillcolor": "rgba(0,0,0,0)"} for r, c0, c1 in runs]
 
 
 def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:

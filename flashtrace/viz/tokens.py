@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import html
 
+from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from ..analysis.views import step_values, target_positions, view_values  # noqa: F401 - re-exported
-from .colors import ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
+from .colors import GOLD, ROLE_COLORS, TARGET_OUTLINE, chip_color, chip_gradient
 
 VISIBLE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
 # bidirectional controls (LRE..RLO, LRI..PDI, LRM/RLM/ALM) would reorder the tokens shown after them
@@ -135,28 +136,30 @@ def text_units(trace: Trace, lo: int, hi: int) -> list[tuple[int, int]]:
     return [(ps[0], ps[-1] + 1) for ps in rows.values()]
 
 
-def _token_span(trace: Trace, i: int, value: float, top: dict[str, float], target: range) -> str:
+def _token_span(trace: Trace, i: int, value: float, top: dict[str, float], target: range, gold: set[int]) -> str:
     tok = trace.tokens[i]
     cls = token_class(tok.role)
     shown = visible_label(tok.text, None) if not tok.text.strip() else show_controls(tok.text).replace("\n", "↵")
-    title = (f"#{i} {tok.role}{' (target, not on the colour scale)' if i in target else ''}: "
-             f"{show_controls(repr(tok.text))} score {value:.4g}")
+    title = (f"#{i} {tok.role}{' (target, not on the colour scale)' if i in target else ''}"
+             f"{' (known evidence)' if i in gold else ''}: {show_controls(repr(tok.text))} score {value:.4g}")
     if i in target:
         cls_attr, style = "ft-tok ft-target", ""
     else:
-        cls_attr = "ft-tok"
+        cls_attr = "ft-tok ft-gold" if i in gold else "ft-tok"
         style = f' style="background:{chip_color(cls, value / top[cls] if top[cls] > 0 else 0.0)}"'
     return (f'<span class="{cls_attr}"{style} title="{html.escape(title, quote=True)}">{html.escape(shown)}</span>'
             + ("<br>" if "\n" in tok.text else ""))
 
 
-def legend_html(top: dict[str, float], classes: list[str], note: str = "") -> str:
+def legend_html(top: dict[str, float], classes: list[str], note: str = "", gold: bool = False) -> str:
     """The text view's colour legend: one gradient per class from 0 to its scale top, the target's
-    outline, and a `note` on the scale (escaped)."""
+    outline, the gold underline when the trace knows its evidence, and a `note` on the scale (escaped)."""
     names = {"prompt": "prompt", "generated": "reasoning + answer", "template": "chat template"}
     items = [f'<span class="ft-key">{names[c]} 0 <span class="ft-bar" style="background:{chip_gradient(c)}"></span> '
              f'{top[c]:.3g}</span>' for c in classes if top.get(c, 0) > 0]
     items.append('<span class="ft-key"><span class="ft-sample ft-target">target</span> outlined, not on the scale</span>')
+    if gold:
+        items.append('<span class="ft-key"><span class="ft-sample ft-gold">gold</span> underlined: the known evidence</span>')
     if note:
         items.append(f'<span class="ft-key ft-note">{html.escape(note)}</span>')
     return f'<div class="ft-legend">{"".join(items)}</div>'
@@ -174,6 +177,7 @@ def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None 
     values = view_values(trace, hop) if values is None else values
     top = scale_maxima(trace, values=values) if top is None else top
     target = target_positions(trace)
+    gold = set(analyse(trace).gold.positions) if analyse(trace).gold else set()
     first, last = token_range or (0, trace.n_tokens)
     units = [(first, last)] if keep is None else text_units(trace, first, last)
     runs = [(first, last, True)] if keep is None else fold_runs(units, set(keep) | set(target))
@@ -185,7 +189,7 @@ def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None 
             if tok.role != prev_role:
                 body.append(f'<span class="ft-role" style="color:{ROLE_COLORS[tok.role]}">{tok.role}</span>')
                 prev_role = tok.role
-            body.append(_token_span(trace, i, values[i], top, target))
+            body.append(_token_span(trace, i, values[i], top, target, gold))
         if shown:
             parts.extend(body)
         else:
@@ -194,7 +198,8 @@ def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None 
             prev_role = None  # the next shown token names its role again
     classes = sorted({token_class(trace.tokens[i].role) for i in range(first, last)},
                      key=["prompt", "generated", "template"].index)
-    head = legend_html(top, classes, legend) if legend is not None else ""
+    shows_gold = any(first <= g < last for g in gold)
+    head = legend_html(top, classes, legend, shows_gold) if legend is not None else ""
     scroll = f"max-height:{max_height_px}px;overflow-y:auto;" if max_height_px else ""
     return (f'{TOKEN_CSS}{head}<div class="ft-tokens" style="{scroll}line-height:1.9;font-family:ui-monospace,monospace;'
             f'font-size:0.85rem;white-space:pre-wrap;word-break:break-word">{"".join(parts)}</div>')
@@ -202,6 +207,7 @@ def tokens_html(trace: Trace, hop: int | None = None, max_height_px: int | None 
 
 TOKEN_CSS = ("<style>.ft-tok{border-radius:3px;padding:1px 0;margin:0 1px}"
              f".ft-target{{outline:2px solid {TARGET_OUTLINE};outline-offset:-1px}}"
+             f".ft-gold{{text-decoration:underline 3px {GOLD};text-underline-offset:3px}}"
              ".ft-role{font-size:0.7rem;font-weight:600;text-transform:uppercase;margin:0 6px 0 2px}"
              ".ft-fold{display:inline;opacity:0.85}.ft-fold[open]{display:block}"
              ".ft-fold summary{display:inline;cursor:pointer;font-size:0.75rem;padding:0 4px;border-radius:3px;"

@@ -1,6 +1,8 @@
 import pytest
 
+from flashtrace.analysis.facts import analyse
 from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.viz.colors import TARGET_OUTLINE
 from flashtrace.viz import heatmap_values, view_values
 
 from .conftest import charts, figure, no_problems
@@ -140,7 +142,7 @@ def test_hop_view_outlines_the_target_and_keeps_it_off_the_scale(open_page, vart
     others = [v for i, (v, tok) in enumerate(zip(hop0, vartrack.tokens))
               if tok.role in ("reasoning", "answer") and not lo <= i < hi]
     assert traces["generated"]["zmax"] == pytest.approx(max(others))
-    outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect"]
+    outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect" and s["line"]["color"] == TARGET_OUTLINE]
     assert sum(round(s["x1"] - s["x0"]) for s in outlines) == hi - lo
     at.toggle(key="details").set_value(True).run()  # positions show with Details on
     table = at.dataframe[0].value
@@ -190,7 +192,10 @@ def test_segments_view_folds_unsalient_runs_and_keeps_the_answer(open_page):
     spec = charts(at)["segment_bars"]
     bars = dict(zip(spec["data"][0]["y"], spec["data"][0]["x"]))
     shown = [s for s in long.segments if s.role != "template"]
-    assert len(bars) <= 15 < len(shown)  # 170-odd segments fit the page without an inner scroll box
+    gold = {s.id for s in shown if s.role == "prompt" and any(p in analyse(long).gold.positions
+                                                                for p in range(s.start, s.end))}
+    assert len(bars) <= 15 + len(gold) and 40 < len(shown)  # 170-odd segments fit the page without a scroll box
+    assert all(any(k.startswith(f"{g} ·") for k in bars) for g in gold)  # known evidence is never folded
     assert not scroll_boxes(at.main)
     answer = next(s for s in shown if s.role == "answer")
     assert any(k.startswith(f"{answer.id} ·") for k in bars)
