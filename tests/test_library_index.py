@@ -1,7 +1,6 @@
-"""The Library's SQLite metadata index: fast at 1,000 traces, follows the files on disk."""
+"""The Library's SQLite metadata index: right answers at 1,000 traces, follows the files on disk."""
 
 import os
-import time
 
 import pytest
 
@@ -25,14 +24,14 @@ def big(tmp_path_factory, base):
     return folder
 
 
-def test_thousand_traces_list_search_filter_sort_under_a_second(big):
+def test_thousand_traces_list_search_filter_sort(big):
+    """What the listing, search, filter and sort return at 1,000 traces; their speed is measured by
+    benchmarks/batch_scaling.py (part 2), not asserted here."""
     lib = Library(big)
-    start = time.perf_counter()
     everything = lib.entries()
     found = lib.search("planets 12")
     rows, total = lib.query(model="qwen3-8b", task="needle", sort="title", limit=50, offset=50)
     page, n_tokens = lib.query(sort="tokens", limit=25)
-    elapsed = time.perf_counter() - start
     assert len(everything) == 1000 and all(e.readable for e in everything)
     assert {e.name for e in found} == {f"syn-{i:06d}" for i in range(1000) if i % 7 == 2 and "12" in str(i)}
     wanted = [i for i in range(1000) if i % 3 == 2 and i % 4 == 0]  # qwen3-8b and needle: 83 traces
@@ -41,7 +40,6 @@ def test_thousand_traces_list_search_filter_sort_under_a_second(big):
     assert [r.title.rsplit(" ", 1)[0] for r in rows] == titles[50:]  # the second page, sorted by title
     assert all(r.model == "qwen3-8b" and r.task == "needle" and r.metrics["rise"] >= 0 for r in rows)
     assert n_tokens == 1000 and len(page) == 25
-    assert elapsed < 1.0, f"list + search + filter + sort took {elapsed:.2f} s"
 
 
 def test_index_follows_files_changed_on_disk(tmp_path, base):

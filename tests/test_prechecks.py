@@ -23,13 +23,12 @@ def _capped(code: str, *args: str, room_mb: int = 500) -> list[str]:
     """Run `code` in a subprocess whose address space may grow only `room_mb` beyond what it uses after
     importing flashtrace; returns its stdout words."""
     script = textwrap.dedent(f"""
-        import resource, sys, time
+        import resource, sys
         import flashtrace
         from flashtrace.engine.models.loading import default_tokenizer
         default_tokenizer()
         size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (size + {room_mb} * 2**20, size + {room_mb} * 2**20))
-        start = time.perf_counter()
     """) + textwrap.dedent(code)
     out = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=240, env=ENV)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -38,18 +37,18 @@ def _capped(code: str, *args: str, room_mb: int = 500) -> list[str]:
 
 def test_a_model_larger_than_memory_is_refused_from_its_config():
     """Issue 13.4: random-qwen3-8b (~33 GB in float32) was allocated before any check; under an 8 GB cap the
-    CLI died in the allocator at 7 GB. Now refused from the config, under a 500 MB cap, in seconds."""
+    CLI died in the allocator at 7 GB. Now refused from the config, under a 500 MB cap."""
     words = _capped("""
         from flashtrace.engine.models import ResourceError, load_model
         try:
             load_model("random-qwen3-8b")
             print("loaded")
         except ResourceError as exc:
-            print("refused", round(time.perf_counter() - start, 2), exc)
+            print("refused", exc)
     """)
-    assert words[0] == "refused" and float(words[1]) < 20, words
-    assert words[2].startswith("random-qwen3-8b needs ~30.5 GiB for its weights (8.19 B parameters in float32)")
-    assert "refused before loading" in words[2]
+    assert words[0] == "refused", words
+    assert " ".join(words[1:]).startswith("random-qwen3-8b needs ~30.5 GiB for its weights (8.19 B parameters in float32)")
+    assert "refused before loading" in " ".join(words[1:])
 
 
 def test_the_cli_exits_3_for_a_model_that_does_not_fit(monkeypatch, capsys):
@@ -65,16 +64,21 @@ def test_a_16_mb_prompt_is_refused_before_it_is_tokenised():
         from flashtrace.run.tracing import prepare
         from flashtrace.engine.models import load_model
         loaded = load_model("tiny-llama")
+
+        def tokenised(*args, **kwargs):
+            raise RuntimeError("tokenised")
+
+        tok = type(loaded.tokenizer)
+        tok.__call__ = tok.encode = tok.apply_chat_template = tok.tokenize = tokenised
         for n in (16_000_000, 1_000_000):  # over what a trace holds; over the context's character bound
-            start = time.perf_counter()
             try:
                 prepare(loaded, "a" * n, "Answer: 1")
                 print("ran")
             except ValueError as exc:
-                print("refused", round(time.perf_counter() - start, 2), exc, "|", end=" ")
+                print("refused", exc, "|", end=" ")
     """)
-    assert words[0] == "refused" and float(words[1]) < 1.0, words
-    first, second = words[2].split("|")[:2]
+    assert words[0] == "refused", words
+    first, second = " ".join(words[1:]).split("|")[:2]
     assert first.strip() == "the prompt has 16,000,000 characters; a trace holds at most 2,000,000"
     assert "refused" in second and "more than tiny-llama's context of 4,096 tokens can hold" in second
 

@@ -98,6 +98,7 @@ def test_the_memory_budget_caps_the_layers_in_flight(recording):
     assert span_module._layer_workers(layer, 2, 250, 10**12, 1) == 1
 
 
+@pytest.mark.slow  # loads SmolLM2
 def test_the_memory_estimate_counts_the_layers_in_flight_within_the_sweeps_budget():
     from flashtrace.engine.estimate import estimate
 

@@ -1,5 +1,7 @@
 """The hop-graph drawing: text labels (escaped once, quotes as they are), folded inputs, colours, size."""
 
+import zlib
+
 import networkx as nx
 import pytest
 
@@ -22,7 +24,7 @@ def _graph(n_prompt: int = 20) -> HopGraph:
         graph.add_node(node, id=node, role=role, text=texts[node], start=order, end=order + 1, order=order)
     for dst in ("S0", "S1", "A"):
         srcs = [n for n in ids[: ids.index(dst)]]
-        weights = [3.0 if s in ("P3", "S1") else 1.0 + (hash(s + dst) % 5) / 10 for s in srcs]
+        weights = [3.0 if s in ("P3", "S1") else 1.0 + (zlib.crc32((s + dst).encode()) % 5) / 10 for s in srcs]
         total = sum(weights) * 1.25
         for src, w in zip(srcs, weights):
             graph.add_edge(src, dst, share=w / total, raw_share=w / total)
