@@ -10,7 +10,7 @@ from flashtrace.cli import main
 from flashtrace.store.library import Library
 from flashtrace.store.index import LibraryIndex
 
-from .batch_helpers import traces, write_input
+from .batch_helpers import PROMPTS, traces, write_input
 
 BAD = ['{"prompt": "x", "respons": "y"}', "not json", '{"prompt": "Why?", "generate": true, "response": "no"}',
        '{"prompt": "Hi", "response": "Hello.", "hops": 9}', '["a list"]', '{"prompt": "Hi"}']
@@ -23,9 +23,9 @@ def test_batch_writes_validated_traces_and_records_bad_lines(tmp_path, capsys):
     assert code == 1  # bad lines make the run exit non-zero, but every good line is traced
     found = traces(out)
     assert len(found) == 3
-    assert sorted(t.title for t in found.values()) == ["ex0", "ex1", "ex2"]
-    assert {t.settings.hops for t in found.values()} == {0, 1, 2}
-    assert all(t.extra["batch"]["line"] in (1, 2, 3) for t in found.values())
+    # each trace is its own line: title, line number, hops and prompt as written there
+    assert sorted((t.title, t.extra["batch"]["line"], t.settings.hops, t.prompt) for t in found.values()) == [
+        (f"ex{i}", i + 1, i % 3, PROMPTS[i]) for i in range(3)]
     assert LibraryIndex(out).sync() == 0  # the driver indexed what it wrote: the Library need not reread it
     assert [e.name for e in Library(out).entries() if not e.readable] == []  # the folder is a library collection
     summary = json.loads((out / "_batch" / "summary.json").read_text())
@@ -80,8 +80,9 @@ def test_interrupted_batch_resumes_without_recomputing(tmp_path, monkeypatch):
     assert len(traces(out)) == 2 and len(calls) == 2
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
     calls.clear()
+    first = sorted(t.title for t in traces(out).values())
     result = run_batch(src, out, BatchSettings(model="tiny-llama"))
-    assert len(calls) == 3  # only the unfinished examples ran again
+    assert sorted(calls) == sorted({f"ex{i}" for i in range(5)} - set(first))  # only the unfinished ones ran again
     assert result.count("skipped") == 2 and result.count("done") == 3 and result.ok
     assert len(traces(out)) == 5
     assert all((out / n).stat().st_mtime_ns == t for n, t in stamps.items())  # finished files untouched

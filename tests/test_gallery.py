@@ -130,4 +130,7 @@ def test_build_trace_records_gold_spans():
     spec = next(s for s in GALLERY if s.name == "multihop")
     trace = build_trace(spec, flashtrace.load_model("tiny-llama"))
     gold = trace.extra["gallery"]["gold"]
-    assert gold and all(0 <= a < b <= len(trace.prompt) for a, b in gold)
+    # the recorded spans are the facts the question chains through, in the traced prompt itself
+    facts = [trace.prompt[a:b] for a, b in gold]
+    assert len(facts) == 2 and all(f.endswith(".") and f in trace.response for f in facts)
+    assert any(f.startswith("Fenna was born in ") for f in facts) and any(" is a city in " in f for f in facts)

@@ -65,12 +65,20 @@ def test_html_display_says_what_reached_the_prompt_and_lists_the_top_tokens(host
 
 
 def test_figures_are_the_app_views(hostile_trace):
-    heat = hostile_trace.heatmap()
-    assert isinstance(heat, go.Figure) and {t.name for t in heat.data} >= {"prompt"}
-    graph = hostile_trace.hop_graph()
-    assert isinstance(graph, go.Figure) and any("A" == getattr(t, "name", None) or t.text for t in graph.data)
-    strips = hostile_trace.compare_depths()
-    assert isinstance(strips, go.Figure)
+    """Each notebook figure is the figure the app draws for the same view (the same function, same data)."""
+    from flashtrace.analysis.graph import HopGraph
+    from flashtrace.viz.compare import hop_token_strips
+    from flashtrace.viz.graph import hop_graph_figure
+    from flashtrace.viz.heatmap import token_heatmap
+
+    trace = hostile_trace
+    assert trace.heatmap().to_plotly_json() == token_heatmap(trace, None).to_plotly_json()
+    assert trace.heatmap(hop=1).to_plotly_json() == token_heatmap(trace, 1).to_plotly_json()
+    drawn = hop_graph_figure(HopGraph.from_trace(trace).pruned(node_threshold=0.8, fold=True), trace)
+    assert trace.hop_graph().to_plotly_json() == drawn.to_plotly_json()
+    strips = trace.compare_depths()
+    assert strips.to_plotly_json() == hop_token_strips(hop_additions(trace), [t.text for t in trace.tokens], "added",
+                                                       shared=True).to_plotly_json()
     assert len(strips.data[0].z) == 3  # hop 0 and what hops 1 and 2 add
 
 
@@ -78,6 +86,12 @@ def test_pandas_table_holds_every_token_and_the_hop_contributions(hostile_trace)
     table = hostile_trace.to_pandas()
     assert isinstance(table, pd.DataFrame) and len(table) == hostile_trace.n_tokens
     assert list(table["token"]) == [t.text for t in hostile_trace.tokens]
+    assert list(table["role"]) == [t.role for t in hostile_trace.tokens]
+    assert [None if pd.isna(v) else int(v) for v in table["start"]] == [t.start for t in hostile_trace.tokens]
+    assert list(table["final"]) == hostile_trace.scores.final
+    assert list(table["prompt_score"]) == hostile_trace.scores.prompt
+    for k, hop in enumerate(hostile_trace.hops):
+        assert list(table[f"hop{k}_contribution"]) == hop.contribution
     summed = table[[f"hop{k}_contribution" for k in range(3)]].sum(axis=1)
     assert summed.to_numpy() == pytest.approx(table["final"].to_numpy(), abs=1e-6)
     assert table.loc[table.role == "prompt", "prompt_score"].sum() == pytest.approx(1.0, abs=1e-6)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from flashtrace import Trace, TraceValidationError
 from flashtrace.run.tracing import attribute, prepare
+from tests.trace_checks import assert_promised
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
@@ -38,7 +39,8 @@ def _load_or_validation_error(text):
 @settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(value=json_values)
 def test_random_json_never_crashes_the_loader(value):
-    _load_or_validation_error(json.dumps(value))
+    """No random JSON value is a trace (it lacks the required fields): each is refused with the loader's error."""
+    assert _load_or_validation_error(json.dumps(value)) is None
 
 
 @settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow,
@@ -67,7 +69,26 @@ def test_mutated_traces_load_or_fail_cleanly(valid_json, data):
             parent[path[-1]] = data.draw(json_values)
         except (KeyError, IndexError, TypeError):
             continue
-    _load_or_validation_error(json.dumps(doc))
+    trace = _load_or_validation_error(json.dumps(doc))
+    if trace is not None:  # accepted: it is a trace every view can rely on, and it saves as it loaded
+        assert_promised(trace)
+        assert Trace.from_json(trace.to_json()) == trace
+
+
+@pytest.mark.parametrize("path, value", [
+    (["scores", "final", 0], -1.0), (["scores", "final"], []), (["hops", 0, "contribution", 0], 1e6),
+    (["hops", 0, "k"], 3), (["settings", "target"], [0, 1]), (["settings", "hops"], -1), (["tokens", 0, "role"], "x"),
+    (["scores", "prompt", 0], 5.0), (["schema_version"], 99), (["hops"], []), (["spans", "answer"], [0, 10**6]),
+])
+def test_each_broken_invariant_is_refused(valid_json, path, value):
+    """One field broken at a time: the loader names a problem instead of returning a wrong trace."""
+    doc = json.loads(valid_json)
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    parent[path[-1]] = value
+    with pytest.raises(TraceValidationError):
+        Trace.from_json(json.dumps(doc))
 
 
 @settings(max_examples=60, deadline=2000)

@@ -36,8 +36,13 @@ def test_heatmap_cells_hold_exactly_the_view_values(small_trace, hop):
 
 
 def test_hop_changes_the_figure_data(small_trace):
-    a, b = (heatmap_values(token_heatmap(small_trace, hop=h), small_trace) for h in (0, 1))
-    assert a != b
+    """Each hop's heatmap draws that hop's own vector (its share of the hop's total), not another hop's."""
+    drawn = [heatmap_values(token_heatmap(small_trace, hop=h), small_trace) for h in (0, 1)]
+    for hop, values in zip(small_trace.hops, drawn):
+        total = sum(hop.raw)
+        shown = [i for i, v in enumerate(values) if v is not None]
+        assert len(shown) >= 10 and [values[i] for i in shown] == pytest.approx([hop.raw[i] / total for i in shown])
+    assert drawn[0] != drawn[1]
 
 
 def test_grid_breaks_rows_at_newlines_roles_and_width(small_trace):

@@ -5,6 +5,7 @@ import pytest
 from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.analysis.facts import Piece, analyse, summarise_check
 from flashtrace.analysis.story import Ranked, story_panels
+from flashtrace.analysis.text import pct
 from flashtrace.viz.story import check_figure, panel_figures, pieces_figure, sentences_html
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 50, "n_deleted": 5, "before": -0.5, "top": -4.0,
@@ -28,8 +29,13 @@ def test_each_panel_draws_its_data(trace):
     assert [label for label in sentences.data[0].y] == [p.label for p in direct.data["sentences"]]
     (bars,) = panel_figures(trace, evidence)
     assert list(bars.data[0].x) == [p.share for p in evidence.data["sentences"]]
-    html = sentences_html(trace, evidence.data["sentences"])
-    assert html.count("ft-tok") >= 3 and "1. " in html
+    pieces = evidence.data["sentences"]
+    html = sentences_html(trace, pieces)
+    segments = {s.id: s for s in trace.segments}
+    tokens = sum(segments[p.key].end - segments[p.key].start for p in pieces)
+    assert html.count('class="ft-tok') - html.count('class="ft-tokens') == tokens  # every token of every sentence
+    ranks = [html.index(f"<b style=\"min-width:4.5em\">{r}. {pct(p.share)}</b>") for r, p in enumerate(pieces, start=1)]
+    assert len(pieces) >= 3 and ranks == sorted(ranks)  # numbered in rank order, each with its share
 
 
 def test_check_figure_shows_before_top_random_and_each_draw(trace):
