@@ -13,7 +13,6 @@ import pytest
 from nbclient import NotebookClient
 
 import flashtrace
-from flashtrace.analysis.compare import hop_additions
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '<script>alert(1)</script> " onmouseover="x" <img src=http://127.0.0.1:9/leak.png>'
@@ -66,6 +65,7 @@ def test_html_display_says_what_reached_the_prompt_and_lists_the_top_tokens(host
 
 def test_figures_are_the_app_views(hostile_trace):
     """Each notebook figure is the figure the app draws for the same view (the same function, same data)."""
+    from flashtrace.analysis.facts import analyse
     from flashtrace.analysis.graph import HopGraph
     from flashtrace.viz.compare import hop_token_strips
     from flashtrace.viz.graph import hop_graph_figure
@@ -77,7 +77,7 @@ def test_figures_are_the_app_views(hostile_trace):
     drawn = hop_graph_figure(HopGraph.from_trace(trace).pruned(node_threshold=0.8, fold=True), trace)
     assert trace.hop_graph().to_plotly_json() == drawn.to_plotly_json()
     strips = trace.compare_depths()
-    assert strips.to_plotly_json() == hop_token_strips(hop_additions(trace), [t.text for t in trace.tokens], "added",
+    assert strips.to_plotly_json() == hop_token_strips(analyse(trace), [t.text for t in trace.tokens], "added",
                                                        shared=True).to_plotly_json()
     assert len(strips.data[0].z) == 3  # hop 0 and what hops 1 and 2 add
 
