@@ -10,7 +10,7 @@ from flashtrace.app import state as app_state, ui
 from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
-from flashtrace.engine.inputs import detect_spans
+from flashtrace.engine.inputs import REASONING_INSTRUCTION, detect_spans
 from flashtrace.analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.engine.models import MODEL_ALIASES
 from flashtrace.engine.models.generation import generate
@@ -56,12 +56,16 @@ mode = st.radio("Response", ["Teacher-force a response", "Generate with the mode
 prompt = st.text_area("Prompt", key="prompt", height=160, max_chars=MAX_INPUT_CHARS)  # per model: checked below
 if mode == "Generate with the model":
     max_new = st.slider("Max new tokens", 16, 1024, 256, step=16, key="max_new")
+    ask = st.checkbox("Ask for reasoning", value=True, key="ask_reasoning",
+                      help="Append: “" + REASONING_INSTRUCTION + "” to the prompt (models without a thinking mode; "
+                           "not when the prompt already asks). The tool wrote it, so it is marked as template text "
+                           "and never counts as evidence.")
     gen_missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip())) if not ok]
     if st.button("Generate response", key="generate", disabled=bool(gen_missing)):
         with ui.shown_errors("Generation failed: "), app_state.using_model():
             with st.spinner("Generating…"):
                 generated = generate(app_state.cached_model(model_name), prompt, max_new_tokens=max_new,
-                                     chat_template=chat_template)
+                                     chat_template=chat_template, reasoning_instruction=ask)
                 ss["pending_response"], ss["pending_prompt"] = generated.response, generated.prompt
                 st.rerun()
     needs("Generating", gen_missing)

@@ -218,9 +218,10 @@ def test_empty_response_without_generation_is_refused(tiny_llama):
 
 
 def test_generation_then_trace(tiny_llama):
-    prepared = prepare(tiny_llama, PROMPT, generate=True, max_new_tokens=8)
+    prepared = prepare(tiny_llama, PROMPT, generate=True, max_new_tokens=8, reasoning_instruction=True)
     assert prepared.sequence.response and "generate_s" in prepared.timings
-    assert "Answer:" in prepared.sequence.prompt  # the reasoning instruction is part of the traced prompt
+    assert "Answer:" in prepared.sequence.prompt  # the instruction asked for is part of the traced prompt...
+    assert "Answer:" not in "".join(t.text for t in prepared.sequence.tokens if t.role == "prompt")  # ...as template
     seq = prepared.sequence
     assert 0 < len(seq) - seq.response_start <= 8
     tr = attribute(prepared, target="response", hops=1)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.inputs.sequence import scaffold_range
 from .facts import MARGIN, OF_PROMPT, Check, Piece, TraceFacts, analyse, with_check
 from .schema import Trace
 from .text import counted, pct, points, quote
@@ -92,8 +93,11 @@ def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
                + (f"Before answering it reasoned in {counted(steps, 'step')}. " if reasoning and steps else
                   "Before answering it reasoned. " if reasoning else "It answered without reasoning first. ")
                + "The next panels show which parts of the question that answer rests on.")
-    return Panel("question", TITLES["question"], caption,
-                 {"question": trace.prompt, "reasoning": reasoning, "answer": answer})
+    scaffold = scaffold_range(trace.prompt)  # an instruction the tool added is not part of the question
+    question = trace.prompt[:scaffold[0]] if scaffold else trace.prompt
+    if scaffold:
+        caption += " (The tool asked for step-by-step reasoning; that instruction is not counted as evidence.)"
+    return Panel("question", TITLES["question"], caption, {"question": question, "reasoning": reasoning, "answer": answer})
 
 
 def _top_claim(facts: TraceFacts, depth: int, what: str) -> str:

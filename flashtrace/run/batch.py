@@ -85,6 +85,7 @@ class BatchSettings:
     hop0: str = HOP0_SPANS[0]
     chat_template: bool = True
     generate: bool = False
+    reasoning_instruction: bool = False  # when generating: append the instruction (template tokens)
     max_new_tokens: int = 256
     steps: bool = False
     dtype: str | None = None
@@ -93,6 +94,8 @@ class BatchSettings:
     def keyed(self) -> dict:
         data = dict(vars(self))
         data.pop("device")
+        if not data["reasoning_instruction"]:  # off (the default): keys stay those of folders written before it
+            data.pop("reasoning_instruction")
         return data
 
 
@@ -204,7 +207,8 @@ class TraceWorker:
         s, start = self.settings, time.perf_counter()
         try:
             prepared = prepare(self.loaded, job["prompt"], job["response"], generate=job["generate"],
-                               max_new_tokens=s.max_new_tokens, chat_template=s.chat_template, hops=job["hops"])
+                               max_new_tokens=s.max_new_tokens, chat_template=s.chat_template, hops=job["hops"],
+                               reasoning_instruction=s.reasoning_instruction)
             target = tuple(job["target"]) if isinstance(job["target"], list) else job["target"]
             trace = attribute(prepared, target=target, hops=job["hops"], method=s.method, recursive=s.recursive,
                               stop_tokens=s.stop_tokens, hop0=s.hop0, options=s.options, title=job["title"],

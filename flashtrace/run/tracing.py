@@ -44,13 +44,17 @@ def _loaded(model: LoadedModel | str) -> LoadedModel:
 
 
 def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
-            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = True,
+            max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
             check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
     With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
     (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
-    for `hops` hops over the generated tokens (the hops the caller will attribute with)."""
+    for `hops` hops over the generated tokens (the hops the caller will attribute with).
+
+    `reasoning_instruction` (off by default) appends `REASONING_INSTRUCTION` to the prompt before
+    generating, for models without a thinking mode; its tokens get the template role, so evidence,
+    shares and Recovery never count what the tool itself wrote."""
     loaded = _loaded(model)
     check_text_size(loaded, prompt, None if generate else response)  # before tokenising: a bound on characters
     timings: dict[str, float] = {}
@@ -286,15 +290,18 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
 
 
 def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
-          max_new_tokens: int = 256, chat_template: bool = True, **options) -> Trace:
-    """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first)."""
+          max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
+          **options) -> Trace:
+    """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first);
+    `reasoning_instruction` as in `prepare`."""
     check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
     method_options = dict(options.get("options") or {})
     if options.get("threshold") is not None:
         method_options["threshold"] = options["threshold"]
     get_method(options.get("method", "flashtrace")).resolve_options(method_options)
     prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
-                       chat_template=chat_template, hops=options.get("hops", 1))
+                       chat_template=chat_template, reasoning_instruction=reasoning_instruction,
+                       hops=options.get("hops", 1))
     return attribute(prepared, **options)
 
 

@@ -112,7 +112,7 @@ def test_the_reasoning_instruction_is_added_only_when_missing(prompt, added):
     class Tok:
         chat_template = "no thinking mode"
 
-    out = generation.prompt_for_generation(Tok(), prompt)
+    out = generation.prompt_for_generation(Tok(), prompt, reasoning_instruction=True)
     assert (out != prompt) == added and (generation.REASONING_INSTRUCTION in out) == added
 
 

@@ -35,6 +35,9 @@ def add_arguments(parser) -> None:
                         help="span of hop 0: the target, or the whole generation")
     parser.add_argument("--no-chat-template", action="store_true", help="use the raw prompt text, no chat template")
     parser.add_argument("--generate", action="store_true", help="generate the response of lines that have none")
+    parser.add_argument("--reasoning-instruction", action="store_true",
+                        help="when generating, append the reasoning instruction to the prompt (as `trace`; its tokens "
+                             "are template text, never evidence)")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit")
     parser.add_argument("--steps", action="store_true", help="also attribute every reasoning step (hop graph data)")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
@@ -77,6 +80,7 @@ def run(args) -> int:
         model=args.model, method=args.method, options=_options(args.option), hops=args.hops, target=args.target,
         recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens),
         hop0=args.hop0, chat_template=not args.no_chat_template, generate=args.generate,
+        reasoning_instruction=args.reasoning_instruction,
         max_new_tokens=args.max_new_tokens, steps=args.steps, dtype=args.dtype, device=args.device)
     state = {"bar": None}
 

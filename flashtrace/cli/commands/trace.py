@@ -23,6 +23,10 @@ def add_arguments(parser) -> None:
     resp.add_argument("--response", help="the response text itself")
     resp.add_argument("--generate", action="store_true", help="let the model generate the response (greedy)")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="generation length limit (with --generate)")
+    parser.add_argument("--reasoning-instruction", action="store_true",
+                        help="with --generate: append \"Think step by step, then give the final answer on a last line "
+                             "starting with 'Answer:'.\" to the prompt (off by default); its tokens are marked as "
+                             "template text and never count as evidence")
     parser.add_argument("--target", default="answer",
                         help="what to explain: answer, response, reasoning, or a token range START:END")
     parser.add_argument("--hops", type=int, default=None,
@@ -122,7 +126,8 @@ def run(args) -> int:
         raise ValueError("the prompt is empty")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
-                       chat_template=not args.no_chat_template, on_estimate=_warn_if_long,
+                       chat_template=not args.no_chat_template, reasoning_instruction=args.reasoning_instruction,
+                       on_estimate=_warn_if_long,
                        hops=args.hops)
     resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
     bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit=spec.progress_unit, leave=False)

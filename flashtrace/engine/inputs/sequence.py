@@ -81,10 +81,25 @@ def _labels(tokenizer, ids: list[int]) -> list[str]:
     return [tokenizer.decode([i], clean_up_tokenization_spaces=False) for i in ids]
 
 
+REASONING_INSTRUCTION = "Think step by step, then give the final answer on a last line starting with 'Answer:'."
+INSTRUCTION_SEPARATOR = "\n\n"
+
+
+def scaffold_range(prompt: str) -> tuple[int, int] | None:
+    """The characters of `prompt` that the tool added, not the user: a trailing `REASONING_INSTRUCTION`
+    (with the blank line before it), or None."""
+    added = INSTRUCTION_SEPARATOR + REASONING_INSTRUCTION
+    if prompt.endswith(added):
+        return len(prompt) - len(added), len(prompt)
+    return None
+
+
 def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bool = True,
                    spans: ResponseSpans | None = None) -> TokenSequence:
     """Tokenise `prompt` (inside the chat template when it has one and `chat_template`) followed by
-    `response`; roles from `spans` (detected from the response when not given)."""
+    `response`; roles from `spans` (detected from the response when not given). Text the tool added to
+    the prompt (`scaffold_range`: the reasoning instruction) gets the template role, like the chat
+    template around it: it is not the user's prompt, and evidence never counts it."""
     if not prompt.strip():
         raise ValueError("the prompt is empty")
     use_template = chat_template and getattr(tokenizer, "chat_template", None)
@@ -97,10 +112,14 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
         rendered, offset = prompt, 0
         ids, offsets = _encode(tokenizer, prompt, add_special_tokens=True)
     tokens = []
+    scaffold = scaffold_range(prompt)
+    user_end = scaffold[0] if scaffold else len(prompt)
     for tid, label, (s, e) in zip(ids, _labels(tokenizer, ids), offsets):
         inside = offset >= 0 and e > s and s < offset + len(prompt) and e > offset
         if inside:
-            tokens.append(Token(tid, label, "prompt", "prompt", max(s - offset, 0), min(e - offset, len(prompt))))
+            lo, hi = max(s - offset, 0), min(e - offset, len(prompt))
+            first = next((c for c in range(lo, hi) if not prompt[c].isspace()), lo)
+            tokens.append(Token(tid, label, "prompt" if first < user_end else "template", "prompt", lo, hi))
         else:
             tokens.append(Token(tid, label, "template", None, None, None))
     spans = spans or detect_spans(response)

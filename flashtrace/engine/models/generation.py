@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-REASONING_INSTRUCTION = "Think step by step, then give the final answer on a last line starting with 'Answer:'."
+from ..inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION  # noqa: F401 - re-exported
+
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
 _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", re.I)
 
@@ -31,11 +32,12 @@ def has_thinking_mode(tokenizer) -> bool:
     return "<think>" in (getattr(tokenizer, "chat_template", None) or "")
 
 
-def prompt_for_generation(tokenizer, prompt: str, reasoning_instruction: bool = True) -> str:
-    """The prompt as traced: with the reasoning instruction appended for models without a thinking mode,
-    unless the prompt already asks for step-by-step reasoning or an answer format."""
+def prompt_for_generation(tokenizer, prompt: str, reasoning_instruction: bool = False) -> str:
+    """The prompt as traced. With `reasoning_instruction`, `REASONING_INSTRUCTION` is appended for models
+    without a thinking mode, unless the prompt already asks for step-by-step reasoning or an answer
+    format; its tokens get the template role (`inputs.scaffold_range`), so no evidence ever counts them."""
     if reasoning_instruction and not has_thinking_mode(tokenizer) and not _ASKS_ALREADY.search(prompt):
-        return f"{prompt.rstrip()}\n\n{REASONING_INSTRUCTION}"
+        return f"{prompt.rstrip()}{INSTRUCTION_SEPARATOR}{REASONING_INSTRUCTION}"
     return prompt
 
 
@@ -50,7 +52,7 @@ def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, d
 
 
 def generate(loaded, prompt: str, *, max_new_tokens: int = 256, chat_template: bool = True,
-             reasoning_instruction: bool = True) -> Generated:
+             reasoning_instruction: bool = False) -> Generated:
     """Let the model answer `prompt` (with its chat template when `chat_template`); refuses before generating
     when the prompt plus `max_new_tokens` would not fit the model's context."""
     from ..inputs import build_sequence
