@@ -8,6 +8,25 @@ from flashtrace.app.state import library
 from flashtrace.store.gallery import list_gallery
 
 
+def gallery_cards(items) -> None:
+    """Cards in three columns: title, what the trace is, what the hops do (from the analysis), links."""
+    cols = st.columns(3)
+    for i, item in enumerate(items):
+        with cols[i % 3].container(border=True):
+            st.subheader(ui.plain(item.title), anchor=False)
+            span = "hop 0 over the reasoning and the answer" if item.hop0 == "generation" else "hop 0 over the answer"
+            st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
+                       f"{item.hops:d} hops · {span}")
+            st.markdown(ui.plain(item.description))
+            if item.note:
+                st.markdown(ui.plain(item.note))
+            query = {"trace": f"gallery:{item.name}"}
+            st.page_link(ui.PAGES["story"], label="Tell its story", icon=":material/auto_stories:", query_params=query)
+            a, b = st.columns(2)
+            a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
+            b.page_link(ui.PAGES["graph"], label="Hop graph", icon=":material/hub:", query_params=query)
+
+
 def home() -> None:
     st.title("FlashTrace Studio")
     st.markdown("**Why did the model say that?** FlashTrace attributes a model's whole answer to the prompt tokens "
@@ -23,20 +42,17 @@ def home() -> None:
     items = list_gallery()
     if not items:
         st.info("The gallery is empty. Rebuild it with `flashtrace gallery`.")
-    cols = st.columns(3)
-    for i, item in enumerate(items):
-        with cols[i % 3].container(border=True):
-            st.subheader(ui.plain(item.title), anchor=False)
-            st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
-                       f"{item.hops:d} hops")
-            st.markdown(ui.plain(item.description))
-            if item.note:
-                st.markdown(ui.plain(item.note))
-            query = {"trace": f"gallery:{item.name}"}
-            st.page_link(ui.PAGES["story"], label="Tell its story", icon=":material/auto_stories:", query_params=query)
-            a, b = st.columns(2)
-            a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
-            b.page_link(ui.PAGES["graph"], label="Hop graph", icon=":material/hub:", query_params=query)
+    changing = [it for it in items if it.changes_evidence]
+    steady = [it for it in items if not it.changes_evidence]
+    if changing:
+        st.subheader("Where the hops change the evidence", anchor=False)
+        gallery_cards(changing)
+    if steady:
+        st.subheader("Where the hops confirm what the answer reads directly", anchor=False)
+        st.caption("In these traces the top evidence stays the same at every hop depth (by more than the 2-point "
+                   "margin, or tied from the start): the hops still carry more of the answer's attribution back to "
+                   "the prompt, and a stable ranking is evidence that it does not hinge on one reading.")
+        gallery_cards(steady)
 
     st.header("Recent traces")
     with ui.shown_errors():

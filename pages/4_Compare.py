@@ -6,7 +6,7 @@ import streamlit as st
 from flashtrace.app import methods as app_methods, ui
 from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
-from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words
+from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words, swap_words
 from flashtrace.analysis.text import counted
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
@@ -22,7 +22,7 @@ def hop_depths(trace) -> None:
         return
     facts = analyse(trace)
     with st.container(border=True):
-        for line in (reach_words(facts), change_words(facts), moves_words(facts), gold_words(facts)):
+        for line in (reach_words(facts), change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)):
             if line:
                 st.text(line)
     c1, c2, c3, c4 = st.columns([5, 3, 3, 3])

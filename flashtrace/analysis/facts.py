@@ -96,6 +96,23 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Swap:
+    """The hops brought piece `entered` into the top `TOP_SET` in place of piece `left`, beyond the margin:
+    `left` led `entered` by more than `MARGIN` at hop 0, and `entered` leads `left` by more than it at the
+    deepest depth."""
+
+    entered: int
+    left: int
+    rank_first: int  # rank of `entered` at hop 0
+    rank_last: int  # and at the deepest depth
+    lead_first: float  # share of `left` minus share of `entered` at hop 0
+    lead_last: float  # share of `entered` minus share of `left` at the deepest depth
+
+
+TOP_SET = 3
+
+
+@dataclass(frozen=True)
 class Move:
     """A piece's rank at depth 0 and at the deepest depth (1 = top)."""
 
@@ -148,6 +165,7 @@ class TraceFacts:
     direct: dict[str, float]  # hop 0, OF_ANSWER: prompt, template, generated
     change: Change
     moves: tuple[Move, ...]  # every piece, largest climb first
+    swaps: tuple[Swap, ...]  # pieces the hops brought into the top TOP_SET, beyond the margin
     gold: Gold | None
     graph: GraphFacts | None
     check: Check | None
@@ -159,6 +177,12 @@ class TraceFacts:
     @property
     def final(self) -> Depth:
         return self.depths[-1]
+
+    @property
+    def hops_change_evidence(self) -> bool:
+        """Whether the hops change the evidence beyond the margin: another top piece, or another piece in the
+        top `TOP_SET`."""
+        return self.change.kind == "changed" or bool(self.swaps)
 
     @property
     def of_answer(self) -> str:
@@ -293,6 +317,21 @@ def _change(depths: list[Depth]) -> Change:
     return Change(kind, a, b, lead_first, lead_last)
 
 
+def _swaps(depths: list[Depth]) -> list[Swap]:
+    first, last = depths[0], depths[-1]
+    before = [i for i in first.order[:TOP_SET] if first.shares[i] > 0]
+    after = [i for i in last.order[:TOP_SET] if last.shares[i] > 0]
+    swaps = []
+    for entered in (i for i in after if i not in before):
+        for left in (i for i in reversed(before) if i not in after):
+            lead_first = float(first.shares[left] - first.shares[entered])
+            lead_last = float(last.shares[entered] - last.shares[left])
+            if lead_first > MARGIN and lead_last > MARGIN:
+                swaps.append(Swap(entered, left, first.rank(entered), last.rank(entered), lead_first, lead_last))
+                break
+    return swaps
+
+
 def _moves(depths: list[Depth]) -> list[Move]:
     first, last = depths[0], depths[-1]
     rank0 = {p: r for r, p in enumerate(first.order, start=1)}
@@ -347,7 +386,7 @@ def _build(trace: Trace) -> TraceFacts:
     return TraceFacts(
         target_label=additions.target_label, hop0=trace.settings.hop0, piece_kind=kind, pieces=tuple(pieces),
         prompt_positions=positions, depths=tuple(depths), input_share=tuple(additions.input_share), direct=direct,
-        change=_change(depths), moves=tuple(_moves(depths)), gold=_gold(gold, pieces, depths, positions),
+        change=_change(depths), moves=tuple(_moves(depths)), swaps=tuple(_swaps(depths)), gold=_gold(gold, pieces, depths, positions),
         graph=_graph(trace, pieces, depths[-1], kind),
         check=summarise_check(trace.extra.get(FAITHFULNESS_KEY)),
         additions=additions, _trace=weakref.ref(trace))
@@ -374,5 +413,5 @@ def with_check(trace: Trace, result: Any) -> TraceFacts:
                          "check": summarise_check(result)}, _trace=facts._trace)
 
 
-__all__ = ["analyse", "with_check", "TraceFacts", "Depth", "Piece", "Change", "Move", "Gold", "GraphFacts", "Check",
+__all__ = ["analyse", "with_check", "TraceFacts", "Depth", "Piece", "Change", "Move", "Swap", "TOP_SET", "Gold", "GraphFacts", "Check",
            "MARGIN", "OF_ANSWER", "OF_PROMPT", "OF_FINAL", "gold_positions"]

@@ -19,13 +19,14 @@ MAX_INPUT_CHARS = MAX_TEXT  # what the app's text areas and the API accept (a tr
 MAX_INPUT_BYTES = 4 * MAX_INPUT_CHARS  # UTF-8 needs at most 4 bytes a character
 
 RECURSIVE_SPANS = ("reasoning+answer", "reasoning")  # the span G re-attributed by hops >= 1 (first: default)
-HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: default)
+HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: the API's default)
+APP_HOP0 = "generation"  # the app's and the gallery's default: best Recovery@10% on 4 of 5 task sets (docs/evaluation.md)
 DEFAULT_HOPS = 1
 GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1 (1 would drop every edge)
 METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 
 __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
-           "RECURSIVE_SPANS", "HOP0_SPANS", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
+           "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
            "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
            "check_options"]
 

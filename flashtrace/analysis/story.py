@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.inputs.sequence import scaffold_range
-from .facts import MARGIN, OF_PROMPT, Check, Piece, TraceFacts, analyse, with_check
+from .facts import MARGIN, OF_PROMPT, TOP_SET, Check, Piece, TraceFacts, analyse, with_check
 from .schema import Trace
 from .text import counted, pct, points, quote
 
@@ -211,7 +211,7 @@ def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
     ran = sum(d.ran for d in facts.depths) - 1
     if ran < len(facts.depths) - 1:
         caption += f" (The hops stopped after {ran}: nothing was left on the reasoning.)"
-    caption += " ".join(["", change_words(facts), moves_words(facts), gold_words(facts)]).rstrip()
+    caption += " ".join(["", change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)]).rstrip()
     return Panel("hops", TITLES["hops"], caption, data)
 
 
@@ -277,6 +277,13 @@ def story_panels(trace: Trace, check: dict[str, Any] | None = None) -> list[Pane
             evidence_panel(trace, facts), check_panel(trace, facts)]
 
 
+def swap_words(facts: TraceFacts) -> str:
+    """The pieces the hops brought into the top three, beyond the margin."""
+    parts = [f"{quote(facts.pieces[w.entered].text, 50)} from {_ordinal(w.rank_first)} to {_ordinal(w.rank_last)}, "
+             f"past {quote(facts.pieces[w.left].text, 40)}" for w in facts.swaps]
+    return f"The hops brought into the top {TOP_SET}: {'; '.join(parts)}." if parts else ""
+
+
 def card_note(facts: TraceFacts, k: int = 10) -> str:
     """One sentence for a gallery card, from the facts alone, so the card cannot contradict the pages."""
     c, last = facts.change, len(facts.depths) - 1
@@ -286,6 +293,10 @@ def card_note(facts: TraceFacts, k: int = 10) -> str:
     if c.kind == "changed":
         return (f"Hops change the evidence: the top prompt {facts.piece_kind} moves from {quote(first_p.text, 40)} to "
                 f"{quote(last_p.text, 40)}, beyond the {points(MARGIN)} margin.")
+    if facts.swaps:
+        w = facts.swaps[0]
+        return (f"Hops change the evidence: {quote(facts.pieces[w.entered].text, 40)} climbs from "
+                f"{_ordinal(w.rank_first)} to {_ordinal(w.rank_last)}, past {quote(facts.pieces[w.left].text, 40)}.")
     if c.kind == "tie":
         where = ("at hop 0" if c.lead_first <= MARGIN else f"after {counted(last, 'hop')}")
         return (f"A near tie, not a change: {quote(first_p.text, 40)} and {quote(last_p.text, 40)} are within "
@@ -293,7 +304,7 @@ def card_note(facts: TraceFacts, k: int = 10) -> str:
     climbed = facts.climbers()
     if climbed:
         m = climbed[0]
-        return (f"Hops keep the top {facts.piece_kind} {quote(first_p.text, 40)} but move "
+        return (f"Hops keep the top {facts.piece_kind} {quote(first_p.text, 40)} and move "
                 f"{quote(facts.pieces[m.piece].text, 40)} from {_ordinal(m.rank_first)} to {_ordinal(m.rank_last)}.")
     return (f"Hops change little here: the top {facts.piece_kind} stays {quote(first_p.text, 40)} and the top-{k} "
             f"prompt words at hop 0 and after {counted(last, 'hop')} overlap {pct(facts.overlap(k))}.")
@@ -341,5 +352,5 @@ def stored_check(trace: Trace) -> Check | None:
 
 __all__ = ["STEPS", "TITLES", "Ranked", "Panel", "story_panels", "question_panel", "direct_panel", "hops_panel",
            "evidence_panel", "check_panel", "stored_check", "ranked", "top_words", "reach_words", "change_words",
-           "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS",
+           "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS", "swap_words",
            "graph_words"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..analysis.limits import APP_HOP0
 from ..analysis.schema import Trace
 from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
@@ -94,7 +95,8 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
     else:
         prompt, response = spec.prompt, spec.response
     prepared = prepare(loaded, prompt, response)
-    trace = attribute(prepared, target="answer", hops=HOPS, steps=True, title=spec.title, progress=progress)
+    trace = attribute(prepared, target="answer", hops=HOPS, hop0=APP_HOP0, steps=True, title=spec.title,
+                      progress=progress)
     data = round_floats(json.loads(trace.to_json()))
     data["extra"] = {"gallery": extra}
     rounded = Trace.from_dict(data)  # what ships: the check below reads exactly these numbers

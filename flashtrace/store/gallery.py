@@ -39,6 +39,8 @@ class GalleryItem:
     top_segment_kmax: str | None = None
     change: str = ""  # `Change.kind`: same, changed, tie or none
     note: str = ""  # one sentence for the card (`story.card_note`)
+    changes_evidence: bool = False  # the hops change the evidence beyond the margin (`TraceFacts.hops_change_evidence`)
+    hop0: str = "answer"  # the hop-0 span the trace was made with
 
 
 def gallery_dir() -> Path:
@@ -56,7 +58,8 @@ def _item(name: str, trace: Trace, size: int) -> GalleryItem:
                        task=str(info.get("task", "")), model=trace.model.name, n_tokens=trace.n_tokens,
                        hops=trace.settings.hops, size=size, overlap=facts.overlap(CHANGE_K),
                        top_segment_changed=facts.change.kind == "changed", top_segment_k0=key(first),
-                       top_segment_kmax=key(last), change=facts.change.kind, note=card_note(facts, CHANGE_K))
+                       top_segment_kmax=key(last), change=facts.change.kind, note=card_note(facts, CHANGE_K),
+                       changes_evidence=facts.hops_change_evidence, hop0=trace.settings.hop0)
 
 
 def list_gallery(folder: Path | None = None) -> list[GalleryItem]:

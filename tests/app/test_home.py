@@ -8,8 +8,13 @@ def test_home_lists_the_gallery(open_page, gallery_items):
     at = open_page()
     no_problems(at)
     assert at.title[0].value == "FlashTrace Studio"
-    titles = [s.value for s in at.subheader]
+    groups = {"Where the hops change the evidence", "Where the hops confirm what the answer reads directly"}
+    titles = [s.value for s in at.subheader if s.value not in groups]
     assert sorted(titles) == sorted(plain(it.title) for it in gallery_items)  # cards fill three columns (escaped)
+    headings = [s.value for s in at.subheader]
+    changing = [plain(it.title) for it in gallery_items if it.changes_evidence]
+    if changing:  # the traces where hops change the evidence come first, under their own heading
+        assert headings[0] == "Where the hops change the evidence" and headings[1:1 + len(changing)] == changing
     captions = " ".join(c.value for c in at.caption)
     for it in gallery_items:
         assert f"{it.n_tokens:,} tokens" in captions
