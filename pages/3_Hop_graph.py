@@ -63,14 +63,17 @@ if picked:
         export_buttons(f"{ref.name}-hop-graph", trace.title or ref.name, [static], static, key="graph_export")
         facts = analyse(trace)
         st.caption(ui.plain(graph_words(facts)))
-        evidence = facts.evidence(5)
+        ranked = facts.evidence()
+        evidence = ranked[:5] + [row for row in ranked[5:] if row[0].gold]  # the known evidence, however low it ranks
+        rank = {piece.key: r for r, (piece, _) in enumerate(ranked, 1)}
         graph_share = {p.key: float(facts.graph.shares[i]) for i, p in enumerate(facts.pieces)} if facts.graph else {}
         with st.expander("Evidence: the prompt sentences the answer rests on most (the trace's hop scores, as on every "
                          "page), with their influence through this graph", expanded=True):
             paths = {piece.key: graph.strongest_path_to(piece.key) for piece, _ in evidence}
-            st.dataframe([{"sentence": f"{piece.key}: {piece.label}" if ui.details() else piece.label,
+            st.dataframe([{"rank": rank[piece.key],
+                           "sentence": f"{piece.key}: {piece.label}" if ui.details() else piece.label,
                            f"share {OF_PROMPT}": share,
-                           "through the graph": graph_share.get(piece.key),
+                           "through the graph": graph_share.get(piece.key), "gold": "yes" if piece.gold else "",
                            "strongest path": path_text(graph, paths[piece.key], 18, ui.details()) if paths[piece.key] else
                            "(not shown at this setting)",
                            "hops": paths[piece.key].hops if paths[piece.key] else None} for piece, share in evidence],

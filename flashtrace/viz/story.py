@@ -12,7 +12,7 @@ from ..analysis.facts import OF_PROMPT
 from ..analysis.story import Panel, Ranked
 from ..analysis.text import pct
 from ..analysis.schema import Trace
-from .colors import PROMPT, REASONING, TEMPLATE
+from .colors import GOLD, PROMPT, REASONING, TEMPLATE
 from .tokens import tokens_html
 
 _LAYOUT = {"margin": {"l": 10, "r": 20, "t": 40, "b": 30}, "font": {"size": 13}}
@@ -25,17 +25,20 @@ def _escaped(text: str) -> str:
 def pieces_figure(pieces: list[Ranked], title: str, view: str) -> go.Figure:
     """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
     their shares of the prompt's attribution; the whole text on hover (escaped)."""
+    gold = [p.piece.gold for p in pieces]
     fig = go.Figure(go.Bar(
         y=[_escaped(p.label) for p in pieces], x=[p.share for p in pieces], orientation="h", marker_color=PROMPT,
-        text=[pct(p.share) for p in pieces], textposition="outside", cliponaxis=False,
+        marker_line={"color": [GOLD if g else "rgba(0,0,0,0)" for g in gold], "width": [3 if g else 0 for g in gold]},
+        text=[pct(p.share) + (" · gold" if g else "") for p, g in zip(pieces, gold)], textposition="outside",
+        cliponaxis=False,
         customdata=[_escaped(" ".join(p.text.split())[:300]) for p in pieces],
         hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
     top = max((p.share for p in pieces), default=1.0)
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(pieces), 1),
-                      xaxis={"range": [0, top * 1.2], "tickformat": ".0%", "fixedrange": True,
+                      xaxis={"range": [0, top * 1.35], "tickformat": ".0%", "fixedrange": True,
                              "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
-                      meta={"view": view}, **_LAYOUT)
+                      meta={"view": view, "gold": [p.key for p in pieces if p.piece.gold]}, **_LAYOUT)
     return fig
 
 
