@@ -88,21 +88,34 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
+def _first(cfg, *names, default=None):
+    """The first of `names` that `cfg` sets (not None), else `default`."""
+    for name in names:
+        value = getattr(cfg, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _shape_from_config(model, config) -> Shape:
+    cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
+    hidden = _first(cfg, "hidden_size", "n_embd")
+    heads = _first(cfg, "num_attention_heads", "n_head")
+    loaded = hasattr(model, "model")
+    return Shape(
+        n_layers=_first(cfg, "num_hidden_layers", "n_layer"), n_heads=heads,
+        n_kv_heads=_first(cfg, "num_key_value_heads", default=heads),
+        head_dim=_first(cfg, "head_dim", default=hidden // heads), hidden=hidden,
+        intermediate=_first(cfg, "intermediate_size", "n_inner", default=4 * hidden), vocab=cfg.vocab_size,
+        n_params=sum(p.numel() for p in model.model.parameters()) if loaded else 0,
+        dtype_bytes=next(model.model.parameters()).element_size() if loaded else 4)
+
+
 def shape_of(model) -> Shape:
     """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict."""
     config = getattr(getattr(model, "model", None), "config", None) or getattr(model, "config", None)
     if config is not None:
-        cfg = config.get_text_config() if hasattr(config, "get_text_config") else config
-        hidden = getattr(cfg, "hidden_size", None) or cfg.n_embd
-        heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
-        n_params = sum(p.numel() for p in model.model.parameters()) if hasattr(model, "model") else 0
-        dtype_bytes = next(model.model.parameters()).element_size() if hasattr(model, "model") else 4
-        return Shape(
-            n_layers=getattr(cfg, "num_hidden_layers", None) or cfg.n_layer, n_heads=heads,
-            n_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
-            head_dim=getattr(cfg, "head_dim", None) or hidden // heads, hidden=hidden,
-            intermediate=getattr(cfg, "intermediate_size", None) or getattr(cfg, "n_inner", None) or 4 * hidden,
-            vocab=cfg.vocab_size, n_params=n_params, dtype_bytes=dtype_bytes)
+        return _shape_from_config(model, config)
     info = model if isinstance(model, dict) else model.model_dump()
     hidden, heads = info["hidden_size"], info["n_heads"]
     dtype_bytes = 2 if info.get("dtype") in ("bfloat16", "float16") else 4
@@ -149,6 +162,44 @@ def _warm() -> bool:
     return forward_passes() > 0
 
 
+def _attribution_seconds(s: Shape, n: int, rows_per_sweep: list[int], gpu: bool, speed: float) -> float:
+    """Seconds of the span sweeps that attribute `rows_per_sweep` target rows each (hop 0, then each hop)."""
+    total = 0.0
+    for rows in rows_per_sweep:
+        visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
+        alpha = s.n_layers * s.n_heads * rows * visible * (2 * s.head_dim + 8)
+        if gpu:
+            prox_s = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6) / PROX_FLOPS_PER_S
+        else:
+            prox_s = s.n_layers * s.n_heads * n * 4 * s.head_dim / PROX_VALUE_FLOPS_PER_S
+        total += (alpha / ALPHA_FLOPS_PER_S + prox_s) / speed
+    return total
+
+
+def _peak_bytes(s: Shape, n: int, gpu: bool, threads: int) -> tuple[int, int]:
+    """``(recording, peak)`` bytes: what the recording keeps, and the process's predicted peak."""
+    per_token = s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim  # x_prev, q, k, v
+    recording = s.n_layers * n * per_token * s.dtype_bytes
+    forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
+    block = min(128, n)
+    attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
+    if not gpu:  # layers side by side, one per thread, as many as the sweep's memory budget holds
+        from .attribution.span import DEFAULT_BUDGET, layer_bytes, layer_workers
+
+        workers = layer_workers(s.n_heads, 1, n, DEFAULT_BUDGET, s.n_layers, threads)
+        attribution_transient = max(attribution_transient, workers * layer_bytes(s.n_heads, 1, n))
+    peak = (BASE_PROCESS_BYTES + s.n_params * s.dtype_bytes + recording
+            + max(forward_transient, attribution_transient))
+    return int(recording), int(peak)
+
+
+def _optional_parts(s: Shape, slow: float, load: bool, warm: bool | None, steps_s: float) -> dict[str, float]:
+    """The parts a run pays only sometimes: loading the model, the process's first run, the step sweep."""
+    warm = _warm() if warm is None else warm
+    return {"load_s": (LOAD_BASE_S + s.n_params * s.dtype_bytes / LOAD_BYTES_PER_S) * slow if load else 0.0,
+            "warmup_s": 0.0 if warm else WARMUP_S * slow, "steps_s": steps_s}
+
+
 def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
              device: str = "cpu", threads: int | None = None, steps: bool = False, load: bool = False,
              warm: bool | None = None, slowdown: float | None = None) -> Estimate:
@@ -165,43 +216,18 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
     body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
     fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
-    cores = min(threads, os.cpu_count() or 1)
-    speed = cores ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
-    forward_s = fwd_flops / FORWARD_FLOPS_PER_S / speed
+    speed = min(threads, os.cpu_count() or 1) ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
     # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
-    attr_speed = speed if gpu else min(cores, s.n_layers) / slow
-    attribution_s = 0.0
-    for rows in [m] + [g] * hops:
-        visible = n - rows / 2  # rows sit at the end: each sees the prompt plus half the rows on average
-        alpha = s.n_layers * s.n_heads * rows * visible * (2 * s.head_dim + 8)
-        if gpu:
-            prox_s = s.n_layers * s.n_heads * n * s.hidden * (2 * s.head_dim + 6) / PROX_FLOPS_PER_S
-        else:
-            prox_s = s.n_layers * s.n_heads * n * 4 * s.head_dim / PROX_VALUE_FLOPS_PER_S
-        attribution_s += (alpha / ALPHA_FLOPS_PER_S + prox_s) / attr_speed
+    attr_speed = speed if gpu else min(min(threads, os.cpu_count() or 1), s.n_layers) / slow
     step_flops = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8)
-    steps_s = step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:
         overhead_s += thread_wait_s(s.n_layers, threads)
-    warm = _warm() if warm is None else warm
-    warmup_s = 0.0 if warm else WARMUP_S * slow
-    load_s = (LOAD_BASE_S + s.n_params * s.dtype_bytes / LOAD_BYTES_PER_S) * slow if load else 0.0
-    per_token = s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim  # x_prev, q, k, v
-    recording = s.n_layers * n * per_token * s.dtype_bytes
-    forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
-    block = min(128, n)
-    attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
-    if not gpu:  # layers side by side, one per thread, as many as the sweep's memory budget holds
-        from .attribution.span import DEFAULT_BUDGET, layer_bytes, layer_workers
-
-        workers = layer_workers(s.n_heads, 1, n, DEFAULT_BUDGET, s.n_layers, threads)
-        attribution_transient = max(attribution_transient, workers * layer_bytes(s.n_heads, 1, n))
-    peak = (BASE_PROCESS_BYTES + s.n_params * s.dtype_bytes + recording
-            + max(forward_transient, attribution_transient))
-    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_s, attribution_s=attribution_s,
-                    recording_bytes=int(recording), peak_bytes=int(peak), load_s=load_s, warmup_s=warmup_s,
-                    steps_s=steps_s, overhead_s=overhead_s, slowdown=slow)
+    recording, peak = _peak_bytes(s, n, gpu, threads)
+    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=fwd_flops / FORWARD_FLOPS_PER_S / speed,
+                    attribution_s=_attribution_seconds(s, n, [m] + [g] * hops, gpu, attr_speed),
+                    recording_bytes=recording, peak_bytes=peak, overhead_s=overhead_s, slowdown=slow,
+                    **_optional_parts(s, slow, load, warm, step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0))
 
 
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:

@@ -94,6 +94,31 @@ def scaffold_range(prompt: str) -> tuple[int, int] | None:
     return None
 
 
+def _prompt_tokens(tokenizer, prompt: str, chat_template: bool) -> tuple[list[Token], bool]:
+    """The prompt's tokens inside the chat template (when the tokenizer has one and `chat_template`): the
+    user's text is ``prompt``, the template around it and the tool's scaffold ``template``."""
+    use_template = bool(chat_template and getattr(tokenizer, "chat_template", None))
+    if use_template:
+        rendered = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                                 add_generation_prompt=True, tokenize=False)
+        offset = rendered.rfind(prompt)
+        ids, offsets = _encode(tokenizer, rendered, add_special_tokens=False)
+    else:
+        offset = 0
+        ids, offsets = _encode(tokenizer, prompt, add_special_tokens=True)
+    scaffold = scaffold_range(prompt)
+    user_end = scaffold[0] if scaffold else len(prompt)
+    tokens = []
+    for tid, label, (s, e) in zip(ids, _labels(tokenizer, ids), offsets):
+        if offset >= 0 and e > s and s < offset + len(prompt) and e > offset:
+            lo, hi = max(s - offset, 0), min(e - offset, len(prompt))
+            first = next((c for c in range(lo, hi) if not prompt[c].isspace()), lo)
+            tokens.append(Token(tid, label, "prompt" if first < user_end else "template", "prompt", lo, hi))
+        else:
+            tokens.append(Token(tid, label, "template", None, None, None))
+    return tokens, use_template
+
+
 def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bool = True,
                    spans: ResponseSpans | None = None) -> TokenSequence:
     """Tokenise `prompt` (inside the chat template when it has one and `chat_template`) followed by
@@ -102,26 +127,7 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
     template around it: it is not the user's prompt, and evidence never counts it."""
     if not prompt.strip():
         raise ValueError("the prompt is empty")
-    use_template = chat_template and getattr(tokenizer, "chat_template", None)
-    if use_template:
-        rendered = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                                 add_generation_prompt=True, tokenize=False)
-        offset = rendered.rfind(prompt)
-        ids, offsets = _encode(tokenizer, rendered, add_special_tokens=False)
-    else:
-        rendered, offset = prompt, 0
-        ids, offsets = _encode(tokenizer, prompt, add_special_tokens=True)
-    tokens = []
-    scaffold = scaffold_range(prompt)
-    user_end = scaffold[0] if scaffold else len(prompt)
-    for tid, label, (s, e) in zip(ids, _labels(tokenizer, ids), offsets):
-        inside = offset >= 0 and e > s and s < offset + len(prompt) and e > offset
-        if inside:
-            lo, hi = max(s - offset, 0), min(e - offset, len(prompt))
-            first = next((c for c in range(lo, hi) if not prompt[c].isspace()), lo)
-            tokens.append(Token(tid, label, "prompt" if first < user_end else "template", "prompt", lo, hi))
-        else:
-            tokens.append(Token(tid, label, "template", None, None, None))
+    tokens, use_template = _prompt_tokens(tokenizer, prompt, chat_template)
     spans = spans or detect_spans(response)
     if response:
         r_ids, r_offsets = _encode(tokenizer, response, add_special_tokens=False)
@@ -129,7 +135,7 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
         for tid, label, (s, e) in zip(r_ids, _labels(tokenizer, r_ids), r_offsets):
             in_answer = answer is not None and s < answer[1] and e > answer[0]
             tokens.append(Token(tid, label, "answer" if in_answer else "reasoning", "response", s, e))
-    return TokenSequence(prompt=prompt, response=response, tokens=tokens, chat_template=bool(use_template), spans=spans)
+    return TokenSequence(prompt=prompt, response=response, tokens=tokens, chat_template=use_template, spans=spans)
 
 
 _PUNCT = set(string.punctuation)
