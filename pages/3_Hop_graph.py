@@ -7,10 +7,10 @@ from flashtrace.app.export import export_buttons
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.analysis.graph import OTHER
-from flashtrace.analysis.story import graph_words
+from flashtrace.analysis.story import graph_words, path_words
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.tokens import plotly_text
-from flashtrace.viz.graph import ROLE_NAMES, hop_graph_figure, node_label, path_text, selected_node
+from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
 from flashtrace.viz.report import static_graph
 
 NONE = "(none)"
@@ -63,6 +63,9 @@ if picked:
         export_buttons(f"{ref.name}-hop-graph", trace.title or ref.name, [static], static, key="graph_export")
         facts = analyse(trace)
         st.caption(ui.plain(graph_words(facts)))
+        why = path_words([path for _n, _v, path in evidence_paths(graph, trace=trace)])
+        if why:
+            st.caption(ui.plain(why))
         ranked = facts.evidence()
         evidence = ranked[:5] + [row for row in ranked[5:] if row[0].gold]  # the known evidence, however low it ranks
         rank = {piece.key: r for r, (piece, _) in enumerate(ranked, 1)}

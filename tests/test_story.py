@@ -210,3 +210,13 @@ def test_counts_and_percentages_read_plainly():
     assert quote("a\n  b   c") == "“a b c”"
     long = quote("start " + "x" * 200 + " end", 30)
     assert long.startswith("“start") and long.endswith("end”") and " … " in long
+
+
+def test_paths_that_skip_the_reasoning_say_why():
+    from flashtrace.analysis.graph import HopPath
+    from flashtrace.analysis.story import path_words
+
+    direct = [HopPath(("A", "P1"), 0.3), HopPath(("A", "P4"), 0.1), None]
+    assert "skipping the reasoning" in path_words(direct)
+    assert path_words([HopPath(("A", "S2", "P1"), 0.2), HopPath(("A", "P4"), 0.1)]) == ""  # one goes through a step
+    assert path_words([None]) == ""

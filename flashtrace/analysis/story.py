@@ -329,6 +329,18 @@ def graph_words(facts: TraceFacts) -> str:
             f"{quote(facts.pieces[facts.final.top].text, 50)}.")
 
 
+def path_words(paths: list) -> str:
+    """Why the drawn evidence paths skip the reasoning, when they all do (`paths`: `HopPath`s from the
+    answer, or None where a sentence is not reached at this setting)."""
+    shown = [p for p in paths if p is not None]
+    if not shown or any(p.hops > 1 for p in shown):
+        return ""
+    return ("The dotted paths run straight from the answer to the prompt, skipping the reasoning: for these "
+            "sentences the answer's own attribution lands on them directly more strongly than any chain through "
+            "a reasoning step carries it (a path's strength is the product of its edges' shares, so every step "
+            "in between can only weaken it).")
+
+
 DEPTH_COLUMNS = ("depth", "reached the input", "top prompt sentence", "its share")
 
 
@@ -352,5 +364,5 @@ def stored_check(trace: Trace) -> Check | None:
 
 __all__ = ["STEPS", "TITLES", "Ranked", "Panel", "story_panels", "question_panel", "direct_panel", "hops_panel",
            "evidence_panel", "check_panel", "stored_check", "ranked", "top_words", "reach_words", "change_words",
-           "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS", "swap_words",
+           "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS", "swap_words", "path_words",
            "graph_words"]
