@@ -16,7 +16,7 @@ def gallery_cards(items) -> None:
             st.subheader(ui.plain(item.title), anchor=False)
             span = "hop 0 over the reasoning and the answer" if item.hop0 == "generation" else "hop 0 over the answer"
             st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
-                       f"{item.hops:d} hops · {span}")
+                       f"{item.hops:d} hops · {ui.plain(span)}")
             st.markdown(ui.plain(item.description))
             if item.note:
                 st.markdown(ui.plain(item.note))
