@@ -57,7 +57,7 @@ prompt = st.text_area("Prompt", key="prompt", height=160, max_chars=MAX_INPUT_CH
 if mode == "Generate with the model":
     max_new = st.slider("Max new tokens", 16, 1024, 256, step=16, key="max_new")
     ask = st.checkbox("Ask for reasoning", value=True, key="ask_reasoning",
-                      help="Append: “" + REASONING_INSTRUCTION + "” to the prompt (models without a thinking mode; "
+                      help="Append: “" + ui.plain(REASONING_INSTRUCTION) + "” to the prompt (models without a thinking mode; "
                            "not when the prompt already asks). The tool wrote it, so it is marked as template text "
                            "and never counts as evidence.")
     gen_missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip())) if not ok]
