@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.flashtrace-installed
 PORT ?= 8501
 
-.PHONY: setup app test test-fast clean-venv browser
+.PHONY: setup app test test-fast clean-venv browser mutation
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: browser setup
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+# mutation testing of the engine, analysis, storage and base floors (only modules changed since the last run)
+mutation: $(STAMP)
+	$(BIN)/python benchmarks/mutation.py $(MUTATION_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,180 +1,187 @@
-"""Mutation check: do the fast tests notice deliberate bugs in the engine, span detection and graph?
+"""Mutation testing with mutmut 3 over the engine, analysis, storage and base floors, module by module.
 
-Each mutant replaces one exact snippet of one source file (the snippet must occur exactly once) in a
-fresh copy of the package and tests, then runs the targeted fast tests of that code. A mutant is
-*killed* when those tests fail, *survives* when they pass. The unmutated copy must pass first.
-Run on demand (not in CI; a few minutes on 2 cores):
+    make mutation                                   # the modules whose source changed since the last run
+    python benchmarks/mutation.py --modules flashtrace/store/library.py flashtrace/base/fileio.py
+    python benchmarks/mutation.py --all             # every module again
+    python benchmarks/mutation.py --survivors       # only the recorded survivors (after new tests)
+    python benchmarks/mutation.py --report          # rewrite the JSON from mutmut's stored results only
 
-    PYTHONPATH=$PWD .venv/bin/python benchmarks/mutation.py [--only ID,ID] [--out benchmarks/results]
+mutmut (configured in pyproject's ``[tool.mutmut]``) copies the package into ``mutants/``, makes every
+mutant of the modules asked for (a changed operator, number, string, argument, dropped call, ...), learns
+once which fast tests run which function, and runs, per mutant, only those tests, stopping at the first
+failure. *Killed*: a test failed; *survived*: every test passed; *timeout*: the tests ran far longer than
+without the mutant (counted as caught: the change made the code hang); *no tests*: no fast test runs that
+function. Viz, app and CLI modules are not mutated (rendering and wiring, covered by their own tests).
 
-Writes ``mutation.json`` and ``mutation.md`` (mutant, file, what it breaks, result, tests); run times
-are printed, not written (they depend on the machine's load).
-Exit code 1 when a mutant survives or the baseline fails.
+Writes ``benchmarks/results/mutation.json``: per module its source hash, mutants, killed, survived, timeout,
+no_tests, the seconds its run took (with the load average and workers it ran with), and each survivor with
+its changed line and, where the survivor is judged equivalent (no behaviour a user could observe changes),
+the reason, read from ``benchmarks/mutation_equivalent.json`` (mutant name -> one line). A module is run
+again only when its source hash changed (``--all`` forces it). mutmut runs under ``nice -n 19``.
+Exit code 1 when a module is below 90 % caught or has a survivor without a reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-SPAN = "tests/attribution/test_span.py"
+RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
+REASONS = ROOT / "benchmarks" / "mutation_equivalent.json"
+FLOORS = ("base", "engine", "analysis", "store")
+TARGET = 0.90
+CAUGHT = {"killed", "timeout"}
 
 
-@dataclass(frozen=True)
-class Mutant:
-    id: str
-    file: str
-    old: str
-    new: str
-    breaks: str
-    tests: tuple[str, ...]  # pytest arguments: files, node ids, -k expressions
+def floor_modules() -> list[str]:
+    """Every module of the mutated floors (package files with code; ``__init__`` files re-export only)."""
+    found = []
+    for floor in FLOORS:
+        for path in sorted((ROOT / "flashtrace" / floor).rglob("*.py")):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                found.append(path.relative_to(ROOT).as_posix())
+    return found
 
 
-MUTANTS = [
-    Mutant("proximity-no-clamp", "flashtrace/engine/kernels/proximity.py",
-           "(whole - part).abs().sum(-1)).clamp_min(0)", "(whole - part).abs().sum(-1))",
-           "proximity may go negative (the residual part's, in the denominator)", (SPAN, "-k", "negative or reference")),
-    Mutant("kernel-skips-small-attention", "flashtrace/engine/kernels/proximity.py",
-           "if a == 0.0:", "if a < 1e-4:", "the CPU kernel drops sources with aggregated attention < 1e-4",
-           (SPAN, "-k", "300 or reference")),
-    Mutant("torch-kernel-no-clamp", "flashtrace/engine/kernels/proximity.py",
-           "return diff.sum(-1).clamp_min_(0)", "return diff.sum(-1)",
-           "the torch proximity path (GPU) keeps negative proximities", (SPAN, "-k", "torch")),
-    Mutant("boxed-at-end", "flashtrace/engine/inputs/spans.py", "while i < hi and depth:", "while i < hi - 1 and depth:",
-           "a \\boxed{} closing on the response's last character is not found", ("tests/test_inputs.py",)),
-    Mutant("answer-first-mark", "flashtrace/engine/inputs/spans.py",
-           "found = _strip(text, mark.end(), hi if end < 0 else end) or found",
-           "found = found or _strip(text, mark.end(), hi if end < 0 else end)",
-           "the first 'Answer:' wins instead of the last", ("tests/test_inputs.py",)),
-    Mutant("reasoning-span-over-answer", "flashtrace/engine/inputs/sequence.py", "        return pos[0], end\n",
-           "        return pos[0], pos[-1] + 1\n",
-           "the reasoning span runs over the answer when text follows it", ("tests/test_inputs.py",)),
-    Mutant("through-reasoning-drops-answer-edges", "flashtrace/analysis/graph.py",
-           "if through_reasoning and dst == self.answer and src in prompt:",
-           "if through_reasoning and dst == self.answer:",
-           "through_reasoning drops every edge into the answer (no path left)",
-           ("tests/test_graph.py", "-k", "brute")),
-    Mutant("incoming-share-off-by-one", "flashtrace/analysis/graph.py", "(cum[hi] - cum[lo]) / total",
-           "(cum[hi] - cum[np.minimum(lo + 1, hi)]) / total", "edge shares skip each source segment's first token",
-           ("tests/test_graph.py", "-k", "shares")),
-    Mutant("rho-forgets-previous-hops", "flashtrace/engine/attribution/hops.py",
-           "rho = rho_prev * (on_g / total if total > 0 else 0.0)", "rho = on_g / total if total > 0 else 0.0",
-           "ρ_k is not multiplied by ρ_{k-1}", ("tests/attribution/test_hops.py", "tests/test_tracing.py", "-k",
-                                                 "invariants or hops or rho")),
-    Mutant("contribution-uses-new-rho", "flashtrace/engine/attribution/hops.py", "contribution = raw * obs * rho_prev",
-           "contribution = raw * obs * rho", "each hop's contribution is scaled by its own ρ instead of ρ_{k-1}",
-           ("tests/attribution/test_hops.py", "tests/test_tracing.py", "-k", "invariants or hops or rho")),
-    Mutant("stop-tokens-keep-score", "flashtrace/engine/attribution/hops.py", "raw = aggregate(weights[None])[0] * keep",
-           "raw = aggregate(weights[None])[0]", "stop tokens keep their score in a hop's raw vector",
-           ("tests/attribution/test_hops.py", "tests/test_tracing.py", "-k", "invariants or hops or stop")),
-    Mutant("residual-left-out", "flashtrace/engine/attribution/span.py", "denom = (p.sum((1, 2)) + r).clamp_min(1e-30)",
-           "denom = p.sum((1, 2)).clamp_min(1e-30)", "the residual's proximity is left out of the denominator",
-           (SPAN, "-k", "reference")),
-    Mutant("threshold-share-without-residual", "flashtrace/engine/attribution/span.py",
-           "share = p / (p.sum((1, 2)) + r).clamp_min(1e-30)[:, None, None]",
-           "share = p / p.sum((1, 2)).clamp_min(1e-30)[:, None, None]",
-           "the pruning share τ is taken without the residual", (SPAN, "-k", "threshold")),
-    Mutant("ifr-rows-not-normalised", "flashtrace/engine/attribution/tokenwise.py",
-           "rows = rows / rows.sum(1, keepdim=True).clamp_min(1e-30)", "rows = rows",
-           "token-wise IFR sums raw rows instead of row-normalised ones",
-           (SPAN, "tests/test_steps.py", "-k", "ifr or tokenwise")),
-    Mutant("steps-ignore-stop-tokens", "flashtrace/engine/attribution/steps.py", "weights[b, lo:hi] = keep[lo:hi].float()",
-           "weights[b, lo:hi] = 1.0", "step targets give stop tokens weight", ("tests/test_steps.py",)),
-    Mutant("window-off-by-one", "flashtrace/engine/models/attention.py",
-           "(cols[None, :] <= rows[:, None] - sliding_window)", "(cols[None, :] < rows[:, None] - sliding_window)",
-           "the sliding window lets one more source in", (SPAN, "-k", "reference and window")),
-]
+def source_hash(module: str) -> str:
+    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()[:16]
 
 
-def _copy_tree(dest: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "results", ".hypothesis")
-    for name in ("flashtrace", "tests", "benchmarks", "assets"):  # assets: the gallery some graph tests read
-        if (ROOT / name).exists():
-            shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    for name in ("pyproject.toml",):
-        if (ROOT / name).exists():
-            shutil.copy2(ROOT / name, dest / name)
+def mutant_prefix(module: str) -> str:
+    """mutmut names a mutant ``flashtrace.store.library.x_save__mutmut_3``: the module's dotted path first."""
+    return module.removesuffix(".py").replace("/", ".") + "."
 
 
-def _run_tests(folder: Path, tests: tuple[str, ...], timeout: int) -> tuple[int, str]:
-    env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow and not browser",
-           *tests]
-    try:
-        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return -1, "timeout"
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    summary = lines[-1] if lines else proc.stderr.strip()[-200:]
-    return proc.returncode, re.sub(r" in [\d.]+s.*$", "", summary)  # counts only: run times depend on the load
+def _mutmut(args: list[str], workers: int) -> int:
+    if args[0] == "run":
+        args = ["run", "--max-children", str(workers), *args[1:]]
+    cmd = ["nice", "-n", "19", sys.executable, "-m", "mutmut", *args]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
 
 
-def run_mutant(mutant: Mutant | None, timeout: int) -> dict:
-    with tempfile.TemporaryDirectory(prefix="ft-mutant-") as tmp:
-        folder = Path(tmp)
-        _copy_tree(folder)
-        tests: tuple[str, ...] = tuple(sorted({t for m in MUTANTS for t in m.tests if t.startswith("tests/")}))
-        if mutant is not None:
-            path = folder / mutant.file
-            text = path.read_text(encoding="utf-8")
-            if text.count(mutant.old) != 1:
-                return {**asdict(mutant), "result": "stale", "detail": f"snippet found {text.count(mutant.old)} times",
-                        "seconds": 0.0}
-            path.write_text(text.replace(mutant.old, mutant.new), encoding="utf-8")
-            tests = mutant.tests
-        start = time.perf_counter()
-        code, detail = _run_tests(folder, tests, timeout)
-        seconds = round(time.perf_counter() - start, 1)
-    if mutant is None:
-        return {"id": "baseline", "result": "pass" if code == 0 else "FAIL", "detail": detail, "seconds": seconds}
-    result = {0: "SURVIVED", 1: "killed"}.get(code, "error")  # 1: tests failed; others: collection error, timeout
-    return {**asdict(mutant), "result": result, "detail": detail, "seconds": seconds}
+def statuses(module: str) -> dict[str, str]:
+    """``{mutant name: status}`` from mutmut's stored results for `module` (empty before its first run)."""
+    from mutmut.stats import status_by_exit_code
+
+    meta = ROOT / "mutants" / f"{module}.meta"
+    if not meta.is_file():
+        return {}
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    return {name: status_by_exit_code[code] for name, code in codes.items()}
 
 
-def markdown(rows: list[dict], label: str = "") -> str:
-    lines = ["# Mutation check (benchmarks/mutation.py)", "", "| mutant | file | what it breaks | result | tests |",
-             "|---|---|---|---|---|"]
-    for r in rows:
-        tests = " ".join(r.get("tests", ())).replace("|", "\\|")
-        lines.append(f"| {r['id']} | {r.get('file', '')} | {r.get('breaks', '')} | {r['result']} | {tests} |")
-    killed = sum(r["result"] == "killed" for r in rows)
-    lines += ["", f"{killed} of {sum(r['id'] != 'baseline' for r in rows)} mutants killed by the fast tests."
-              + (f" Source: {label}." if label else "")]
-    return "\n".join(lines) + "\n"
+def changed_line(name: str) -> str:
+    """The mutant's first changed line, from ``mutmut show`` (a unified diff)."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
+    plus = [line[1:].strip() for line in out.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    return plus[0][:160] if plus else ""
+
+
+def summarise(module: str, previous: dict | None, seconds: float | None, reasons: dict[str, str]) -> dict:
+    found = statuses(module)
+    counts = {s: sum(1 for v in found.values() if v == s) for s in ("killed", "survived", "timeout", "no tests")}
+    known = {s["name"]: s for s in (previous or {}).get("survivors", [])}
+    survivors = []
+    for name in sorted(n for n, s in found.items() if s in ("survived", "no tests")):
+        line = known[name]["line"] if name in known and known[name].get("line") else changed_line(name)
+        survivors.append({"name": name, "status": found[name], "line": line, "equivalent": reasons.get(name)})
+    total = len(found)
+    caught = counts["killed"] + counts["timeout"]
+    other = total - caught - counts["survived"] - counts["no tests"]
+    record = {"module": module, "source_hash": source_hash(module), "mutants": total, "killed": counts["killed"],
+              "survived": counts["survived"], "timeout": counts["timeout"], "no_tests": counts["no tests"],
+              "other": other, "caught_share": round(caught / total, 4) if total else None, "survivors": survivors}
+    if seconds is not None:
+        record.update(seconds=round(seconds), load=os.getloadavg()[0])
+    elif previous:
+        record.update({k: previous[k] for k in ("seconds", "load") if k in previous})
+    return record
+
+
+def problems(record: dict) -> list[str]:
+    out = []
+    if record["mutants"] and record["caught_share"] < TARGET:
+        out.append(f"{record['module']}: {100 * record['caught_share']:.1f} % caught (< {100 * TARGET:.0f} %)")
+    unexplained = [s["name"] for s in record["survivors"] if not s["equivalent"]]
+    if unexplained:
+        out.append(f"{record['module']}: {len(unexplained)} survivors without an equivalence reason")
+    return out
+
+
+def load_results() -> dict:
+    data = json.loads(RESULTS.read_text()) if RESULTS.is_file() else None
+    return data if isinstance(data, dict) and data.get("tool") == "mutmut" else {"tool": "mutmut", "modules": {}}
+
+
+def save_results(results: dict) -> None:
+    modules = results["modules"]
+    done = [m for m in modules.values() if m.get("mutants")]
+    results["total"] = {k: sum(m[k] for m in done) for k in ("mutants", "killed", "survived", "timeout", "no_tests")}
+    results["not_run"] = [m for m in floor_modules() if m not in modules]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+
+
+def to_run(args: argparse.Namespace, results: dict) -> list[str]:
+    if args.modules:
+        return args.modules
+    if args.all:
+        return floor_modules()
+    recorded = results["modules"]
+    return [m for m in floor_modules() if recorded.get(m, {}).get("source_hash") != source_hash(m)]
+
+
+def run_module(module: str, results: dict, reasons: dict, workers: int, survivors_only: bool) -> dict:
+    previous = results["modules"].get(module)
+    names = [s["name"] for s in (previous or {}).get("survivors", [])] if survivors_only else [mutant_prefix(module) + "*"]
+    start = time.perf_counter()
+    if names:
+        _mutmut(["run", *names], workers)
+    return summarise(module, previous, time.perf_counter() - start if names else None, reasons)
+
+
+def table(records: list[dict]) -> str:
+    rows = [f"{'module':48} {'mutants':>7} {'killed':>6} {'surv':>5} {'t/o':>4} {'none':>5} {'caught':>7} {'s':>6}"]
+    for r in records:
+        share = f"{100 * r['caught_share']:.1f}%" if r["caught_share"] is not None else "-"
+        rows.append(f"{r['module']:48} {r['mutants']:7d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
+                    f"{r['no_tests']:5d} {share:>7} {r.get('seconds', '-'):>6}")
+    return "\n".join(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="comma-separated mutant ids (default: all)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for mutation.json and mutation.md")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds per test run")
-    parser.add_argument("--skip-baseline", action="store_true", help="do not run the unmutated tests first")
-    parser.add_argument("--label", default="", help="what was tested (e.g. a commit), written under the table")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modules", nargs="+", help="module files to run (default: those whose source changed)")
+    parser.add_argument("--all", action="store_true", help="run every module of the mutated floors again")
+    parser.add_argument("--survivors", action="store_true", help="rerun only each module's recorded survivors")
+    parser.add_argument("--report", action="store_true", help="only rewrite the JSON from mutmut's stored results")
+    parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1: a shared machine)")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTANTS if not args.only or m.id in args.only.split(",")]
-    rows = [] if args.skip_baseline else [run_mutant(None, args.timeout)]
-    if rows and rows[0]["result"] != "pass":
-        print(f"baseline fails: {rows[0]['detail']}", file=sys.stderr)
-        return 1
-    for mutant in chosen:
-        rows.append(run_mutant(mutant, args.timeout))
-        print(f"{mutant.id:40s} {rows[-1]['result']:9s} {rows[-1]['seconds']:6.1f} s  {rows[-1]['detail']}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    kept = [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
-    (args.out / "mutation.json").write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
-    (args.out / "mutation.md").write_text(markdown(rows, args.label), encoding="utf-8")
-    return 0 if all(r["result"] in ("killed", "pass") for r in rows) else 1
+    results = load_results()
+    reasons = json.loads(REASONS.read_text()) if REASONS.is_file() else {}
+    modules = list(results["modules"]) if args.report or args.survivors else to_run(args, results)
+    results.update(workers=args.workers, cpus=os.cpu_count())
+    records = []
+    for module in modules:
+        if args.report:
+            record = summarise(module, results["modules"].get(module), None, reasons)
+        else:
+            record = run_module(module, results, reasons, args.workers, args.survivors)
+        results["modules"][module] = record
+        records.append(record)
+        save_results(results)  # after every module: an interrupted run keeps what it finished
+    print(table(records) if records else "every module is up to date (--all to run them again)")
+    found = [p for r in results["modules"].values() for p in problems(r)]
+    print("\n".join(found))
+    return 1 if found else 0
 
 
 if __name__ == "__main__":
