@@ -6,12 +6,15 @@
     python benchmarks/mutation.py --survivors       # only the recorded survivors (after new tests)
     python benchmarks/mutation.py --report          # rewrite the JSON from mutmut's stored results only
 
-mutmut (configured in pyproject's ``[tool.mutmut]``) copies the package into ``mutants/``, makes every
-mutant of the modules asked for (a changed operator, number, string, argument, dropped call, ...), learns
-once which fast tests run which function, and runs, per mutant, only those tests, stopping at the first
-failure. *Killed*: a test failed; *survived*: every test passed; *timeout*: the tests ran far longer than
-without the mutant (counted as caught: the change made the code hang); *no tests*: no fast test runs that
-function. Viz, app and CLI modules are not mutated (rendering and wiring, covered by their own tests).
+Each module runs in its own folder, ``.mutation/<module>/`` (links to the checkout and a pyproject whose
+``[tool.mutmut]`` section names that module and its fast tests, `MODULE_TESTS`; the rest of the settings
+come from pyproject's ``[tool.mutmut]``): mutmut copies the package there, makes every mutant of the module
+(a changed operator, number, string, argument, dropped call, ...), learns once which of those tests run
+which function, and runs, per mutant, only those tests, stopping at the first failure. *Killed*: a test
+failed; *survived*: every test passed; *timeout*: the tests ran far longer than without the mutant (counted
+as caught: the change made the code hang); *no tests*: no selected test runs that function. Functions with
+decorators (numba kernels, registered methods, properties, validators) are not mutated by mutmut. Viz, app
+and CLI modules are not mutated (rendering and wiring, covered by their own tests).
 
 Writes ``benchmarks/results/mutation.json``: per module its source hash, mutants, killed, survived, timeout,
 no_tests, the seconds its run took (with the load average and workers it ran with), and each survivor with
@@ -30,10 +33,61 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".mutation"
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
+FAST = ["-m", "not slow and not browser and not ray"]
+LINKED = ("flashtrace", "tests", "app.py", "pages", "tools", "examples", "docs", "README.md", "assets", "benchmarks",
+          ".importlinter", "setup.py", ".streamlit", "MANIFEST.in", "constraints.txt", "Makefile")
+_MODELS = ["tests/models"]
+_SPAN = ["tests/attribution/test_span.py", "tests/attribution/test_threads.py"]
+_LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests/test_library_index.py"]
+_TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
+_STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
+# the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
+MODULE_TESTS = {
+    "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
+    "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py"],
+    "flashtrace/base/lazy.py": ["tests/test_names.py", "tests/test_moved.py"],
+    "flashtrace/engine/attribution/baselines.py": ["tests/evaluate/test_baselines.py", "tests/attribution/test_registry.py"],
+    "flashtrace/engine/attribution/hops.py": ["tests/attribution/test_hops.py", "tests/test_tracing.py", "tests/test_variants.py"],
+    "flashtrace/engine/attribution/registry.py": ["tests/attribution/test_registry.py", "tests/test_tracing.py"],
+    "flashtrace/engine/attribution/span.py": [*_SPAN, "tests/attribution/test_layer_threads.py"],
+    "flashtrace/engine/attribution/steps.py": ["tests/test_steps.py"],
+    "flashtrace/engine/attribution/tokenwise.py": [*_SPAN, "tests/test_steps.py", "tests/test_variants.py"],
+    "flashtrace/engine/estimate.py": ["tests/test_estimate.py", "tests/test_estimate_time.py", "tests/test_prechecks.py"],
+    "flashtrace/engine/inputs/sequence.py": ["tests/test_inputs.py", "tests/test_segments.py", "tests/test_tracing.py"],
+    "flashtrace/engine/inputs/spans.py": ["tests/test_inputs.py", "tests/test_properties.py"],
+    "flashtrace/engine/kernels/proximity.py": [*_SPAN, "tests/attribution/test_warm_up.py"],
+    "flashtrace/engine/kernels/softmax.py": ["tests/models/test_lse.py", *_SPAN],
+    "flashtrace/engine/models/aliases.py": ["tests/models/test_loading.py"],
+    "flashtrace/engine/models/attention.py": ["tests/models/test_lse.py", "tests/models/test_recording.py", *_SPAN],
+    "flashtrace/engine/models/default_model.py": ["tests/models/test_loading.py"],
+    "flashtrace/engine/models/families.py": _MODELS,
+    "flashtrace/engine/models/generation.py": ["tests/test_tracing.py", "tests/test_cli.py", "tests/test_prechecks.py"],
+    "flashtrace/engine/models/loading.py": [*_MODELS, "tests/test_prechecks.py"],
+    "flashtrace/engine/models/memory.py": ["tests/test_prechecks.py", "tests/test_estimate.py"],
+    "flashtrace/engine/models/recording.py": _MODELS,
+    "flashtrace/engine/models/tiny.py": ["tests/models/test_loading.py"],
+    "flashtrace/engine/models/verify.py": ["tests/models/test_verify.py"],
+    "flashtrace/analysis/check.py": [*_STORY, "tests/evaluate/test_faithfulness.py"],
+    "flashtrace/analysis/compare.py": _STORY,
+    "flashtrace/analysis/facts.py": _STORY,
+    "flashtrace/analysis/graph.py": ["tests/test_graph.py"],
+    "flashtrace/analysis/limits.py": ["tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
+    "flashtrace/analysis/schema.py": [*_TRACE, "tests/test_steps.py"],
+    "flashtrace/analysis/segments.py": ["tests/test_segments.py"],
+    "flashtrace/analysis/story.py": [*_STORY, "tests/viz/test_story_figures.py"],
+    "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
+    "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
+    "flashtrace/store/app_files.py": ["tests/test_gallery.py"],
+    "flashtrace/store/gallery.py": ["tests/test_gallery.py"],
+    "flashtrace/store/index.py": _LIBRARY,
+    "flashtrace/store/library.py": [*_LIBRARY, "tests/test_properties.py"],
+}
 REASONS = ROOT / "benchmarks" / "mutation_equivalent.json"
 FLOORS = ("base", "engine", "analysis", "store")
 TARGET = 0.90
@@ -59,28 +113,51 @@ def mutant_prefix(module: str) -> str:
     return module.removesuffix(".py").replace("/", ".") + "."
 
 
-def _mutmut(args: list[str], workers: int) -> int:
+def folder(module: str) -> Path:
+    return WORK / module.removesuffix(".py").replace("/", ".")
+
+
+def prepare_folder(module: str) -> Path:
+    """``.mutation/<module>/``: links to the checkout and a pyproject that mutates `module` only, with its tests."""
+    work = folder(module)
+    work.mkdir(parents=True, exist_ok=True)
+    for name in LINKED:
+        link = work / name
+        if (ROOT / name).exists() and not link.is_symlink():
+            link.symlink_to(ROOT / name)
+    text = (ROOT / "pyproject.toml").read_text()
+    head = text.partition("[tool.mutmut]")[0]
+    settings = dict(tomllib.loads(text)["tool"]["mutmut"], only_mutate=[module])
+    if module in MODULE_TESTS:
+        settings["pytest_add_cli_args_test_selection"] = [*MODULE_TESTS[module], *FAST]
+    body = "\n".join(f"{key} = {json.dumps(value)}" for key, value in settings.items())
+    (work / "pyproject.toml").write_text(f"{head}[tool.mutmut]\n{body}\n")
+    return work
+
+
+def _mutmut(module: str, args: list[str], workers: int) -> int:
     if args[0] == "run":
         args = ["run", "--max-children", str(workers), *args[1:]]
     cmd = ["nice", "-n", "19", sys.executable, "-m", "mutmut", *args]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(cmd, cwd=ROOT, env=env).returncode
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the mutated copy, never the checkout
+    return subprocess.run(cmd, cwd=prepare_folder(module), env={**env, "PYTHONDONTWRITEBYTECODE": "1"}).returncode
 
 
 def statuses(module: str) -> dict[str, str]:
     """``{mutant name: status}`` from mutmut's stored results for `module` (empty before its first run)."""
     from mutmut.stats import status_by_exit_code
 
-    meta = ROOT / "mutants" / f"{module}.meta"
+    meta = folder(module) / "mutants" / f"{module}.meta"
     if not meta.is_file():
         return {}
     codes = json.loads(meta.read_text())["exit_code_by_key"]
     return {name: status_by_exit_code[code] for name, code in codes.items()}
 
 
-def changed_line(name: str) -> str:
+def changed_line(module: str, name: str) -> str:
     """The mutant's first changed line, from ``mutmut show`` (a unified diff)."""
-    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=folder(module), capture_output=True,
+                         text=True)
     plus = [line[1:].strip() for line in out.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
     return plus[0][:160] if plus else ""
 
@@ -91,16 +168,19 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
     known = {s["name"]: s for s in (previous or {}).get("survivors", [])}
     survivors = []
     for name in sorted(n for n, s in found.items() if s in ("survived", "no tests")):
-        line = known[name]["line"] if name in known and known[name].get("line") else changed_line(name)
+        line = known[name]["line"] if name in known and known[name].get("line") else changed_line(module, name)
         survivors.append({"name": name, "status": found[name], "line": line, "equivalent": reasons.get(name)})
     total = len(found)
     caught = counts["killed"] + counts["timeout"]
     other = total - caught - counts["survived"] - counts["no tests"]
-    record = {"module": module, "source_hash": source_hash(module), "mutants": total, "killed": counts["killed"],
+    record = {"module": module, "source_hash": source_hash(module), "tests": MODULE_TESTS.get(module, "all"),
+              "mutants": total, "killed": counts["killed"],
               "survived": counts["survived"], "timeout": counts["timeout"], "no_tests": counts["no tests"],
               "other": other, "caught_share": round(caught / total, 4) if total else None, "survivors": survivors}
+    if not total:
+        record["note"] = "no mutant: mutmut mutates function bodies, and this module has no undecorated function"
     if seconds is not None:
-        record.update(seconds=round(seconds), load=os.getloadavg()[0])
+        record.update(seconds=round(seconds), load=round(os.getloadavg()[0], 1))
     elif previous:
         record.update({k: previous[k] for k in ("seconds", "load") if k in previous})
     return record
@@ -144,7 +224,7 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
     names = [s["name"] for s in (previous or {}).get("survivors", [])] if survivors_only else [mutant_prefix(module) + "*"]
     start = time.perf_counter()
     if names:
-        _mutmut(["run", *names], workers)
+        _mutmut(module, ["run", *names], workers)
     return summarise(module, previous, time.perf_counter() - start if names else None, reasons)
 
 
