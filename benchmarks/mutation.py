@@ -171,12 +171,14 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
         line = known[name]["line"] if name in known and known[name].get("line") else changed_line(module, name)
         survivors.append({"name": name, "status": found[name], "line": line, "equivalent": reasons.get(name)})
     total = len(found)
+    unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet
+    checked = total - unchecked
     caught = counts["killed"] + counts["timeout"]
-    other = total - caught - counts["survived"] - counts["no tests"]
+    other = checked - caught - counts["survived"] - counts["no tests"]
     record = {"module": module, "source_hash": source_hash(module), "tests": MODULE_TESTS.get(module, "all"),
-              "mutants": total, "killed": counts["killed"],
+              "mutants": total, "checked": checked, "killed": counts["killed"],
               "survived": counts["survived"], "timeout": counts["timeout"], "no_tests": counts["no tests"],
-              "other": other, "caught_share": round(caught / total, 4) if total else None, "survivors": survivors}
+              "other": other, "caught_share": round(caught / checked, 4) if checked else None, "survivors": survivors}
     if not total:
         record["note"] = "no mutant: mutmut mutates function bodies, and this module has no undecorated function"
     if seconds is not None:
@@ -188,7 +190,10 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
 
 def problems(record: dict) -> list[str]:
     out = []
-    if record["mutants"] and record["caught_share"] < TARGET:
+    if record.get("checked", record["mutants"]) < record["mutants"]:
+        out.append(f"{record['module']}: incomplete, {record['mutants'] - record['checked']} of {record['mutants']} "
+                   "mutants not tried yet (run it again to go on)")
+    if record["caught_share"] is not None and record["caught_share"] < TARGET:
         out.append(f"{record['module']}: {100 * record['caught_share']:.1f} % caught (< {100 * TARGET:.0f} %)")
     unexplained = [s["name"] for s in record["survivors"] if not s["equivalent"]]
     if unexplained:
@@ -229,10 +234,11 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
 
 
 def table(records: list[dict]) -> str:
-    rows = [f"{'module':48} {'mutants':>7} {'killed':>6} {'surv':>5} {'t/o':>4} {'none':>5} {'caught':>7} {'s':>6}"]
+    rows = [f"{'module':48} {'mutants':>7} {'tried':>5} {'killed':>6} {'surv':>5} {'t/o':>4} {'none':>5} {'caught':>7} "
+            f"{'s':>6}"]
     for r in records:
         share = f"{100 * r['caught_share']:.1f}%" if r["caught_share"] is not None else "-"
-        rows.append(f"{r['module']:48} {r['mutants']:7d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
+        rows.append(f"{r['module']:48} {r['mutants']:7d} {r['checked']:5d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
                     f"{r['no_tests']:5d} {share:>7} {r.get('seconds', '-'):>6}")
     return "\n".join(rows)
 
@@ -247,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results = load_results()
     reasons = json.loads(REASONS.read_text()) if REASONS.is_file() else {}
-    modules = list(results["modules"]) if args.report or args.survivors else to_run(args, results)
+    if args.report or args.survivors:
+        modules = args.modules or list(results["modules"])
+    else:
+        modules = to_run(args, results)
     results.update(workers=args.workers, cpus=os.cpu_count())
     records = []
     for module in modules:
