@@ -31,7 +31,7 @@ FREE_FORM_RESPONSE = ("<think>\nThe train leaves at 3 pm.\nThe trip takes 2 hour
 @dataclass(frozen=True)
 class GallerySpec:
     """How one gallery trace is made: a task example (`task`, `seed`, `length`, `options`) or a
-    free-form `prompt` + `response`."""
+    free-form `prompt` + `response`; `hop0` is the app's default unless a trace shows the other span."""
 
     name: str
     title: str
@@ -42,14 +42,23 @@ class GallerySpec:
     options: dict = field(default_factory=dict)
     prompt: str | None = None
     response: str | None = None
+    hop0: str = APP_HOP0
 
+
+_ANSWER_ONLY = ("Traced with hop 0 over the answer alone (the paper's formulation, the API's default) to show what "
+                "the hops do when hop 0 does not read the reasoning.")
 
 GALLERY: tuple[GallerySpec, ...] = (
+    GallerySpec("vartrack-answer-11", "Variable tracking, hop 0 over the answer (seed 11)",
+                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
+                seed=11, length=300, options={"hops": 4}, hop0="answer"),
+    GallerySpec("vartrack-answer-15", "Variable tracking, hop 0 over the answer (seed 15)",
+                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
+                seed=15, length=300, options={"hops": 4}, hop0="answer"),
     GallerySpec("arithmetic", "Arithmetic word problem", "A 3-step word problem among distractor quantities; "
                 "gold = the numbers the answer depends on.", task="arithmetic", seed=3, length=220, options={"steps": 3}),
-    GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; "
-                "the reasoning restates the chain, so hops carry the answer back to the first value.",
-                task="vartrack", seed=1, length=300, options={"hops": 4}),
+    GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; the "
+                "reasoning restates the chain.", task="vartrack", seed=1, length=300, options={"hops": 4}),
     GallerySpec("multihop", "Multi-hop facts", "Person → birth city → country → letter count over a small "
                 "synthetic knowledge text.", task="multihop", seed=2, length=300, options={"kind": "count"}),
     GallerySpec("needle", "Needle in a haystack", "One special magic number hidden in 600 tokens of filler.",
@@ -61,11 +70,10 @@ GALLERY: tuple[GallerySpec, ...] = (
                 options={"hops": 6}),
     *(GallerySpec(f"needle-values-{seed}", f"Three magic numbers for one key (seed {seed})",
                   "Three special magic numbers for the same key in a short text; the reasoning quotes each needle "
-                  "sentence before the answer lists the numbers, so later hops pass attribution from the quotes "
-                  "back to the needles.", task="needle", seed=seed, length=100, options={"variant": "multivalue"})
-      for seed in (14, 18, 46, 74)),
+                  "sentence before the answer lists the numbers.", task="needle", seed=seed, length=100,
+                  options={"variant": "multivalue"})
+      for seed in (14, 46)),
 )
-
 
 
 def round_floats(value, digits: int = 6):
@@ -95,7 +103,7 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
     else:
         prompt, response = spec.prompt, spec.response
     prepared = prepare(loaded, prompt, response)
-    trace = attribute(prepared, target="answer", hops=HOPS, hop0=APP_HOP0, steps=True, title=spec.title,
+    trace = attribute(prepared, target="answer", hops=HOPS, hop0=spec.hop0, steps=True, title=spec.title,
                       progress=progress)
     data = round_floats(json.loads(trace.to_json()))
     data["extra"] = {"gallery": extra}
