@@ -7,7 +7,6 @@ from flashtrace.app import methods as app_methods, ui
 from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words, swap_words
-from flashtrace.analysis.text import counted
 from flashtrace.viz import mass_per_hop, visible_label
 from flashtrace.viz.compare import (deletion_curves, depth_agreement, hop_segment_strips, hop_token_strips,
                                     method_strips, method_table, reach_bars)
@@ -68,8 +67,9 @@ def methods(ref, trace) -> None:
     warm-up timed apart; then time and deletion-curve faithfulness side by side."""
     ss = st.session_state
     st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and "
-               "target, then deletes prompt tokens in 20 steps to measure faithfulness. The warm-up (model load, "
-               "forward pass, first-use setup) runs once per trace and is timed apart from every method.")
+               "target, then deletes prompt tokens in 20 steps to measure faithfulness (each deletion state is one "
+               "model run, shared by the methods that reach it). The warm-up (model load, forward pass, first-use "
+               "setup) runs once per trace and is timed apart from every method.")
     slow = st.checkbox("Offer the slow methods (IG and segment ablation run the model many times: minutes on long "
                        "traces)", key="methods_slow")
     options = [*app_methods.FAST_METHODS, *(app_methods.SLOW_METHODS if slow else ())]
@@ -77,29 +77,14 @@ def methods(ref, trace) -> None:
     chosen = st.multiselect("Methods", options, key="methods")
     key = app_methods.stamp(ref)
     if ss.get("methods_key") != key:  # results of one trace at a time
-        ss["methods_key"], ss["methods_results"], ss["methods_warmup"] = key, {}, None
+        ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
     results = ss["methods_results"]
     pending = [m for m in chosen if m not in results]
     if st.button("Run the comparison", type="primary", disabled=not pending, key="run_methods"):
         ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
     if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):
-        cancel = st.empty()  # cleared when the run ends
-        cancel.button("Cancel", key="cancel_methods", help="stops when the running method finishes; results so far "
-                      "stay", on_click=lambda: ss.update(methods_cancelled=True))
-        with ui.shown_errors("Comparison failed: "), st.status("Running the methods…", expanded=True) as status:
-            ticker, bar = st.empty(), st.progress(0.0)
-            with app_methods.ticking(ticker, "Warm-up"):
-                ctx, ss["methods_warmup"] = app_methods.warm_context(key)
-            for i, name in enumerate(pending):
-                with app_methods.ticking(ticker, f"{ui.plain(name)} ({i + 1} of {len(pending)}): attribution, then "
-                                         f"the deletion curve ({app_methods.K + 1:d} model runs)"):
-                    results[name] = app_methods.run_method(ctx, name)
-                bar.progress((i + 1) / len(pending))
-                st.write(f"{ui.plain(name)}: {results[name]['seconds']:.2f} s, deletion curve "
-                         f"{results[name]['deletion_s']:.1f} s")
-            ticker.empty()
-            cancel.empty()
-            status.update(label=f"Ran {ui.plain(counted(len(pending), 'method'))}", state="complete")
+        with ui.shown_errors("Comparison failed: "):
+            app_methods.run_comparison(key, pending, results)
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
                 + " the comparison again for the rest.")
@@ -107,6 +92,8 @@ def methods(ref, trace) -> None:
     if ss.get("methods_warmup"):
         st.caption("Warm-up, once for this trace and in no method's time: "
                    + " · ".join(f"{step} {sec:.1f} s" for step, sec in ss["methods_warmup"].items()))  # md-ok
+    if ss.get("methods_timing"):
+        st.caption(app_methods.timing_caption(ss["methods_timing"]))  # md-ok: numbers and constant names
     if record:
         st.dataframe(method_table(record), hide_index=True, key="method_table")
         st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)

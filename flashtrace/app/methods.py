@@ -2,9 +2,12 @@
 
 - The warm-up (model load, the trace's forward pass, first-use setup) is done once per trace, cached, and
   reported apart: no method's time includes it.
-- Each method's result (its attribution time, deletion curve and metrics, as `evaluate_context` writes
+- Each method's result (its attribution time, deletion curve and metrics, as `evaluate_method` writes
   them) is kept in the session as soon as it finishes, so a cancelled comparison keeps what it ran and a
-  new one runs only what is missing.
+  new one runs only what is missing. Deletion states are scored once per trace (the cached context keeps
+  them), so a method whose curve reaches a state another already scored does not run it again.
+- Progress is drawn for every layer of every forward pass, and each of those calls is a point where Cancel
+  stops the run (`LiveProgress`); an error clears the running panel and its Cancel button.
 - Fast methods read the one recorded forward pass; the slow ones (IG, segment ablation) run the model
   many times and are offered only on request.
 """
@@ -17,7 +20,9 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from ..analysis.text import counted
 from .state import TraceRef, cached_model, load_trace, model_lock
+from .ui import plain
 
 FAST_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout")
 SLOW_METHODS = ("ig", "perturbation")  # many forward or backward passes each: opt-in
@@ -57,13 +62,36 @@ def warm_context(key: tuple[str, int, int]):
     return ctx, warmup
 
 
-def run_method(ctx, name: str) -> dict:
-    """One method on a warm context: its record entry (seconds = its attribution only, plus deletion_s)."""
-    from ..evaluate.runner import evaluate_context
+def run_method(ctx, name: str, progress=None) -> dict:
+    """One method on a warm context: its record entry (``seconds`` = its attribution only, ``deletion_s`` =
+    its deletion curve, counting only the states no earlier method of this trace had scored).
+    `progress(method, phase, done, total)` follows it (`flashtrace.evaluate.runner.evaluate_method`) and may
+    raise to stop it."""
+    from ..evaluate.runner import evaluate_method, example_record
 
     with model_lock():
-        record = evaluate_context(ctx, [name], K)
-    return {**record["methods"][name], "deletion_s": record["deletion_s"], "_record": record}
+        entry = evaluate_method(ctx, name, K, progress)
+    return {**entry, "_record": example_record(ctx, {name: entry}, K)}
+
+
+class LiveProgress:
+    """``progress(method, phase, done, total)`` drawn on a Streamlit progress bar, and the cancel check of a
+    running comparison: every call (each layer of each forward pass) is a point where Streamlit can stop the
+    script run, so Cancel stops the work within a layer's time, not at the end of a method."""
+
+    def __init__(self, bar, index: int, count: int, every_s: float = 0.15):
+        self.bar, self.index, self.count, self.every_s, self.last = bar, index, count, every_s, 0.0
+
+    def __call__(self, method: str, phase: str, done: int, total: int) -> None:
+        _ = "methods_run" in st.session_state  # a yield point: Streamlit raises here when Cancel was clicked
+        now = time.perf_counter()
+        if now - self.last < self.every_s and done < total:
+            return
+        self.last = now
+        share = done / total if total else 1.0
+        what = "attribution" if phase == "attribution" else f"deletion curve {share:.0%}"
+        overall = (self.index + (0.1 if phase == "attribution" else 0.1 + 0.9 * share)) / self.count
+        self.bar.progress(min(overall, 1.0), text=f"{method} ({self.index + 1:d} of {self.count:d}): {what}")  # md-ok
 
 
 def combined(results: dict[str, dict], names: list[str]) -> dict | None:
@@ -97,3 +125,42 @@ def ticking(placeholder, label: str):
     finally:
         stop.set()
         thread.join()
+
+
+def run_comparison(key, pending: list[str], results: dict) -> None:
+    """Run the `pending` methods (warm-up first), each method's progress drawn as it goes; Cancel (or an
+    error) stops at the next layer of the forward pass running. The panel is gone after an error."""
+    ss = st.session_state
+    cancel, panel = st.empty(), st.empty()  # both cleared when the run ends, however it ends
+    cancel.button("Cancel", key="cancel_methods", help="stops within a second; the methods that finished stay",
+                  on_click=lambda: ss.update(methods_cancelled=True))
+    started, timing = time.perf_counter(), {"warm-up": 0.0, "attribution": 0.0, "deletion curves": 0.0}
+    try:
+        with panel.container(), st.status("Running the methods…", expanded=True) as status:
+            ticker, bar = st.empty(), st.progress(0.0)
+            with ticking(ticker, "Warm-up (model load, the trace's forward pass)"):
+                ctx, ss["methods_warmup"] = warm_context(key)
+            timing["warm-up"] = time.perf_counter() - started
+            ticker.empty()
+            for i, name in enumerate(pending):
+                results[name] = run_method(ctx, name, LiveProgress(bar, i, len(pending)))
+                timing["attribution"] += results[name]["seconds"]
+                timing["deletion curves"] += results[name]["deletion_s"]
+                st.write(f"{plain(name)}: attribution {results[name]['seconds']:.2f} s, deletion curve "
+                         f"{results[name]['deletion_s']:.1f} s ({results[name]['deletion_runs']:d} new model runs)")
+            status.update(label=f"Ran {plain(counted(len(pending), 'method'))}", state="complete")
+    except Exception:
+        ss["methods_run"] = None  # an error is shown once, not retried on every rerun
+        panel.empty()
+        raise
+    finally:
+        cancel.empty()
+    ss["methods_timing"] = {"wall": time.perf_counter() - started, **timing}
+
+
+def timing_caption(timing: dict) -> str:
+    """The last run's wall time and the parts it adds up from (the rest: drawing the page)."""
+    parts = {k: v for k, v in timing.items() if k != "wall"}
+    rest = max(0.0, timing["wall"] - sum(parts.values()))
+    return (f"Last run: {timing['wall']:.1f} s = " + " + ".join(f"{k} {v:.1f} s" for k, v in parts.items())
+            + f" + page updates {rest:.1f} s.")

@@ -16,19 +16,20 @@ import torch
 
 from ..analysis.check import FAITHFULNESS_KEY
 from ..analysis.schema import Trace
+from .deletion import DeletionScorer, Progress
 from .methods import replacement_id
 from .metrics import deletion_order
-from .runner import score_masks
 
 VERSION = 1
 
 
 def faithfulness_check(loaded, trace: Trace, fraction: float = 0.1, n_random: int = 5, seed: int = 0,
-                       batch_size: int = 16) -> dict[str, Any]:
+                       batch_size: int = 16, progress: Progress | None = None) -> dict[str, Any]:
     """Answer (target) log-probability before deletion, after deleting the top `fraction` of the trace's
     prompt tokens, and after deleting as many at random (`n_random` draws, fixed `seed`).
 
-    `loaded` must be the model the trace was made with (its token ids are fed back unchanged). Returns
+    `loaded` must be the model the trace was made with (its token ids are fed back unchanged); `progress`
+    hears of each layer of each forward pass (`DeletionScorer.score`). Returns
     ``{"version", "fraction", "n_prompt", "n_deleted", "before", "top", "random", "random_mean",
     "seed", "model"}`` with log-probabilities summed over the target tokens."""
     if not 0 < fraction <= 1:
@@ -51,8 +52,9 @@ def faithfulness_check(loaded, trace: Trace, fraction: float = 0.1, n_random: in
     masks[1, deletion_order(scores)[:n_delete]] = True
     for row in range(2, 2 + n_random):
         masks[row, torch.randperm(p, generator=generator)[:n_delete]] = True
-    s = score_masks(loaded.model, ids, positions, masks, replacement_id(loaded.tokenizer),
-                    tuple(trace.settings.target), batch_size)  # [2 + R]
+    scorer = DeletionScorer(loaded, ids, positions, replacement_id(loaded.tokenizer), tuple(trace.settings.target),
+                            batch_size)
+    s = scorer.score(masks, progress)  # [2 + R]
     random = [float(v) for v in s[2:]]
     return {"version": VERSION, "fraction": fraction, "n_prompt": p, "n_deleted": n_delete, "before": float(s[0]),
             "top": float(s[1]), "random": random, "random_mean": sum(random) / len(random), "seed": seed,

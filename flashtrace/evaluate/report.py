@@ -8,8 +8,10 @@ from pathlib import Path
 
 from ..base.fileio import atomic_write_text
 
-METRICS = ("rise", "mas", "recovery", "seconds")
-LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s"}
+METRICS = ("rise", "mas", "recovery", "seconds", "deletion_s")
+LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s",
+          "deletion_s": "deletion s"}
+PARTS = ("recording", "attribution", "deletion", "other")  # where an example's time went (`time_parts`)
 
 
 def load_records(out: str | Path) -> list[dict]:
@@ -96,31 +98,54 @@ def _hop0(method: str) -> str:
     return "flashtrace-k0" + (f"-{rest[1]}" if len(rest) > 1 else "")
 
 
+def time_parts(record: dict) -> dict[str, float]:
+    """Where one example's time went, in seconds: the recorded forward pass, every method's attribution,
+    every method's deletion curve, and the rest (tokenising, metrics); they add up to ``total_s``.
+    {} for records without the times (written before they were kept)."""
+    total, forward = record.get("total_s"), record.get("forward_s")
+    methods = record.get("methods", {}).values()
+    if total is None or forward is None or any("deletion_s" not in m for m in methods):
+        return {}
+    attribution = sum(m["seconds"] for m in methods)
+    deletion = sum(m["deletion_s"] for m in methods)
+    return {"recording": forward, "attribution": attribution, "deletion": deletion,
+            "other": max(0.0, total - forward - attribution - deletion)}
+
+
+def _method_stats(rows: list[dict]) -> dict[str, dict]:
+    """``{method: {"hops", metric: stats, ["prompt_mass_vs_k0"]}}`` over the records `rows` of one task."""
+    per_method = {m: {"hops": _hop(m), **{k: _stats([r["methods"][m].get(k) for r in rows if m in r["methods"]])
+                                          for k in METRICS}} for m in _method_order(rows)}
+    for m in per_method:  # attribution mass reaching the prompt, relative to hop 0 of the same variant
+        base = _hop0(m) if m.startswith("flashtrace-k") else None
+        if base in per_method:
+            per_method[m]["prompt_mass_vs_k0"] = _stats(
+                [sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"]) for r in rows
+                 if m in r["methods"] and base in r["methods"] and sum(r["methods"][base]["scores"]) > 0])
+    return per_method
+
+
+def _mean_curves(rows: list[dict], methods) -> dict[str, list[float]]:
+    """Each method's deletion curve, averaged over the examples that have the method."""
+    k, curves = rows[0]["k"], {}
+    for m in methods:
+        have = [r["methods"][m]["n"] for r in rows if m in r["methods"]]
+        curves[m] = [sum(n[t] for n in have) / len(have) for t in range(k + 1)]
+    return curves
+
+
 def summarise(records: list[dict], settings: dict | None = None) -> dict:
     """Nested summary: ``tasks[task][method][metric] = {mean, std, n}`` plus per-task example info."""
     tasks: dict[str, dict] = {}
     for task in dict.fromkeys(r["task"] for r in records):
         rows = [r for r in records if r["task"] == task]
-        per_method = {}
-        for m in _method_order(rows):
-            per_method[m] = {"hops": _hop(m), **{k: _stats([r["methods"][m][k] for r in rows if m in r["methods"]])
-                                                  for k in METRICS}}
-        for m in per_method:  # attribution mass reaching the prompt, relative to hop 0 of the same variant
-            base = _hop0(m) if m.startswith("flashtrace-k") else None
-            if base in per_method:
-                per_method[m]["prompt_mass_vs_k0"] = _stats(
-                    [sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"]) for r in rows
-                     if m in r["methods"] and base in r["methods"] and sum(r["methods"][base]["scores"]) > 0])
-        k = rows[0]["k"]
-        curves = {}
-        for m in per_method:  # mean over the examples that have the method
-            have = [r["methods"][m]["n"] for r in rows if m in r["methods"]]
-            curves[m] = [sum(n[t] for n in have) / len(have) for t in range(k + 1)]
+        per_method = _method_stats(rows)
         tasks[task] = {
-            "n": len(rows), "methods": per_method, "mean_deletion_curve": curves,
+            "n": len(rows), "methods": per_method, "mean_deletion_curve": _mean_curves(rows, per_method),
             "tokens": _stats([r["n_tokens"] for r in rows]), "prompt_tokens": _stats([r["n_prompt"] for r in rows]),
             "example_seconds": _stats([r.get("total_s") for r in rows]),
             "deletion_seconds": _stats([r.get("deletion_s") for r in rows]),
+            "time_parts": {part: _stats([time_parts(r).get(part) for r in rows]) for part in PARTS},
             "recovery_cap": _stats([recovery_cap(r["n_prompt"], r["n_gold"]) for r in rows]),
             "recovery_chance": _stats([recovery_chance(r["n_prompt"]) for r in rows if r["n_gold"]]),
         }
@@ -133,36 +158,50 @@ def _fmt(stat: dict, digits: int = 3) -> str:
     return f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
 
 
-def markdown(summary: dict) -> str:
-    """One table per task: rows method (hops), columns RISE, MAS, Recovery@10%, attribution seconds."""
+def _method_rows(methods: dict[str, dict]) -> list[str]:
+    """The Markdown rows of one task's method table, the best mean of each metric in bold."""
+    def best(m: str):
+        means = [v[m]["mean"] for v in methods.values() if v[m]["mean"] is not None]
+        return (max if m == "recovery" else min)(means, default=None)
+
+    bests = {m: best(m) for m in ("rise", "mas", "recovery")}
     lines = []
+    for name, v in methods.items():
+        cells = []
+        for m in METRICS:
+            cell = _fmt(v[m], 2 if m in ("seconds", "deletion_s") else 3)
+            cells.append(f"**{cell}**" if bests.get(m) is not None and v[m]["mean"] == bests[m] else cell)
+        lines.append(f"| {name} | {'' if v['hops'] is None else v['hops']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _task_markdown(task: str, info: dict) -> list[str]:
+    tok, ex_s = info["tokens"], info["example_seconds"]
+    lines = [f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
+             f"{info['prompt_tokens']['mean']:.0f} prompt tokens; "
+             f"{_fmt(ex_s, 1)} s per example, all methods + deletion; "
+             f"Recovery@10%: best achievable {_fmt(info['recovery_cap'], 2)}, "
+             f"random ranking {_fmt(info['recovery_chance'], 2)})\n",
+             "| method | hops | " + " | ".join(LABELS[m] for m in METRICS) + " |",
+             "|---|---|" + "---|" * len(METRICS), *_method_rows(info["methods"])]
+    parts = info.get("time_parts", {})
+    if all(parts.get(p, {}).get("mean") is not None for p in PARTS):
+        lines.append("Time per example: " + " + ".join(f"{p} {parts[p]['mean']:.1f} s" for p in PARTS)
+                     + f" = {sum(parts[p]['mean'] for p in PARTS):.1f} s (means)")
+    masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
+    if masses:
+        lines.append("FlashTrace attribution mass on the prompt relative to K = 0: "
+                     + ", ".join(f"{m[len('flashtrace-'):].upper()} {_fmt(v, 2)}" for m, v in masses.items()))
+    return [*lines, ""]
+
+
+def markdown(summary: dict) -> str:
+    """One table per task: rows method (hops), columns RISE, MAS, Recovery@10%, attribution and deletion
+    seconds; then where an example's time went."""
     settings = summary.get("settings") or {}
-    if settings:
-        lines.append("Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items()) + "\n")
+    lines = ["Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items()) + "\n"] if settings else []
     for task, info in summary["tasks"].items():
-        tok, ex_s = info["tokens"], info["example_seconds"]
-        lines.append(f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
-                     f"{info['prompt_tokens']['mean']:.0f} prompt tokens; "
-                     f"{_fmt(ex_s, 1)} s per example, all methods + deletion; "
-                     f"Recovery@10%: best achievable {_fmt(info['recovery_cap'], 2)}, "
-                     f"random ranking {_fmt(info['recovery_chance'], 2)})\n")
-        lines.append("| method | hops | " + " | ".join(LABELS[m] for m in METRICS) + " |")
-        lines.append("|---|---|" + "---|" * len(METRICS))
-        best = {m: min((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None),
-                       default=None) if m != "recovery" else
-                max((v[m]["mean"] for v in info["methods"].values() if v[m]["mean"] is not None), default=None)
-                for m in ("rise", "mas", "recovery")}
-        for name, v in info["methods"].items():
-            cells = []
-            for m in METRICS:
-                cell = _fmt(v[m], 3 if m != "seconds" else 2)
-                cells.append(f"**{cell}**" if m in best and v[m]["mean"] is not None and v[m]["mean"] == best[m] else cell)
-            lines.append(f"| {name} | {'' if v['hops'] is None else v['hops']} | " + " | ".join(cells) + " |")
-        masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
-        if masses:
-            lines.append("FlashTrace attribution mass on the prompt relative to K = 0: "
-                         + ", ".join(f"{m[len('flashtrace-'):].upper()} {_fmt(v, 2)}" for m, v in masses.items()))
-        lines.append("")
+        lines += _task_markdown(task, info)
     return "\n".join(lines)
 
 
@@ -186,4 +225,4 @@ def write_report(out: str | Path, settings: dict | None = None) -> dict:
     return summary
 
 
-__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "summarise", "markdown", "write_report"]
+__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "time_parts", "summarise", "markdown", "write_report"]

@@ -1,8 +1,10 @@
 """Run evaluation methods on examples: attributions, one shared deletion set, metrics, per-example JSON.
 
-Deletion is batched: the ``k+1`` deletion states of every method are pooled, identical states
-(e.g. "nothing deleted", "everything deleted") are scored once, and only the logits predicting the
-target tokens are computed.
+Deletion is batched and shared: each method's ``k+1`` deletion states run as batches of one sequence
+length, and a state already scored for the example (by an earlier method: "nothing deleted",
+"everything deleted", or the same ranking) is not run again (`DeletionScorer`). Each method's record
+says how long its attribution and its deletion curve took; with the recording they add up to the
+example's time.
 """
 
 from __future__ import annotations
@@ -14,56 +16,59 @@ from typing import Callable, Iterable
 
 import torch
 
-from ..engine.attribution.baselines import target_logprob
 from ..base.fileio import atomic_write_text
 from ..engine.models import LoadedModel
+from .deletion import DeletionScorer
 from .methods import EvalContext, build_context, get_eval_method
 from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
 from .tasks import Example
 
+# progress of `evaluate_context`: (method, phase "attribution" or "deletion", units done, units in all)
+MethodProgress = Callable[[str, str, int, int], None]
+ExampleProgress = Callable[[str, str, str, int, int], None]  # the same, after the example's id
 
-def score_masks(model: torch.nn.Module, ids: torch.Tensor, positions: torch.Tensor, masks: torch.Tensor,
-                replace_id: int, target: tuple[int, int], batch_size: int = 16) -> torch.Tensor:
-    """Target log-probability of `ids` ``[N]`` (or ``[1, N]``) for each deletion mask ``[B, P]`` over
-    `positions` ``[P]`` (masked positions replaced by `replace_id`): ``[B]``. Duplicate masks are scored once."""
-    unique, inverse = torch.unique(masks, dim=0, return_inverse=True)
-    batch = ids.reshape(1, -1).repeat(unique.shape[0], 1)  # [U, N]
-    rows, cols = unique.nonzero(as_tuple=True)
-    batch[rows, positions[cols]] = replace_id
-    s = target_logprob(model, batch, target, batch_size)
-    return s[inverse]
+
+def scorer(ctx: EvalContext) -> DeletionScorer:
+    """The example's `DeletionScorer`, kept on the context: every state is scored once per example."""
+    if "deletion" not in ctx.extra:
+        ctx.extra["deletion"] = DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target,
+                                               ctx.batch_size)
+    return ctx.extra["deletion"]
 
 
 def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:
     """Target log-probability for each deletion mask ``[B, P]`` over the example's prompt positions: ``[B]``."""
-    return score_masks(ctx.loaded.model, ctx.ids, ctx.positions, masks, ctx.replace_id, ctx.target, ctx.batch_size)
+    return scorer(ctx).score(masks)
 
 
 def _round(values, digits: int = 6) -> list[float]:
     return [round(float(v), digits) for v in values]
 
 
-def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
-    """Attribute with every method, then score all deletion curves in shared batches; returns the record."""
-    scores: dict[str, torch.Tensor] = {}
-    seconds: dict[str, float] = {}
-    for name in methods:
-        start = time.perf_counter()
-        full = get_eval_method(name)(ctx)  # [N]
-        seconds[name] = time.perf_counter() - start
-        scores[name] = full[ctx.positions].float()  # [P]
-    masks = {name: deletion_masks(deletion_order(s), k) for name, s in scores.items()}  # each [k+1, P]
+def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodProgress | None = None) -> dict:
+    """One method on the example: its attribution (timed alone), then its deletion curve (only the states
+    not scored yet for this example run) and metrics. Returns its record entry: ``seconds`` (attribution),
+    ``deletion_s``, ``deletion_runs`` (sequences it ran), RISE, MAS, Recovery@10%, the curves and scores."""
+    if progress:
+        progress(name, "attribution", 0, 1)
     start = time.perf_counter()
-    pooled = score_deletions(ctx, torch.cat(list(masks.values())))
-    deletion_s = time.perf_counter() - start
-    record_methods = {}
-    for i, name in enumerate(methods):
-        result = curve_metrics(scores[name], pooled[i * (k + 1):(i + 1) * (k + 1)], masks[name])
-        record_methods[name] = {
-            "seconds": seconds[name], "rise": result.rise, "mas": result.mas,
-            "recovery": recovery(scores[name], ctx.gold), "s": _round(result.s), "n": _round(result.n),
-            "d": _round(result.d), "scores": _round(scores[name]),
-        }
+    full = get_eval_method(name)(ctx)  # [N]
+    seconds = time.perf_counter() - start
+    if progress:
+        progress(name, "attribution", 1, 1)
+    start = time.perf_counter()
+    scores = full[ctx.positions].float()  # [P]
+    masks = deletion_masks(deletion_order(scores), k)  # [k+1, P]
+    deletion, before = scorer(ctx), scorer(ctx).scored
+    s = deletion.score(masks, (lambda done, total: progress(name, "deletion", done, total)) if progress else None)
+    result = curve_metrics(scores, s, masks)
+    return {"seconds": seconds, "deletion_s": time.perf_counter() - start, "deletion_runs": deletion.scored - before,
+            "rise": result.rise, "mas": result.mas, "recovery": recovery(scores, ctx.gold), "s": _round(result.s),
+            "n": _round(result.n), "d": _round(result.d), "scores": _round(scores)}
+
+
+def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
+    """The per-example record around the method entries `methods` (``deletion_s``: their deletion total)."""
     ex, seq = ctx.example, ctx.prepared.sequence
     return {
         "task": ex.task, "meta": ex.meta, "prompt": ex.prompt, "response": ex.response, "answer": ex.answer,
@@ -71,8 +76,15 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20) -> dict:
         "n_gold": int(ctx.gold.sum()), "gold_tokens": ctx.gold.tolist(), "target": list(ctx.target),
         "positions": ctx.positions.tolist(),
         "tokens": [seq.tokens[p].text for p in ctx.positions.tolist()], "k": k,
-        "forward_s": ctx.prepared.timings.get("forward_s"), "deletion_s": deletion_s, "methods": record_methods,
+        "forward_s": ctx.prepared.timings.get("forward_s"),
+        "deletion_s": sum(m["deletion_s"] for m in methods.values()), "methods": methods,
     }
+
+
+def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress: MethodProgress | None = None) -> dict:
+    """Every method in turn (`evaluate_method`: attribution, then its deletion curve, sharing the states
+    already scored); returns the example's record."""
+    return example_record(ctx, {name: evaluate_method(ctx, name, k, progress) for name in methods}, k)
 
 
 def _existing(path: Path, example: Example, k: int, target: str) -> dict | None:
@@ -99,10 +111,10 @@ def _plan(examples: Iterable[tuple[str, Example]], methods: list[str], folder: P
 
 
 def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str], *, k: int, ig_steps: int,
-             batch_size: int, target: str) -> dict:
+             batch_size: int, target: str, progress: ExampleProgress | None = None) -> dict:
     start = time.perf_counter()
     ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
-    record = evaluate_context(ctx, todo, k)
+    record = evaluate_context(ctx, todo, k, (lambda *step: progress(ex_id, *step)) if progress else None)
     record.update(id=ex_id, target_spec=target, total_s=time.perf_counter() - start)
     return record
 
@@ -110,15 +122,18 @@ def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str],
 def _write(path: Path, record: dict, previous: dict | None) -> None:
     if previous is not None:  # extend: earlier methods first, times add up
         record["methods"] = {**previous["methods"], **record["methods"]}
-        for key in ("total_s", "deletion_s"):
-            record[key] = (previous.get(key) or 0.0) + record[key]
+        for key in ("total_s", "deletion_s", "forward_s"):
+            if record.get(key) is not None:
+                record[key] = (previous.get(key) or 0.0) + record[key]
     atomic_write_text(path, json.dumps(record))
 
 
 def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
              k: int = 20, ig_steps: int = 16, batch_size: int = 16, target: str = "answer",
-             resume: bool = True, on_example: Callable[[str, dict], None] | None = None) -> list[Path]:
+             resume: bool = True, on_example: Callable[[str, dict], None] | None = None,
+             progress: ExampleProgress | None = None) -> list[Path]:
     """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
+    `progress(id, method, phase, done, total)` follows each method of each example (`evaluate_method`).
 
     With `resume`, an example already written for the same prompt, response, target and k is kept when it
     has every method, and extended when it lacks some: only the missing methods are attributed and scored, and merged into
@@ -129,7 +144,7 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
     for ex_id, example, path, previous, todo in _plan(examples, methods, folder, k, target, resume):
         if todo:
             record = _compute(loaded, ex_id, example, todo, k=k, ig_steps=ig_steps, batch_size=batch_size,
-                              target=target)
+                              target=target, progress=progress)
             _write(path, record, previous)
         paths.append(path)
         if on_example:
@@ -199,4 +214,4 @@ def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: l
     return paths, failed
 
 
-__all__ = ["score_masks", "score_deletions", "evaluate_context", "run_eval", "run_eval_ray", "EvalWorker"]
+__all__ = ["scorer", "score_deletions", "evaluate_method", "example_record", "evaluate_context", "run_eval", "run_eval_ray", "EvalWorker"]

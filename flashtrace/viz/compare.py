@@ -199,9 +199,11 @@ def deletion_curves(record: dict) -> go.Figure:
 
 
 def method_table(record: dict) -> list[dict]:
-    """Rows: method, seconds, RISE, MAS, Recovery@10% (None without gold tokens)."""
-    return [{"method": name, "seconds": m["seconds"], "RISE ↓": m["rise"], "MAS ↓": m["mas"],
-             "Recovery@10% ↑": m["recovery"]} for name, m in record["methods"].items()]
+    """Rows: method, attribution seconds, deletion-curve seconds (None in records that lack them), RISE, MAS,
+    Recovery@10% (None without gold tokens)."""
+    return [{"method": name, "attribution s": m["seconds"], "deletion curve s": m.get("deletion_s"),
+             "RISE ↓": m["rise"], "MAS ↓": m["mas"], "Recovery@10% ↑": m["recovery"]}
+            for name, m in record["methods"].items()]
 
 
 def method_strips(record: dict) -> go.Figure:

@@ -1,6 +1,8 @@
 """Compare → Methods (issue 13 item 15): fast methods by default, slow ones opt-in, one method at a time with
 progress, the warm-up timed apart from every method, and cancelling keeps what finished."""
 
+import re
+
 import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
@@ -68,7 +70,7 @@ def test_warm_up_is_timed_apart_from_each_method(open_page, tiny_ref, monkeypatc
     no_problems(at)
     table = at.dataframe[-1].value
     assert list(table["method"]) == ["flashtrace-k0", "attention"]
-    seconds = dict(zip(table["method"], table["seconds"]))
+    seconds = dict(zip(table["method"], table["attribution s"]))
     assert seconds == {"flashtrace-k0": 0.0, "attention": 0.0}  # the 1 s first-use cost is not counted against the method
     text = _methods_text(at)
     assert "Warm-up, once for this trace" in text and "first-use setup" in text
@@ -78,6 +80,57 @@ def test_warm_up_is_timed_apart_from_each_method(open_page, tiny_ref, monkeypatc
     assert "flashtrace-k0: " in status and "attention: " in status  # one progress line per finished method
     with pytest.raises(KeyError):  # the run is over: no Cancel button left behind
         at.button(key="cancel_methods")
+
+
+def test_run_times_add_up_and_states_are_shared(open_page, tiny_ref, monkeypatch):
+    from flashtrace.evaluate.deletion import DeletionScorer
+
+    clock = _Clock()  # attribution 2 s per method, 3 s per deletion curve, the rest instantaneous
+    for module in (app_methods, eval_runner):
+        monkeypatch.setattr(module, "time", clock)
+    for name in ("flashtrace-k0", "flashtrace-k1"):
+        def timed(ctx, real=eval_methods.get_eval_method(name)):
+            clock.now += 2.0
+            return real(ctx)
+
+        monkeypatch.setitem(eval_methods.EVAL_METHODS, name, timed)
+    real_score = DeletionScorer.score
+
+    def timed_score(self, masks, progress=None):
+        clock.now += 3.0
+        return real_score(self, masks, progress)
+
+    monkeypatch.setattr(DeletionScorer, "score", timed_score)
+    at = open_page(COMPARE, trace=tiny_ref)
+    at.multiselect(key="methods").set_value(["flashtrace-k0", "flashtrace-k1"]).run()
+    at.button(key="run_methods").click().run()
+    no_problems(at)
+    table = at.dataframe[-1].value
+    assert list(table["attribution s"]) == [2.0, 2.0] and list(table["deletion curve s"]) == [3.0, 3.0]
+    status = " ".join(literal(m.value) for m in at.markdown)
+    runs = [int(status.split(f"{m}: ")[1].split("(")[1].split(" new")[0]) for m in ("flashtrace-k0", "flashtrace-k1")]
+    assert runs[1] <= runs[0] - 2  # nothing deleted and everything deleted: scored once, by the first method
+    line = next(literal(c.value) for c in at.caption if literal(c.value).startswith("Last run: "))
+    assert re.findall(r"(\d+\.\d) s", line) == ["12.0", "2.0", "4.0", "6.0", "0.0"]  # wall = the parts
+
+
+def test_an_error_leaves_no_running_panel_and_is_not_retried(open_page, tiny_ref, monkeypatch):
+    calls = []
+
+    def fails(key):
+        calls.append(key)
+        raise ValueError("no model named 'nope'")
+
+    monkeypatch.setattr(app_methods, "warm_context", fails)
+    at = open_page(COMPARE, trace=tiny_ref)
+    at.button(key="run_methods").click().run()
+    assert not at.exception
+    assert [literal(e.value) for e in at.error] == ["Comparison failed: no model named 'nope'"]
+    with pytest.raises(KeyError):
+        at.button(key="cancel_methods")
+    assert not [s for s in at.get("expandable") if "Running the methods" in str(s.proto)]
+    at.checkbox(key="methods_slow").check().run()  # any later interaction: the failed run does not start again
+    assert len(calls) == 1
 
 
 def test_cancel_keeps_what_finished_and_runs_nothing_more(open_page, tiny_ref, monkeypatch):
@@ -96,7 +149,10 @@ def test_cancel_keeps_what_finished_and_runs_nothing_more(open_page, tiny_ref, m
     at.multiselect(key="methods").set_value(["flashtrace-k0", "attention", "ifr"]).run()
     at.button(key="run_methods").click().run()
     monkeypatch.setitem(eval_methods.EVAL_METHODS, "ifr", never)
-    at.button(key="cancel_methods").click().run()
+    with pytest.raises(KeyError):  # the stopped run cleared its Cancel button
+        at.button(key="cancel_methods")
+    at.session_state["methods_cancelled"] = True  # what the click on Cancel that stopped the run did
+    at.run()
     no_problems(at)
     assert ran == ["attention"]
     assert "Cancelled" in _methods_text(at)
@@ -112,7 +168,10 @@ def test_cancel_during_the_warm_up_says_so(open_page, tiny_ref, monkeypatch):
     monkeypatch.setattr(app_methods, "warm_context", interrupted)
     at = open_page(COMPARE, trace=tiny_ref)
     at.button(key="run_methods").click().run()
-    at.button(key="cancel_methods").click().run()
+    with pytest.raises(KeyError):  # the stopped run cleared its Cancel button
+        at.button(key="cancel_methods")
+    at.session_state["methods_cancelled"] = True  # what the click on Cancel that stopped the run did
+    at.run()
     no_problems(at)
     assert "Cancelled. Run the comparison again for the rest." in _methods_text(at)
     assert not any("RISE ↓" in d.value.columns for d in at.dataframe)  # nothing finished, no method table

@@ -20,7 +20,7 @@ def add_arguments(parser) -> None:
                              "optional answer and gold ([[start, end], ...] or gold_text [...])")
     parser.add_argument("--n", type=int, default=10, help="examples per task (seeds seed..seed+n-1)")
     parser.add_argument("--length", type=int, default=None, help="approximate prompt length in tokens")
-    parser.add_argument("--methods", default="flashtrace,ifr,attention,rollout,ig,perturbation",
+    parser.add_argument("--methods", default="flashtrace,ifr,attention",
                         help="comma-separated: flashtrace (expands over --hops), flashtrace-kK, "
                              "flashtrace-kK-nostop (stop tokens keep their score), "
                              f"{', '.join(m for m in DEFAULT_METHODS if not m.startswith('flashtrace'))}")
@@ -83,6 +83,41 @@ def _write_charts(args, summary: dict) -> None:
         write_charts(summary, args.out)
 
 
+class EvalBars:
+    """Two progress bars: the examples, and the methods of the example running (each method's attribution,
+    then its deletion curve's forward passes, as they go)."""
+
+    def __init__(self, n_examples: int, n_methods: int, disable: bool = False):
+        from tqdm import tqdm
+
+        self.examples = tqdm(total=n_examples, desc="eval", unit="ex", disable=disable)
+        self.methods = tqdm(total=n_methods, desc="methods", unit="method", leave=False, disable=disable,
+                            position=1, bar_format="{desc} |{bar}| {n}/{total} methods")
+        self.current, self.finished = None, set()
+
+    def method_step(self, ex_id: str, method: str, phase: str, done: int, total: int) -> None:
+        if ex_id != self.current:
+            self.current, self.finished = ex_id, set()
+            self.methods.reset()
+        what = phase if phase == "attribution" else f"deletion curve {done / max(total, 1):.0%}"
+        self.methods.set_description_str(f"{ex_id} {method}: {what}", refresh=False)
+        if phase == "deletion" and done >= total and method not in self.finished:
+            self.finished.add(method)
+            self.methods.update(1)
+        else:
+            self.methods.update(0)  # redraws at most every tenth of a second
+
+    def example_done(self, ex_id: str, record: dict) -> None:
+        if "error" in record:
+            self.examples.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
+        self.examples.set_postfix_str(f"{ex_id} {record.get('total_s', 0):.1f}s" if record else f"{ex_id} (kept)")
+        self.examples.update(1)
+
+    def close(self) -> None:
+        self.methods.close()
+        self.examples.close()
+
+
 def run(args) -> int:
     from ...evaluate.report import load_settings, markdown, write_report
     from ...base.fileio import atomic_write_text
@@ -93,7 +128,6 @@ def run(args) -> int:
         print(markdown(summary))
         return 0
     import torch
-    from tqdm import tqdm
 
     from ...evaluate.methods import parse_methods
     from ...evaluate.runner import run_eval, run_eval_ray
@@ -127,24 +161,17 @@ def run(args) -> int:
                 merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
                 settings[key] = ",".join(merged)
     atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
-    bar = tqdm(total=len(examples), desc="eval", unit="ex", disable=args.no_progress)
-
-    def done(ex_id: str, record: dict) -> None:
-        if "error" in record:
-            bar.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
-        bar.set_postfix_str(f"{ex_id} {record.get('total_s', 0):.1f}s" if record else f"{ex_id} (kept)")
-        bar.update(1)
-
+    bars = EvalBars(len(examples), len(methods), disable=args.no_progress)
     failed = {}
     options = dict(k=args.k, ig_steps=args.ig_steps, batch_size=args.batch_size, target=args.target,
-                   resume=not args.no_resume, on_example=done)
+                   resume=not args.no_resume, on_example=bars.example_done)
     if args.ray:
         _, failed = run_eval_ray(args.model, examples, methods, args.out, dtype=args.dtype, address=args.ray,
                                  workers=args.workers, num_cpus=args.num_cpus_per_worker,
                                  num_gpus=args.num_gpus_per_worker, max_retries=args.max_retries, **options)
     else:
-        run_eval(loaded, examples, methods, args.out, **options)
-    bar.close()
+        run_eval(loaded, examples, methods, args.out, progress=bars.method_step, **options)
+    bars.close()
     summary = write_report(args.out, settings)
     _write_charts(args, summary)
     print(markdown(summary))

@@ -1,0 +1,44 @@
+"""Progress inside one forward pass: a callback as each decoder layer starts.
+
+A forward pass of a long sequence (or a batch of them) runs for seconds with nothing to show. With
+`each_layer`, the caller hears of every layer as it starts, in the thread that runs the pass: it can
+draw progress, and it can stop the pass by raising (a cancel button's cooperative check), which unwinds
+the model's forward at once. Passes run by other threads through the same model are not reported.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+LayerCallback = Callable[[int, int], None]  # (layer index that starts, number of layers)
+
+
+@contextmanager
+def each_layer(loaded, callback: LayerCallback | None) -> Iterator[None]:
+    """Call ``callback(i, n_layers)`` as decoder layer ``i`` starts, for forward passes this thread runs
+    through `loaded` (a `LoadedModel`) inside the block. An exception the callback raises ends the pass.
+    With `callback` None, nothing is installed."""
+    if callback is None:
+        yield
+        return
+    layers = loaded.spec.decoder_layers(loaded.model)
+    n_layers, owner = len(layers), threading.get_ident()
+
+    def hook_for(i: int):
+        def hook(module, args):
+            if threading.get_ident() == owner:
+                callback(i, n_layers)
+
+        return hook
+
+    handles = [layer.register_forward_pre_hook(hook_for(i)) for i, layer in enumerate(layers)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+__all__ = ["each_layer", "LayerCallback"]
