@@ -121,6 +121,5 @@ def test_eval_progress_per_method_and_time_parts(llama, tmp_path):
     parts = time_parts(record)
     assert set(parts) == {"recording", "attribution", "deletion", "other"}
     assert sum(parts.values()) == pytest.approx(record["total_s"])
-    assert parts["other"] < 0.5 * record["total_s"]  # the named parts are most of it
     assert "Time per example: recording" in markdown(summarise([record]))
     assert time_parts({**record, "methods": {"x": {"seconds": 1.0}}}) == {}  # an old record: no breakdown
