@@ -228,7 +228,7 @@ def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
             f"the {len(sentences)} prompt {what}s below, {pct(covered)} {OF_PROMPT} between them; the first is "
             f"{quote(sentences[0].text)} ({pct(sentences[0].share)})")
     caption = (f"After all hops, the {facts.target_label} rests most on {held}."
-               + (f" It leads the next by {points(facts.final.lead())} only: within the {points(MARGIN)} margin, "
+               + (f" It leads the next by {points(facts.final.lead())} only: within the {100 * MARGIN:.0f}-point margin, "
                   "so call these two a tie." if len(sentences) > 1 and facts.final.lead() <= MARGIN else "")
                + f" Strongest words: {_words(words)}. The darker a word's background, the more the answer rests on it.")
     if facts.gold is not None:
@@ -292,7 +292,7 @@ def card_note(facts: TraceFacts, k: int = 10) -> str:
     first_p, last_p = facts.pieces[c.first], facts.pieces[c.last]
     if c.kind == "changed":
         return (f"Hops change the evidence: the top prompt {facts.piece_kind} moves from {quote(first_p.text, 40)} to "
-                f"{quote(last_p.text, 40)}, beyond the {points(MARGIN)} margin.")
+                f"{quote(last_p.text, 40)}, beyond the {100 * MARGIN:.0f}-point margin.")
     if facts.swaps:
         w = facts.swaps[0]
         return (f"Hops change the evidence: {quote(facts.pieces[w.entered].text, 40)} climbs from "

@@ -143,8 +143,9 @@ def test_hop_view_outlines_the_target_and_keeps_it_off_the_scale(open_page, vart
     hop0 = view_values(vartrack, 0)
     assert sorted(v for row in traces["target"]["z"] for v in row if v is not None) == sorted(hop0[lo:hi])
     assert traces["target"]["showscale"] is False
-    # the target is left out: the scale tops at the largest other generated token
-    others = [v for i, (v, tok) in enumerate(zip(hop0, vartrack.tokens))
+    # the target is left out: the (shared) scale tops at the largest other generated token of any hop
+    others = [v for k in range(len(vartrack.hops)) for i, (v, tok) in enumerate(zip(view_values(vartrack, k),
+                                                                                    vartrack.tokens))
               if tok.role in ("reasoning", "answer") and not lo <= i < hi]
     assert traces["generated"]["zmax"] == pytest.approx(max(others))
     outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect" and s["line"]["color"] == TARGET_OUTLINE]

@@ -3,6 +3,7 @@ import html
 import pytest
 
 from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.analysis.facts import analyse
 from flashtrace.analysis.graph import OTHER, HopGraph
 from flashtrace.viz import heatmap_values, step_values
 from flashtrace.app.ui import plain
@@ -121,8 +122,11 @@ def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
     table = at.dataframe[0].value
     full = HopGraph.from_trace(vartrack)
     answer = node_label(full, next(s.id for s in vartrack.segments if s.role == "answer"), 18)
-    assert all(path.startswith(f"“{answer}” ← ") for path in table["strongest path"])
-    assert "VAR RPBER = 16819." in list(table["sentence"][:3])  # in words: no ids unless Details is on
+    shown = [path for path in table["strongest path"] if path != "(not shown at this setting)"]
+    assert shown and all(path.startswith(f"“{answer}” ← ") for path in shown)
+    facts = analyse(vartrack)  # ranked by the trace's own scores, in words (no ids unless Details is on)
+    assert list(table["sentence"][:5]) == [piece.label for piece, _share in facts.evidence(5)]
+    assert "VAR RPBER = 16819." in list(table["sentence"])  # the value sentence the answer copies is listed (gold)
     # the chain table: the step that states the value reads the value sentence most
     chain = at.dataframe[1].value
     row = next(i for i, step in enumerate(chain["step"]) if step.endswith(": VAR RPBER = 16819."))
