@@ -214,9 +214,10 @@ class TraceFacts:
             self._index = {p: j for j, p in enumerate(self.prompt_positions)}
         return float(self.depths[depth].token_shares[self._index[position]])
 
-    def climbers(self, min_places: int = 3) -> list[Move]:
-        """Pieces that climbed at least `min_places` ranks from depth 0 to the deepest depth."""
-        return [m for m in self.moves if m.rank_first - m.rank_last >= min_places]
+    def climbers(self, min_places: int = 3, within: int = 10) -> list[Move]:
+        """Pieces that climbed at least `min_places` ranks from depth 0 to the deepest depth and end in the top
+        `within` (a climb among the long tail says nothing), largest climb first."""
+        return [m for m in self.moves if m.rank_first - m.rank_last >= min_places and m.rank_last <= within]
 
 
 def _pieces(trace: Trace, gold: set[int]) -> tuple[str, list[Piece]]:

@@ -165,7 +165,8 @@ def change_words(facts: TraceFacts) -> str:
 
 def moves_words(facts: TraceFacts, n: int = 3) -> str:
     """Which pieces the hops moved up the ranking (known evidence first)."""
-    climbers = facts.climbers()
+    gold = [m for m in facts.climbers(within=len(facts.pieces)) if facts.pieces[m.piece].gold]  # at any rank
+    climbers = gold + [m for m in facts.climbers() if m not in gold]
     if len(facts.depths) < 2 or not climbers:
         return ""
     chosen = sorted(climbers, key=lambda m: (not facts.pieces[m.piece].gold, m.rank_last - m.rank_first))[:n]
@@ -285,7 +286,17 @@ def swap_words(facts: TraceFacts) -> str:
 
 
 def card_note(facts: TraceFacts, k: int = 10) -> str:
-    """One sentence for a gallery card, from the facts alone, so the card cannot contradict the pages."""
+    """A sentence or two for a gallery card, from the facts alone, so the card cannot contradict the pages:
+    what the hops do to the evidence, and where the known evidence ranks, when there is one."""
+    note = _card_change(facts, k)
+    g = facts.gold
+    if g is not None and g.piece_rank[0] is not None and len(facts.depths) > 1:
+        note += (f" The known evidence's best {facts.piece_kind} ranks {_ordinal(g.piece_rank[0])} at hop 0 and "
+                 f"{_ordinal(g.piece_rank[-1])} after the hops.")
+    return note
+
+
+def _card_change(facts: TraceFacts, k: int) -> str:
     c, last = facts.change, len(facts.depths) - 1
     if last == 0 or c.kind == "none":
         return "Traced without hops." if last == 0 else "No prompt attribution to compare."
