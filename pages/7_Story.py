@@ -1,74 +1,135 @@
 """Story: one trace told in five captioned panels (question and answer, what the answer reads directly, how
-the reasoning passes it on, the evidence, a faithfulness check), stepped with Back/Next and kept in the URL
-(``?trace=gallery:needle&step=3``)."""
+the reasoning passes it on, the evidence, a faithfulness check), stepped with Back/Next or the keyboard
+(arrow keys, space, Page Up/Down) and kept in the URL (``?trace=gallery:needle&step=3``). ``&present=1`` is
+the presenter view: full width, no sidebar, large type (Escape leaves it)."""
 
 import streamlit as st
 
-from flashtrace.app import state as app_state, ui
+from flashtrace.app import screen, state as app_state, ui
 from flashtrace.app.export import export_buttons
 from flashtrace.app.glossary import help_link
-from flashtrace.analysis.story import STEPS, TITLES, stored_check, story_panels
-from flashtrace.viz.story import evidence_html, panel_figures, sentences_html
+from flashtrace.analysis.story import STEPS, TITLES, Panel, stored_check, story_panels
+from flashtrace.viz.story import (answer_html, evidence_html, panel_figures, prompt_html, question_html,
+                                  reasoning_html, sentences_html)
+
+N = len(STEPS)
+TERMS = {"question": ("attribution",), "direct": ("hop", "attribution"), "hops": ("hop", "rho"),
+         "evidence": ("attribution", "segment"), "check": ("deletion", "log-probability")}
 
 
 def go_to(target: int) -> None:
     st.query_params["step"] = str(target)
 
 
-ui.page_setup("Story")
-st.title("The story of a trace")
-pick_col, back, where, forward = st.columns([4, 1, 2, 1], vertical_alignment="bottom")
-with pick_col:
-    picked = ui.trace_picker()
+def presenting(on: bool) -> None:
+    if on:
+        st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+
+
+def current_step() -> int:
+    try:
+        return min(max(int(st.query_params.get("step", "1")), 1), N)
+    except ValueError:
+        return 1
+
+
+def step_buttons(step: int, back, where, forward) -> None:
+    back.button("Back", key="story_back", icon=":material/arrow_back:", disabled=step == 1, on_click=go_to,
+                args=(step - 1,), width="stretch", help="Previous step (← or Page Up)")
+    forward.button("Next", key="story_next", icon=":material/arrow_forward:", disabled=step == N, on_click=go_to,
+                   args=(step + 1,), width="stretch", help="Next step (→, space or Page Down)")
+    where.progress(step / N, text=f"Step {step:d} of {N:d}")
+
+
+def question_body(data: dict, large: bool) -> None:
+    """Step 1: the question large (its asking sentence, for a long prompt), the whole prompt on request, the
+    reasoning and the answer, all as plain text."""
+    st.html(question_html(data, large))
+    if data["ask"]:
+        with st.expander("The whole prompt"):
+            st.html(prompt_html(data))
+    if data["reasoning"]:
+        left, right = st.columns([3, 2])
+        left.html(reasoning_html(data, large))
+    else:
+        right = st.container()
+    right.html(answer_html(data, large))
+
+
+def show_caption(panel: Panel) -> None:
+    with st.container(key="story_caption"):
+        st.markdown(ui.plain(panel.caption))
+
+
+def check_run(ref, trace, live_key: str) -> None:
+    """The check panel's source, or a button that runs the check live (a trace without a stored one)."""
+    if stored_check(trace) is None and live_key not in st.session_state:
+        if st.button(f"Run the check now with {ui.plain(trace.model.name)} (loads the model)", key="story_run_check"):
+            with st.spinner("Loading the model and scoring the deletions…"), ui.shown_errors("Check failed: "):
+                st.session_state[live_key] = app_state.live_faithfulness(ref)
+                st.rerun()
+    elif live_key in st.session_state:
+        st.caption("Computed live just now with the trace's model.")
+    else:
+        st.caption("Precomputed when the gallery was built, with the trace's model.")
+
+
+def show_panel(ref, trace, panel: Panel, large: bool) -> list:
+    """Draw one panel (main figure first, under its title); returns the blocks its HTML export holds."""
+    figures = panel_figures(trace, panel, large)
+    blocks: list = []
+    if panel.key == "question":
+        show_caption(panel)
+        question_body(panel.data, large)
+        blocks += [question_html(panel.data), prompt_html(panel.data, None) if panel.data["ask"] else "",
+                   reasoning_html(panel.data) if panel.data["reasoning"] else "", answer_html(panel.data)]
+    for i, fig in enumerate(figures):
+        st.plotly_chart(fig, key=f"story_fig_{panel.key}_{i}", config={"displaylogo": False})
+    if panel.key != "question":
+        show_caption(panel)
+    if panel.key == "evidence":
+        top = sentences_html(trace, panel.data["sentences"])
+        st.html(top)
+        with st.expander("The whole prompt, highlighted"):
+            st.html(evidence_html(trace))
+        blocks += [top, "<h3>The whole prompt</h3>", evidence_html(trace, max_height_px=None)]
+    if panel.key == "check":
+        check_run(ref, trace, f"story_check_{ref}")
+    return blocks + figures
+
+
+present = st.query_params.get("present") == "1"
+ui.page_setup("Story", sidebar=not present)
+step = current_step()
+if present:
+    screen.presenter_view()
+    picked = ui.url_trace()
+    with st.container(key="story_bar"):
+        title, back, where, forward, leave = st.columns([7, 1.2, 1.6, 1.2, 1.2], vertical_alignment="center")
+    leave.button("Exit", key="story_exit", icon=":material/close_fullscreen:", on_click=presenting, args=(False,),
+                 width="stretch", help="Leave the presenter view (Escape)")
+else:
+    st.title("The story of a trace")
+    pick_col, back, where, forward, show = st.columns([4, 1, 1.6, 1, 1.2], vertical_alignment="bottom")
+    with pick_col:
+        picked = ui.trace_picker()
+    show.button("Present", key="story_present", icon=":material/slideshow:", on_click=presenting, args=(True,),
+                width="stretch", help="Full-width presenter view: no sidebar, large type (Escape leaves it)")
 if picked:
     ref, trace = picked
-    n = len(STEPS)
-    try:
-        step = min(max(int(st.query_params.get("step", "1")), 1), n)
-    except ValueError:
-        step = 1
-    back.button("Back", key="story_back", icon=":material/arrow_back:", disabled=step == 1, on_click=go_to,
-                args=(step - 1,), width="stretch")
-    forward.button("Next", key="story_next", icon=":material/arrow_forward:", disabled=step == n, on_click=go_to,
-                   args=(step + 1,), width="stretch")
-    where.progress(step / n, text=f"Step {step:d} of {n:d}")
-    live_key = f"story_check_{ref}"
+    step_buttons(step, back, where, forward)
+    screen.story_keys()
     with ui.shown_errors():
-        panel = story_panels(trace, st.session_state.get(live_key))[step - 1]
-        st.subheader(TITLES[panel.key], anchor=False)  # md-ok: constant titles
-        st.markdown(ui.plain(panel.caption))
-        figures = panel_figures(trace, panel)
-        blocks = []
-        if panel.key == "question":
-            st.text_area("Question (the prompt)", panel.data["question"], height=140, disabled=True, key="story_q")
-            if panel.data["reasoning"]:
-                st.text_area("The model's reasoning", panel.data["reasoning"], height=100, disabled=True,
-                             key="story_r")
-            st.text_area("Answer (the text being explained)", panel.data["answer"], height=68, disabled=True,
-                         key="story_a")
-        if panel.key == "evidence":
-            top = sentences_html(trace, panel.data["sentences"])
-            st.html(top)
-            with st.expander("The whole prompt, highlighted"):
-                st.html(evidence_html(trace))
-            blocks += [top, "<h3>The whole prompt</h3>", evidence_html(trace, max_height_px=None)]
-        for i, fig in enumerate(figures):
-            st.plotly_chart(fig, key=f"story_fig_{panel.key}_{i}", config={"displaylogo": False})
-        if panel.key == "check":
-            if stored_check(trace) is None and live_key not in st.session_state:
-                if st.button(f"Run the check now with {ui.plain(trace.model.name)} (loads the model)",
-                             key="story_run_check"):
-                    with st.spinner("Loading the model and scoring the deletions…"), \
-                            ui.shown_errors("Check failed: "):
-                        st.session_state[live_key] = app_state.live_faithfulness(ref)
-                        st.rerun()
-            elif live_key in st.session_state:
-                st.caption("Computed live just now with the trace's model.")
-            else:
-                st.caption("Precomputed when the gallery was built, with the trace's model.")
-        export_buttons(f"{ref.name}-story-{step}", f"{trace.title or ref.name}: {TITLES[panel.key]}",
-                       blocks + figures, figures[0] if figures else None, intro=panel.caption, key="story_export")
-    terms = {"question": ("attribution",), "direct": ("hop", "attribution"), "hops": ("hop", "rho"),
-             "evidence": ("attribution", "segment"), "check": ("deletion", "log-probability")}[panel.key]
-    st.caption("Words used here: " + " · ".join(help_link(k) for k in terms))  # md-ok: constant glossary links
-    ui.nav_links(ref, "story")
+        panel = story_panels(trace, st.session_state.get(f"story_check_{ref}"))[step - 1]
+        (title if present else st).subheader(TITLES[panel.key], anchor=False)  # md-ok: constant titles
+        blocks = show_panel(ref, trace, panel, present)
+        if not present:
+            figures = [b for b in blocks if not isinstance(b, str)]
+            export_buttons(f"{ref.name}-story-{step}", f"{trace.title or ref.name}: {TITLES[panel.key]}", blocks,
+                           figures[0] if figures else None, intro=panel.caption, key="story_export")
+    if not present:
+        st.caption("Words used here: " + " · ".join(help_link(k) for k in TERMS[panel.key])  # md-ok: constants
+                   + " · Keys: → or space next, ← back")
+        ui.nav_links(ref, "story")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from flashtrace.analysis.facts import MARGIN, analyse
-from flashtrace.analysis.story import (STEPS, card_note, change_words, check_panel, evidence_panel, gold_words,
+from flashtrace.analysis.story import (STEPS, asked, card_note, change_words, check_panel, evidence_panel, gold_words,
                                        hops_panel, moves_words, stored_check, story_panels)
 from flashtrace.analysis.text import counted, pct, quote
 from flashtrace.store.gallery import list_gallery, load_gallery_trace
@@ -220,3 +220,13 @@ def test_paths_that_skip_the_reasoning_say_why():
     assert "skipping the reasoning" in path_words(direct)
     assert path_words([HopPath(("A", "S2", "P1"), 0.2), HopPath(("A", "P4"), 0.1)]) == ""  # one goes through a step
     assert path_words([None]) == ""
+
+
+def test_step_one_names_the_sentence_that_asks_in_a_long_prompt():
+    # long-vartrack hides its question after ~8,800 characters of text: step 1 shows that sentence large
+    assert asked(load_gallery_trace("long-vartrack")) == "Question: What is the value of VAR HWRXJ?"
+    assert story_panels(load_gallery_trace("long-vartrack"))[0].data["ask"] == "Question: What is the value of VAR HWRXJ?"
+    assert asked(load_gallery_trace("free-form")) == ""  # 161 characters: shown whole
+    facts = ["Alpha is one and it stays one for a long while, as every reader of this long text knows."] * 4
+    trace = make_trace(facts + ["Tell me alpha."], S, A, [vector(facts + ["Tell me alpha."], S, A, {"P0": .5, "S0": .5})])
+    assert len(trace.prompt) > 300 and asked(trace) == "Tell me alpha."  # no question mark: the last sentence

@@ -82,6 +82,23 @@ def _text_of(trace: Trace, roles: tuple[str, ...]) -> str:
     return "".join(t.text for t in trace.tokens if t.role in roles).strip()
 
 
+SHORT_PROMPT = 300  # characters: a prompt this short is shown whole as the question
+
+
+def asked(trace: Trace, question: str | None = None) -> str:
+    """The sentence of a long question (the prompt, or its first `question` characters when the tool added an
+    instruction after it) that asks it, for showing it large: the last prompt sentence in it with a question
+    mark, else its last sentence (or line). Empty when the question is short enough to show whole
+    (`SHORT_PROMPT`)."""
+    question = trace.prompt if question is None else question
+    if len(question.strip()) <= SHORT_PROMPT:
+        return ""
+    parts = [s.text.strip() for s in trace.segments or [] if s.role == "prompt" and s.text.strip()
+             and (s.char_start is None or s.char_start < len(question.rstrip()))]
+    parts = parts or [line.strip() for line in question.splitlines() if line.strip()]
+    return next((p for p in reversed(parts) if "?" in p), parts[-1] if parts else "")
+
+
 def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     lo, hi = trace.settings.target
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
@@ -97,7 +114,8 @@ def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     question = trace.prompt[:scaffold[0]] if scaffold else trace.prompt
     if scaffold:
         caption += " (The tool asked for step-by-step reasoning; that instruction is not counted as evidence.)"
-    return Panel("question", TITLES["question"], caption, {"question": question, "reasoning": reasoning, "answer": answer})
+    return Panel("question", TITLES["question"], caption,
+                 {"question": question, "ask": asked(trace, question), "reasoning": reasoning, "answer": answer})
 
 
 def _top_claim(facts: TraceFacts, depth: int, what: str) -> str:
@@ -377,3 +395,4 @@ __all__ = ["STEPS", "TITLES", "Ranked", "Panel", "story_panels", "question_panel
            "evidence_panel", "check_panel", "stored_check", "ranked", "top_words", "reach_words", "change_words",
            "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS", "swap_words", "path_words",
            "graph_words"]
+__all__ += ["asked"]  # Story step 1

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import streamlit as st
 
+from . import screen
 from .state import TraceRef, load_trace, trace_choices
 from .glossary import help_link
 from ..analysis.schema import Trace
@@ -25,12 +26,16 @@ NAV = [(PAGES["home"], "Home", ":material/home:"), (PAGES["trace"], "Trace", ":m
        (PAGES["story"], "Story", ":material/auto_stories:"), (PAGES["glossary"], "Glossary", ":material/menu_book:")]
 
 
-def page_setup(title: str) -> None:
-    """Page title and layout, and the sidebar's page list (it replaces Streamlit's own listing of pages/,
-    which would name the home page after its file). The page icon is a file served by the app: a
+def page_setup(title: str, sidebar: bool = True) -> None:
+    """Page title and layout (compact, to fit a 1280×720 screen), and the sidebar's page list (it replaces
+    Streamlit's own listing of pages/, which would name the home page after its file); `sidebar` False
+    draws no sidebar (the Story's presenter view). The page icon is a file served by the app: a
     ``:material/...:`` or emoji icon would make the browser fetch it from a font or emoji host."""
     st.set_page_config(page_title=f"{title} · FlashTrace Studio", page_icon=str(FAVICON), layout="wide")
     st.set_option("client.showSidebarNavigation", False)
+    screen.compact_page()
+    if not sidebar:
+        return
     with st.sidebar:
         for path, label, icon in NAV:
             st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
@@ -116,6 +121,20 @@ def trace_picker(label: str = "Trace") -> tuple[TraceRef, Trace] | None:
     options = list(choices)
     ref = synced(st.selectbox, label, "trace", options, current if current in choices else options[0],
                  format_func=lambda r: choices.get(r, r))
+    return _opened(ref)
+
+
+def url_trace() -> tuple[TraceRef, Trace] | None:
+    """The trace ``?trace=`` names (or the first one listed), loaded, with no picker shown (the Story's
+    presenter view); None, with a message, when there is none or it cannot be read."""
+    ref = st.query_params.get("trace") or next(iter(trace_choices()), None)
+    if ref is None:
+        st.info("No traces yet: the gallery is empty and the library has nothing readable.")
+        return None
+    return _opened(ref)
+
+
+def _opened(ref: str) -> tuple[TraceRef, Trace] | None:
     try:
         parsed = TraceRef.parse(ref)
         return parsed, load_trace(parsed)

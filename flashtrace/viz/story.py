@@ -15,11 +15,53 @@ from ..analysis.schema import Trace
 from .colors import GOLD, PROMPT, REASONING, TEMPLATE
 from .tokens import tokens_html
 
-_LAYOUT = {"margin": {"l": 10, "r": 20, "t": 40, "b": 30}, "font": {"size": 13}}
+# margins leave room for tick labels; `automargin` on every axis grows them where labels are longer, so
+# neither the app nor a PNG/SVG export (kaleido) cuts a label off
+_LAYOUT = {"margin": {"l": 56, "r": 24, "t": 44, "b": 36}, "font": {"size": 13}}
+LARGE_FONT = 17  # the presenter view's figure text (pixels)
 
 
 def _escaped(text: str) -> str:
     return html.escape(text, quote=False)
+
+
+def text_html(label: str, text: str, size_rem: float, max_height_px: int | None = None, strong: bool = False,
+              css_class: str = "ft-text") -> str:
+    """`text` as plain, escaped HTML under a small `label`: line breaks kept, long words wrapped, in a box
+    that scrolls only past `max_height_px` (None: never)."""
+    scroll = f"max-height:{max_height_px}px;overflow-y:auto;" if max_height_px else ""
+    weight = "font-weight:600;" if strong else ""
+    return (f'<div class="{css_class}" style="margin:0 0 10px 0">'
+            f'<div style="font-size:0.85rem;opacity:0.7;margin-bottom:2px">{html.escape(label)}</div>'
+            f'<div class="ft-text-body" style="font-size:{size_rem}rem;line-height:1.4;white-space:pre-wrap;'
+            f'overflow-wrap:anywhere;{weight}{scroll}">{html.escape(text.strip())}</div></div>')
+
+
+def question_html(data: dict, large: bool = False) -> str:
+    """Story step 1's question: the sentence that asks it, large (a long prompt; the whole prompt is offered
+    apart), or the whole short prompt."""
+    if data["ask"]:
+        return text_html("The question (its last sentence; the whole prompt is below)", data["ask"],
+                         2.0 if large else 1.45, strong=True, css_class="ft-question")
+    return text_html("The question (the prompt)", data["question"], 1.7 if large else 1.25, css_class="ft-question")
+
+
+def reasoning_html(data: dict, large: bool = False) -> str:
+    """The model's reasoning, whole (a box that scrolls only beyond about 20 lines)."""
+    return text_html("The model's reasoning", data["reasoning"], 1.25 if large else 1.0,
+                     max_height_px=600 if large else 480, css_class="ft-reasoning")
+
+
+def answer_html(data: dict, large: bool = False) -> str:
+    """The answer (the text being explained), large."""
+    return text_html("The answer (the text being explained)", data["answer"], 2.0 if large else 1.45,
+                     max_height_px=400, strong=True, css_class="ft-answer")
+
+
+def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
+    """The whole prompt as plain text (a scroll box in the app; whole in an export)."""
+    return text_html(f"The whole prompt ({len(data['question'].split()):,} words)", data["question"], 0.95,
+                     max_height_px=max_height_px, css_class="ft-prompt")
 
 
 def pieces_figure(pieces: list[Ranked], title: str, view: str) -> go.Figure:
@@ -35,7 +77,7 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str) -> go.Figure:
         hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
     top = max((p.share for p in pieces), default=1.0)
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(pieces), 1),
-                      xaxis={"range": [0, top * 1.35], "tickformat": ".0%", "fixedrange": True,
+                      xaxis={"range": [0, top * 1.35], "tickformat": ".0%", "fixedrange": True, "automargin": True,
                              "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
                       meta={"view": view, "gold": [p.key for p in pieces if p.piece.gold]}, **_LAYOUT)
@@ -53,7 +95,7 @@ def split_figure(shares: dict[str, float]) -> go.Figure:
                              hovertemplate=f"{name}: %{{x:.1%}}<extra></extra>"))
     fig.update_layout(barmode="stack", height=170,
                       title={"text": "Where the answer looks directly", "font": {"size": 14}},
-                      xaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True},
+                      xaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True, "automargin": True},
                       yaxis={"visible": False, "fixedrange": True},
                       legend={"orientation": "h", "y": -0.35, "x": 0, "traceorder": "normal"},
                       meta={"view": "story_direct"}, **_LAYOUT)
@@ -73,7 +115,8 @@ def reach_figure(panel: Panel) -> go.Figure:
     ])
     fig.update_layout(barmode="stack", height=300, title={"text": "How much of the answer's attribution has reached "
                                                           "the input", "font": {"size": 14}},
-                      yaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True}, xaxis={"fixedrange": True},
+                      yaxis={"range": [0, 1], "tickformat": ".0%", "fixedrange": True, "automargin": True},
+                      xaxis={"fixedrange": True, "automargin": True},
                       legend={"orientation": "h", "y": -0.2, "x": 0, "traceorder": "normal"},
                       meta={"view": "story_hops"}, **_LAYOUT)
     return fig
@@ -95,7 +138,8 @@ def check_figure(check: Check) -> go.Figure:
     low = min(min(values), min(check.randoms), 0.0)
     fig.update_layout(height=300, title={"text": "Answer log-probability (0 = certain; lower = less likely)",
                                          "font": {"size": 14}},
-                      yaxis={"range": [low * 1.1 - 0.1, 0.1], "fixedrange": True}, xaxis={"fixedrange": True},
+                      yaxis={"range": [low * 1.1 - 0.1, 0.1], "fixedrange": True, "automargin": True},
+                      xaxis={"fixedrange": True, "automargin": True},
                       legend={"orientation": "h", "y": 1.0, "x": 1.0, "xanchor": "right", "yanchor": "bottom"},
                       meta={"view": "story_check"}, **_LAYOUT)
     return fig
@@ -123,8 +167,21 @@ def sentences_html(trace: Trace, pieces: list[Ranked]) -> str:
     return "".join(rows)
 
 
-def panel_figures(trace: Trace, panel: Panel) -> list[go.Figure]:
-    """The figures a panel shows, in order (the question panel has none)."""
+def panel_figures(trace: Trace, panel: Panel, large: bool = False) -> list[go.Figure]:
+    """The figures a panel shows, in order (the question panel has none); `large`: the presenter view's
+    larger type (and height to match)."""
+    figs = _figures(trace, panel)
+    if large:  # sizes set on each part: the app's chart theme would otherwise keep its own small ticks
+        for fig in figs:
+            fig.update_layout(font={"size": LARGE_FONT}, title_font_size=LARGE_FONT + 2, legend_font_size=LARGE_FONT,
+                              height=round(fig.layout.height * 1.15))
+            fig.update_xaxes(tickfont_size=LARGE_FONT - 1, title_font_size=LARGE_FONT - 1)
+            fig.update_yaxes(tickfont_size=LARGE_FONT - 1)
+            fig.update_traces(textfont_size=LARGE_FONT)
+    return figs
+
+
+def _figures(trace: Trace, panel: Panel) -> list[go.Figure]:
     if panel.key == "direct":
         figs = [split_figure(panel.data["shares"])]
         if panel.data["sentences"]:
@@ -142,4 +199,4 @@ def panel_figures(trace: Trace, panel: Panel) -> list[go.Figure]:
 
 
 __all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html",
-           "panel_figures"]
+           "panel_figures", "text_html", "question_html", "reasoning_html", "answer_html", "prompt_html", "LARGE_FONT"]

@@ -73,3 +73,41 @@ def test_story_steps_through_every_gallery_trace_offline(tmp_path):
             browser.close()
     assert external == []
     assert errors == []
+
+
+def test_keys_step_through_the_story_and_leave_the_presenter_view(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+
+        def press(key: str, number: int) -> None:
+            page.keyboard.press(key)
+            page.get_by_role("heading", name=TITLES[STEPS[number - 1]]).wait_for(timeout=60_000)
+            settle(page)
+            assert f"step={number}" in page.url, (key, page.url)
+
+        try:
+            page.goto(f"{url}/Story?trace=gallery:vartrack&step=1", timeout=90_000)
+            page.get_by_role("heading", name=TITLES["question"]).wait_for(timeout=60_000)
+            settle(page)
+            for key, number in (("ArrowRight", 2), ("Space", 3), ("PageDown", 4), ("ArrowLeft", 3),
+                                ("Shift+Space", 2), ("PageUp", 1), ("ArrowLeft", 1)):
+                press(key, number)
+            page.get_by_role("button", name="Present").click()
+            page.get_by_role("button", name="Exit").wait_for(timeout=60_000)
+            settle(page)
+            assert "present=1" in page.url and not page.locator('[data-testid="stSidebar"]').is_visible()
+            press("ArrowRight", 2)
+            assert "present=1" in page.url
+            page.keyboard.press("Escape")
+            page.get_by_role("button", name="Present").wait_for(timeout=60_000)
+            settle(page)
+            assert "present=1" not in page.url and "step=2" in page.url
+            assert page.locator('[data-testid="stSidebar"]').is_visible()
+            page.get_by_role("combobox").first.focus()  # keys typed into a field move nothing
+            page.keyboard.press("ArrowRight")
+            settle(page)
+            assert "step=2" in page.url
+        finally:
+            browser.close()

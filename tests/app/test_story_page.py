@@ -1,12 +1,15 @@
 """Story and Glossary pages (AppTest): every panel of a gallery trace reachable by URL and by Next/Back,
 captions shown literally, the faithfulness check run live for a library trace, glossary anchors."""
 
+import json
+
 import pytest
 
 import flashtrace
 from flashtrace.app.glossary import TERMS
 from flashtrace.store.library import Library
 from flashtrace.analysis.story import STEPS, TITLES
+from flashtrace.viz.story import LARGE_FONT
 
 from .conftest import no_problems
 
@@ -30,6 +33,35 @@ def test_next_and_back_walk_every_panel_in_the_url(open_page):
             at.button(key="story_next").click().run()
     assert at.button(key="story_next").disabled
     at.button(key="story_back").click().run()
+    assert [s.value for s in at.subheader] == [TITLES["evidence"]]
+
+
+def test_step_one_shows_the_question_answer_and_reasoning_as_text(open_page):
+    at = open_page(STORY, trace="gallery:long-vartrack", step="1")
+    no_problems(at)
+    assert not at.text_area  # no greyed, disabled boxes
+    shown = " ".join(h.proto.body for h in at.get("html"))
+    assert "Question: What is the value of VAR HWRXJ?" in shown and "47977" in shown  # the question, the answer
+    assert "VAR HWRXJ = VAR IKCOS." in shown  # the reasoning
+    assert [e.label for e in at.expander] == ["The whole prompt"]
+    assert "Memorize and track the chain(s) of variable assignments" in shown  # inside it, whole
+
+
+def test_present_button_opens_the_presenter_view_and_exit_leaves_it(open_page):
+    at = open_page(STORY, trace="gallery:vartrack", step="3")
+    assert at.sidebar.children  # the page list and the Details toggle
+    at.button(key="story_present").click().run()
+    no_problems(at)
+    assert at.query_params["present"] in ("1", ["1"]) and at.query_params["step"] in ("3", ["3"])
+    assert not at.sidebar.children and not at.selectbox  # no sidebar, no trace picker
+    assert [s.value for s in at.subheader] == [TITLES["hops"]]
+    charts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    assert charts and all(c["font"]["size"] == LARGE_FONT for c in charts)
+    at.button(key="story_next").click().run()
+    assert [s.value for s in at.subheader] == [TITLES["evidence"]] and not at.sidebar.children
+    at.button(key="story_exit").click().run()
+    no_problems(at)
+    assert "present" not in at.query_params and at.sidebar.children and at.selectbox
     assert [s.value for s in at.subheader] == [TITLES["evidence"]]
 
 

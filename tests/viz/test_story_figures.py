@@ -6,7 +6,10 @@ from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.analysis.facts import Piece, analyse, summarise_check
 from flashtrace.analysis.story import Ranked, story_panels
 from flashtrace.analysis.text import pct
-from flashtrace.viz.story import check_figure, panel_figures, pieces_figure, sentences_html
+from flashtrace.viz.story import (LARGE_FONT, answer_html, check_figure, panel_figures, pieces_figure, prompt_html,
+                                  question_html, reasoning_html, sentences_html)
+
+from .conftest import HOSTILE_PROMPT
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 50, "n_deleted": 5, "before": -0.5, "top": -4.0,
          "random": [-0.7, -1.1], "random_mean": -0.9, "seed": 0, "model": "m"}
@@ -49,3 +52,25 @@ def test_trace_text_is_escaped_in_labels():
     text = "<img src=x onerror=alert(1)>"
     fig = pieces_figure([Ranked(Piece("P0", text, text, 0, 1), 0.5)], "t", "v")
     assert "<img" not in fig.data[0].y[0] and "&lt;img" in fig.data[0].y[0]
+
+
+def test_question_answer_and_reasoning_are_plain_text(small_trace):
+    data = story_panels(small_trace)[0].data
+    assert data["question"] == HOSTILE_PROMPT and data["ask"] == ""  # a short prompt is the question, shown whole
+    blocks = question_html(data) + reasoning_html(data) + answer_html(data)
+    assert "<script>" not in blocks and "&lt;script&gt;alert(1)&lt;/script&gt;" in blocks
+    assert 'onmouseover="x"' not in blocks and "&amp; 2 dogs" in blocks
+    assert "white-space:pre-wrap" in question_html(data)  # the prompt's line breaks stay
+    long = {"question": "Some text. " * 60 + "What is <b>x</b>?", "ask": "What is <b>x</b>?", "reasoning": "",
+            "answer": "5"}
+    assert "What is &lt;b&gt;x&lt;/b&gt;?" in question_html(long) and "font-size:2.0rem" in question_html(long, True)
+    assert "max-height" not in prompt_html(long, None) and "max-height:320px" in prompt_html(long)
+    assert "(its last sentence" in question_html(long) and "The whole prompt (123 words)" in prompt_html(long)
+
+
+def test_presenter_figures_are_larger_and_nothing_else_changes(trace):
+    for panel in story_panels(trace)[1:]:
+        for small, large in zip(panel_figures(trace, panel), panel_figures(trace, panel, large=True)):
+            assert large.layout.font.size == LARGE_FONT and large.layout.height > small.layout.height
+            assert [t.x for t in large.data] == [t.x for t in small.data]
+            assert [t.y for t in large.data] == [t.y for t in small.data]
