@@ -29,7 +29,8 @@ if picked:
         st.warning("This trace has no step-level attribution. Re-run it on the Trace page with "
                    "'Step-level data for the hop graph' ticked.")
         st.stop()
-    left, right = st.columns([3, 2])
+    chart = st.container()  # the graph first, its controls in one row under it (the graph fits a 720-px screen)
+    left, right = st.columns([3, 2], vertical_alignment="center")
     with left:
         keep = ui.synced(st.select_slider, "Influence shown", "keep", KEEP, "80%",
                          help=help_link("threshold", "Keep the input sentences that together carry this much of the "
@@ -48,8 +49,8 @@ if picked:
         ids = [*graph.nodes(), *(n for n in full.nodes() if n not in graph.graph)]
         node = st.query_params.get("node")
         graph_fig = hop_graph_figure(graph, trace, selected=node)
-        event = st.plotly_chart(graph_fig, key="graph", on_select="rerun", selection_mode="points",
-                                config={"displaylogo": False})
+        event = chart.plotly_chart(graph_fig, key="graph", on_select="rerun", selection_mode="points",
+                                   config={"displaylogo": False})
         clicked = selected_node(event)
         if clicked and clicked != st.session_state.get("last_click"):
             st.session_state["last_click"] = clicked

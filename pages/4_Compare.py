@@ -20,10 +20,7 @@ def hop_depths(trace) -> None:
         st.info("This trace has no hops beyond 0; run it with more hops to compare depths.")
         return
     facts = analyse(trace)
-    with st.container(border=True):
-        for line in (reach_words(facts), change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)):
-            if line:
-                st.text(line)
+    chart = st.container()  # the strips first, their controls in one row under them (720-px screens)
     c1, c2, c3, c4 = st.columns([5, 3, 3, 3])
     view = c1.segmented_control("Show", ["added by each hop", "total after hop K"], default="added by each hop",
                                 key="depth_view",
@@ -42,7 +39,11 @@ def hop_depths(trace) -> None:
         fig = hop_token_strips(facts, [t.text for t in trace.tokens], mode, shared=not per_row, limit=limit)
     else:
         fig = hop_segment_strips(facts, mode, shared=not per_row, limit=limit)
-    st.plotly_chart(fig, key="hop_strips", config=CHART)
+    chart.plotly_chart(fig, key="hop_strips", config=CHART)
+    with st.container(border=True):  # the same in words
+        for line in (reach_words(facts), change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)):
+            if line:
+                st.text(line)
     k = st.slider("k for the top-k overlap", 3, 30, 10, key="depth_k")
     comparison = facts.comparison(k)
     left, right = st.columns(2)

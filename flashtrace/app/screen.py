@@ -8,10 +8,12 @@ from __future__ import annotations
 import streamlit as st
 import streamlit.components.v2 as components
 
-# Streamlit leaves 6rem above a page's first line and draws the title at 2.75rem: at 720 px that pushes the
-# main figure below the fold. The sidebar's own top gap shrinks to match.
+# Streamlit leaves 6rem above a page's first line (under a 3.75rem top bar) and draws the title at 2.75rem:
+# at 720 px that pushes the main figure below the fold. The top bar (its menu, the running indicator) gets
+# lower, the gap and the title smaller, and the sidebar's own top gap shrinks to match.
 COMPACT_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 3.2rem; padding-bottom: 3rem; }
+[data-testid="stHeader"] { height: 2.75rem; min-height: 2.75rem; }
+[data-testid="stMainBlockContainer"] { padding-top: 3rem; padding-bottom: 3rem; }
 [data-testid="stMainBlockContainer"] h1 { font-size: 2.1rem; padding: 0 0 0.4rem 0; }
 [data-testid="stSidebarHeader"] { margin-bottom: 0.5rem; }
 </style>"""

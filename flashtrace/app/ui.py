@@ -147,8 +147,10 @@ def trace_page(title: str, heading: str | None = None) -> tuple[TraceRef, Trace]
     """Set up a page about one trace: title, the trace picker (kept in the URL) and the trace's header.
     Returns the picked ``(reference, trace)`` or None."""
     page_setup(title)
-    st.title(heading or title)
-    picked = trace_picker()
+    head, pick = st.columns([2, 3], vertical_alignment="bottom")  # one row: the figure starts higher
+    head.title(heading or title)
+    with pick:
+        picked = trace_picker()
     if picked:
         trace_header(picked[1])
     return picked
