@@ -6,11 +6,11 @@ the presenter view: full width, no sidebar, large type (Escape leaves it)."""
 import streamlit as st
 
 from flashtrace.app import screen, state as app_state, ui
-from flashtrace.app.export import export_buttons
+from flashtrace.app.export import export_buttons, story_download
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.story import STEPS, TITLES, Panel, stored_check, story_panels
-from flashtrace.viz.story import (answer_html, evidence_html, panel_figures, prompt_html, question_html,
-                                  reasoning_html, sentences_html)
+from flashtrace.viz.story import (answer_html, evidence_html, panel_blocks, panel_figures, prompt_html,
+                                  question_html, reasoning_html, sentences_html, story_document)
 
 N = len(STEPS)
 TERMS = {"question": ("attribution",), "direct": ("hop", "attribution"), "hops": ("hop", "rho"),
@@ -76,28 +76,32 @@ def check_run(ref, trace, live_key: str) -> None:
         st.caption("Precomputed when the gallery was built, with the trace's model.")
 
 
-def show_panel(ref, trace, panel: Panel, large: bool) -> list:
-    """Draw one panel (main figure first, under its title); returns the blocks its HTML export holds."""
-    figures = panel_figures(trace, panel, large)
-    blocks: list = []
+def show_panel(ref, trace, panel: Panel, large: bool) -> None:
+    """Draw one panel: its main figure first, under its title (step 1: the caption, then the texts)."""
     if panel.key == "question":
         show_caption(panel)
         question_body(panel.data, large)
-        blocks += [question_html(panel.data), prompt_html(panel.data, None) if panel.data["ask"] else "",
-                   reasoning_html(panel.data) if panel.data["reasoning"] else "", answer_html(panel.data)]
-    for i, fig in enumerate(figures):
+    for i, fig in enumerate(panel_figures(trace, panel, large)):
         st.plotly_chart(fig, key=f"story_fig_{panel.key}_{i}", config={"displaylogo": False})
     if panel.key != "question":
         show_caption(panel)
     if panel.key == "evidence":
-        top = sentences_html(trace, panel.data["sentences"])
-        st.html(top)
+        st.html(sentences_html(trace, panel.data["sentences"]))
         with st.expander("The whole prompt, highlighted"):
             st.html(evidence_html(trace))
-        blocks += [top, "<h3>The whole prompt</h3>", evidence_html(trace, max_height_px=None)]
     if panel.key == "check":
         check_run(ref, trace, f"story_check_{ref}")
-    return blocks + figures
+
+
+def exports(ref, trace, panels: list[Panel], step: int) -> None:
+    """The whole Story as one offline file, and this step as HTML, PNG and SVG."""
+    name = trace.title or ref.name
+    story_download(f"{ref.name}-story", lambda: story_document(trace, panels, f"{name}: the story"))
+    panel = panels[step - 1]
+    blocks = panel_blocks(trace, panel)
+    figures = [b for b in blocks if not isinstance(b, str)]
+    export_buttons(f"{ref.name}-story-{step}", f"{name}: {panel.title}", blocks, figures[0] if figures else None,
+                   intro=panel.caption, key="story_export")
 
 
 present = st.query_params.get("present") == "1"
@@ -122,13 +126,12 @@ if picked:
     step_buttons(step, back, where, forward)
     screen.story_keys()
     with ui.shown_errors():
-        panel = story_panels(trace, st.session_state.get(f"story_check_{ref}"))[step - 1]
+        panels = story_panels(trace, st.session_state.get(f"story_check_{ref}"))
+        panel = panels[step - 1]
         (title if present else st).subheader(TITLES[panel.key], anchor=False)  # md-ok: constant titles
-        blocks = show_panel(ref, trace, panel, present)
+        show_panel(ref, trace, panel, present)
         if not present:
-            figures = [b for b in blocks if not isinstance(b, str)]
-            export_buttons(f"{ref.name}-story-{step}", f"{trace.title or ref.name}: {TITLES[panel.key]}", blocks,
-                           figures[0] if figures else None, intro=panel.caption, key="story_export")
+            exports(ref, trace, panels, step)
     if not present:
         st.caption("Words used here: " + " · ".join(help_link(k) for k in TERMS[panel.key])  # md-ok: constants
                    + " · Keys: → or space next, ← back")

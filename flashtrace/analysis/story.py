@@ -64,6 +64,17 @@ def ranked(facts: TraceFacts, depth: int, k: int = 3) -> list[Ranked]:
     return [Ranked(facts.pieces[i], float(d.shares[i])) for i in d.order[:k] if d.shares[i] > 0]
 
 
+def gold_at(facts: TraceFacts, depth: int) -> dict[str, Any] | None:
+    """The best-ranked piece holding known evidence (gold) at `depth`, for a figure that must show the gold
+    even when it ranks low: ``{"piece": Ranked, "rank": 37, "ranked": "37th"}``; None without gold."""
+    if facts.gold is None or not facts.gold.pieces:
+        return None
+    d = facts.depths[depth]
+    best = min(facts.gold.pieces, key=d.rank)
+    return {"piece": Ranked(facts.pieces[best], float(d.shares[best])), "rank": d.rank(best),
+            "ranked": _ordinal(d.rank(best))}
+
+
 def top_words(trace: Trace, facts: TraceFacts, depth: int, k: int = 5) -> list[Ranked]:
     """The `k` strongest prompt words at `depth` (punctuation-only tokens skipped), with their shares."""
     return [Ranked(Piece(str(p), trace.tokens[p].text, trace.tokens[p].text, p, p + 1), facts.token_share(depth, p))
@@ -143,7 +154,8 @@ def direct_panel(trace: Trace, facts: TraceFacts) -> Panel:
         caption += (" (In this trace hop 0 was taken over the whole generated text, reasoning and answer, not the "
                     "answer alone.)")
     caption += _top_claim(facts, 0, facts.piece_kind)
-    return Panel("direct", TITLES["direct"], caption, {"shares": shares, "sentences": sentences, "tokens": words})
+    return Panel("direct", TITLES["direct"], caption, {"shares": shares, "sentences": sentences, "tokens": words,
+                                                       "gold": gold_at(facts, 0)})
 
 
 def reach_words(facts: TraceFacts) -> str:
@@ -237,7 +249,7 @@ def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
 def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
     last = len(facts.depths) - 1
     sentences, words = ranked(facts, last, 3), top_words(trace, facts, last, 8)
-    data = {"sentences": sentences, "tokens": words, "scores": trace.scores.prompt}
+    data = {"sentences": sentences, "tokens": words, "scores": trace.scores.prompt, "gold": gold_at(facts, last)}
     if not sentences:
         return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.", data)
     covered = sum(s.share for s in sentences)
@@ -395,4 +407,4 @@ __all__ = ["STEPS", "TITLES", "Ranked", "Panel", "story_panels", "question_panel
            "evidence_panel", "check_panel", "stored_check", "ranked", "top_words", "reach_words", "change_words",
            "moves_words", "gold_words", "check_words", "CHECK_VERDICTS", "card_note", "depth_table", "DEPTH_COLUMNS", "swap_words", "path_words",
            "graph_words"]
-__all__ += ["asked"]  # Story step 1
+__all__ += ["asked", "gold_at"]  # Story step 1, gold on the Story's bars

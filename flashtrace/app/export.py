@@ -9,7 +9,7 @@ in the browser) still saves a PNG.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -47,4 +47,13 @@ def export_buttons(name: str, title: str, blocks: Sequence[go.Figure | str], fig
             file_name=f"{stem}.{fmt}", mime=_MIME[fmt], key=f"{key}_{fmt}", on_click="ignore",
             icon=":material/image:", disabled=problem is not None, help=tooltip)  # md-ok: constant messages
 
-__all__ = ["export_buttons", "file_stem"]
+def story_download(name: str, build: Callable[[], str], key: str = "story_whole") -> None:
+    """One download button: the whole Story as one offline HTML file (`build` makes it, on click only)."""
+    st.download_button(
+        "Whole story (offline HTML)", data=build, file_name=f"{file_stem(name)}.html", mime=_MIME["html"], key=key,
+        on_click="ignore", icon=":material/download:",
+        help="All five steps in one HTML file (under 1.5 MB, interactive charts, no network needed): to send "
+             "after a meeting.")
+
+
+__all__ = ["export_buttons", "file_stem", "story_download"]

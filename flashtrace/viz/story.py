@@ -13,6 +13,7 @@ from ..analysis.story import Panel, Ranked
 from ..analysis.text import pct
 from ..analysis.schema import Trace
 from .colors import GOLD, PROMPT, REASONING, TEMPLATE
+from .export import standalone_html
 from .tokens import tokens_html
 
 # margins leave room for tick labels; `automargin` on every axis grows them where labels are longer, so
@@ -46,16 +47,17 @@ def question_html(data: dict, large: bool = False) -> str:
     return text_html("The question (the prompt)", data["question"], 1.7 if large else 1.25, css_class="ft-question")
 
 
-def reasoning_html(data: dict, large: bool = False) -> str:
-    """The model's reasoning, whole (a box that scrolls only beyond about 20 lines)."""
-    return text_html("The model's reasoning", data["reasoning"], 1.25 if large else 1.0,
-                     max_height_px=600 if large else 480, css_class="ft-reasoning")
+def reasoning_html(data: dict, large: bool = False, max_height_px: int | None = 480) -> str:
+    """The model's reasoning, whole (a box that scrolls only beyond about 20 lines; None: never)."""
+    box = None if max_height_px is None else 600 if large else max_height_px
+    return text_html("The model's reasoning", data["reasoning"], 1.25 if large else 1.0, max_height_px=box,
+                     css_class="ft-reasoning")
 
 
-def answer_html(data: dict, large: bool = False) -> str:
-    """The answer (the text being explained), large."""
+def answer_html(data: dict, large: bool = False, max_height_px: int | None = 400) -> str:
+    """The answer (the text being explained), large (a long one scrolls past `max_height_px`; None: never)."""
     return text_html("The answer (the text being explained)", data["answer"], 2.0 if large else 1.45,
-                     max_height_px=400, strong=True, css_class="ft-answer")
+                     max_height_px=max_height_px, strong=True, css_class="ft-answer")
 
 
 def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
@@ -64,23 +66,31 @@ def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
                      max_height_px=max_height_px, css_class="ft-prompt")
 
 
-def pieces_figure(pieces: list[Ranked], title: str, view: str) -> go.Figure:
+def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None = None) -> go.Figure:
     """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
-    their shares of the prompt's attribution; the whole text on hover (escaped)."""
-    gold = [p.piece.gold for p in pieces]
+    their shares of the prompt's attribution; the whole text on hover (escaped). Bars holding known evidence
+    (gold) are ringed in gold and say so; when `gold` (`analysis.story.gold_at`) ranks below the listed pieces,
+    it is added as a last bar with its rank, so the gold shows even when it ranks low."""
+    rows = list(pieces)
+    extra = gold is not None and gold["piece"].key not in {p.key for p in pieces}
+    if extra:
+        rows.append(gold["piece"])
+    notes = [" · gold" if p.piece.gold else "" for p in rows]
+    if extra:
+        notes[-1] = f" · gold, ranked {gold['ranked']}"
     fig = go.Figure(go.Bar(
-        y=[_escaped(p.label) for p in pieces], x=[p.share for p in pieces], orientation="h", marker_color=PROMPT,
-        marker_line={"color": [GOLD if g else "rgba(0,0,0,0)" for g in gold], "width": [3 if g else 0 for g in gold]},
-        text=[pct(p.share) + (" · gold" if g else "") for p, g in zip(pieces, gold)], textposition="outside",
-        cliponaxis=False,
-        customdata=[_escaped(" ".join(p.text.split())[:300]) for p in pieces],
+        y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h", marker_color=PROMPT,
+        marker_line={"color": [GOLD if p.piece.gold else "rgba(0,0,0,0)" for p in rows],
+                     "width": [3 if p.piece.gold else 0 for p in rows]},
+        text=[pct(p.share) + note for p, note in zip(rows, notes)], textposition="outside", cliponaxis=False,
+        customdata=[_escaped(" ".join(p.text.split())[:300]) for p in rows],
         hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
-    top = max((p.share for p in pieces), default=1.0)
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(pieces), 1),
-                      xaxis={"range": [0, top * 1.35], "tickformat": ".0%", "fixedrange": True, "automargin": True,
-                             "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
+    top = max((p.share for p in rows), default=1.0)
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(rows), 1),
+                      xaxis={"range": [0, top * (1.6 if extra else 1.35)], "tickformat": ".0%", "fixedrange": True,
+                             "automargin": True, "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
-                      meta={"view": view, "gold": [p.key for p in pieces if p.piece.gold]}, **_LAYOUT)
+                      meta={"view": view, "gold": [p.key for p in rows if p.piece.gold]}, **_LAYOUT)
     return fig
 
 
@@ -186,17 +196,53 @@ def _figures(trace: Trace, panel: Panel) -> list[go.Figure]:
         figs = [split_figure(panel.data["shares"])]
         if panel.data["sentences"]:
             figs.append(pieces_figure(panel.data["sentences"], "Prompt sentences the answer reads most (hop 0)",
-                                      "story_direct_sentences"))
+                                      "story_direct_sentences", panel.data["gold"]))
         return figs
     if panel.key == "hops":
         return [reach_figure(panel)] if len(panel.data["reached"]) > 0 else []
     if panel.key == "evidence" and panel.data["sentences"]:
         return [pieces_figure(panel.data["sentences"], "Prompt sentences with the most attribution after all hops",
-                              "story_evidence")]
+                              "story_evidence", panel.data["gold"])]
     if panel.key == "check" and panel.data["check"] is not None:
         return [check_figure(panel.data["check"])]
     return []
 
 
+def panel_blocks(trace: Trace, panel: Panel) -> list[go.Figure | str]:
+    """What one panel shows, for an HTML export: its text (escaped) and its figures, in the page's order
+    (the whole prompt and the reasoning unboxed)."""
+    data = panel.data
+    if panel.key == "question":
+        return [question_html(data), prompt_html(data, None) if data["ask"] else "",
+                reasoning_html(data, max_height_px=None) if data["reasoning"] else "",
+                answer_html(data, max_height_px=None)]
+    blocks: list[go.Figure | str] = list(panel_figures(trace, panel))
+    if panel.key == "evidence" and data["sentences"]:
+        blocks += [sentences_html(trace, data["sentences"]), "<h3>The whole prompt, highlighted</h3>",
+                   evidence_html(trace, max_height_px=None)]
+    return blocks
+
+
+_SECTION_CSS = ("<style>.ft-step{border-top:1px solid #d1d5db;padding-top:8px;margin-top:28px}"
+                "@media print{.ft-step{break-before:page}}</style>")
+
+
+def story_document(trace: Trace, panels: list[Panel], title: str) -> str:
+    """The whole Story of `trace` (`panels`, in order) as one offline HTML page for sending after a meeting:
+    a contents list (in-page links), then each step's title, caption, text and interactive figures. Every
+    text from the trace is escaped; nothing is fetched (`standalone_html`)."""
+    contents = "".join(f'<li><a href="#step-{n}">{html.escape(p.title)}</a></li>' for n, p in enumerate(panels, 1))
+    blocks: list[go.Figure | str] = [_SECTION_CSS, f"<ol>{contents}</ol>"]
+    for n, panel in enumerate(panels, 1):
+        blocks.append(f'<section class="ft-step" id="step-{n}"><h2>{n}. {html.escape(panel.title)}</h2>'
+                      f'<p class="ft-caption">{html.escape(panel.caption)}</p>')
+        blocks += panel_blocks(trace, panel)
+        blocks.append("</section>")
+    intro = (f"A trace of {trace.model.name} explained in {len(panels)} steps: what its answer rests on and what "
+             "its reasoning passed on. Hover the charts for values.")
+    return standalone_html(title, blocks, intro)
+
+
 __all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html",
-           "panel_figures", "text_html", "question_html", "reasoning_html", "answer_html", "prompt_html", "LARGE_FONT"]
+           "panel_figures", "text_html", "question_html", "reasoning_html", "answer_html", "prompt_html", "LARGE_FONT",
+           "panel_blocks", "story_document"]

@@ -111,3 +111,45 @@ def test_keys_step_through_the_story_and_leave_the_presenter_view(tmp_path):
             assert "step=2" in page.url
         finally:
             browser.close()
+
+
+def test_whole_story_download_is_small_and_opens_offline(tmp_path):
+    """The longest gallery trace's whole Story, downloaded from the page: at most 1.5 MB, and opened from disk
+    every request it makes is recorded (and anything but the file itself refused): there is none."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"{url}/Story?trace=gallery:long-vartrack&step=3", timeout=90_000)
+            page.get_by_role("heading", name=TITLES["hops"]).wait_for(timeout=60_000)
+            settle(page)
+            with page.expect_download(timeout=120_000) as download:
+                page.get_by_role("button", name="Whole story (offline HTML)").click()
+            path = tmp_path / "story.html"
+            download.value.save_as(path)
+            assert path.stat().st_size <= 1_500_000
+            offline = browser.new_context(viewport={"width": 1280, "height": 720}, offline=True)
+            requests, errors = [], []
+
+            def record(route):
+                requests.append(route.request.url)
+                if route.request.url == path.as_uri():
+                    route.continue_()
+                else:
+                    route.abort()
+
+            offline.route("**/*", record)
+            story = offline.new_page()
+            story.on("pageerror", lambda e: errors.append(str(e)))
+            story.goto(path.as_uri())
+            story.wait_for_selector("body[data-ft-ready='1']", timeout=60_000)
+            assert [story.locator(f"#step-{n} h2").inner_text() for n in range(1, 6)] == [
+                f"{n}. {TITLES[key]}" for n, key in enumerate(STEPS, start=1)]
+            assert story.locator(".js-plotly-plot .main-svg").count() >= 5  # every chart drawn, offline
+            assert story.locator(".ft-gold").count() > 0  # the known evidence, underlined
+            offline.close()
+        finally:
+            browser.close()
+    assert requests == [path.as_uri()]  # the file itself, nothing else
+    assert errors == []

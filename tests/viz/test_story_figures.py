@@ -6,8 +6,9 @@ from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.analysis.facts import Piece, analyse, summarise_check
 from flashtrace.analysis.story import Ranked, story_panels
 from flashtrace.analysis.text import pct
-from flashtrace.viz.story import (LARGE_FONT, answer_html, check_figure, panel_figures, pieces_figure, prompt_html,
-                                  question_html, reasoning_html, sentences_html)
+from flashtrace.store.gallery import list_gallery
+from flashtrace.viz.story import (LARGE_FONT, answer_html, check_figure, panel_blocks, panel_figures, pieces_figure,
+                                  prompt_html, question_html, reasoning_html, sentences_html, story_document)
 
 from .conftest import HOSTILE_PROMPT
 
@@ -74,3 +75,36 @@ def test_presenter_figures_are_larger_and_nothing_else_changes(trace):
             assert large.layout.font.size == LARGE_FONT and large.layout.height > small.layout.height
             assert [t.x for t in large.data] == [t.x for t in small.data]
             assert [t.y for t in large.data] == [t.y for t in small.data]
+
+
+@pytest.mark.parametrize("name", [item.name for item in list_gallery()])
+def test_whole_story_is_one_small_offline_file_with_every_step(name):
+    trace = load_gallery_trace(name)
+    panels = story_panels(trace)
+    page = story_document(trace, panels, "<b>The story</b>")
+    assert len(page.encode("utf-8")) <= 1_500_000  # sendable after a meeting
+    assert "http://" not in page and "https://" not in page and "default-src 'none'" in page
+    at = [page.index(f'id="step-{n}"') for n in range(1, 6)]
+    assert at == sorted(at) and all(f"{n}. {p.title}" in page for n, p in enumerate(panels, 1))
+    assert page.count("data-ft-figure=") == sum(len(panel_figures(trace, p)) for p in panels)
+    assert "&lt;b&gt;The story&lt;/b&gt;" in page and "<b>The story</b>" not in page
+    assert page.count('class="ft-question"') == 1 and page.count('class="ft-answer"') == 1
+    assert "max-height" not in "".join(b for b in panel_blocks(trace, panels[0]) if isinstance(b, str))
+
+
+def test_gold_shows_on_the_story_bars_even_when_it_ranks_low():
+    trace = load_gallery_trace("arithmetic")
+    facts = analyse(trace)
+    direct, evidence = story_panels(trace)[1], story_panels(trace)[3]
+    for panel, depth in ((direct, 0), (evidence, len(facts.depths) - 1)):
+        fig = panel_figures(trace, panel)[-1]
+        best = min(facts.gold.pieces, key=facts.depths[depth].rank)
+        assert facts.pieces[best].key in fig.layout.meta["gold"]
+        gold_rows = [i for i, width in enumerate(fig.data[0].marker.line.width) if width]
+        assert len(gold_rows) == len(fig.layout.meta["gold"])
+        assert all(" · gold" in fig.data[0].text[i] for i in gold_rows)
+    low = dict(evidence.data["gold"], rank=12, ranked="12th")  # a gold sentence below the three listed
+    low["piece"] = Ranked(Piece("P9", "Eli gets 32 stamps.", "Eli gets 32 stamps.", 0, 1, gold=True), 0.01)
+    fig = pieces_figure(evidence.data["sentences"], "t", "v", low)
+    assert list(fig.data[0].y)[-1] == "Eli gets 32 stamps." and fig.data[0].text[-1].endswith(" · gold, ranked 12th")
+    assert fig.layout.meta["gold"][-1] == "P9" and fig.data[0].marker.line.width[-1] == 3
