@@ -1,0 +1,208 @@
+"""Acceptance walk of the Story (issue 27) in a real browser at 1280×720, for every gallery trace, in the
+normal and the presenter view, stepping with the keyboard. At each step:
+
+- the panel's main content lies wholly inside the first screen, nothing scrolled: step 1's question,
+  reasoning and answer (and none of them scrolls inside its box), later steps' every figure;
+- no two visible labels of a figure (tick labels, legend entries) are identical;
+- every claim a caption makes about the top prompt sentence holds when recomputed here from the trace
+  file (hop contributions summed per prompt sentence, as shares of the prompt's): a named top leads by
+  more than the 2-point margin, a change leads by more than it at both depths, a tie is within it;
+- where the trace knows its evidence (gold), the evidence views show it: the sentence bars outline a gold
+  bar, the highlighted prompt underlines gold tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from flashtrace.analysis.facts import MARGIN
+from flashtrace.analysis.story import STEPS, TITLES, story_panels
+from flashtrace.analysis.text import quote
+from flashtrace.store.gallery import gallery_path, list_gallery, load_gallery_trace
+from flashtrace.store.library import LIBRARY_ENV
+
+from flashtrace.viz.story import panel_figures
+
+from .browser import app_server, launch, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+WIDTH, HEIGHT = 1280, 720
+GOLD_RGB = "rgb(184, 134, 11)"  # viz.colors.GOLD
+
+# Every plotly figure on the page: its rectangle and its visible tick labels and legend entries.
+FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
+    const r = gd.querySelector('svg.main-svg').getBoundingClientRect();
+    const texts = [...gd.querySelectorAll('.xtick text, .ytick text, .legend .traces text')]
+        .filter((t) => { const b = t.getBoundingClientRect(); return b.width > 0 && b.height > 0; })
+        .map((t) => t.textContent.trim()).filter((t) => t);
+    const gold = [...gd.querySelectorAll('.barlayer path')].some((p) => (p.style.stroke || '') === '%s');
+    return {view: (gd._fullLayout.meta || {}).view, top: r.top, bottom: r.bottom, left: r.left, right: r.right,
+            labels: texts, gold: gold, meta_gold: ((gd._fullLayout.meta || {}).gold || []).length};
+})""" % GOLD_RGB
+
+# Step 1's text blocks: rectangle, and whether the text scrolls inside its box.
+TEXTS = """() => [...document.querySelectorAll('.ft-question, .ft-reasoning, .ft-answer')].map((e) => {
+    const r = e.getBoundingClientRect(), body = e.querySelector('.ft-text-body');
+    return {cls: e.className, top: r.top, bottom: r.bottom, scrolls: body.scrollHeight > body.clientHeight + 1};
+})"""
+
+SCROLLED = """() => Math.max(window.scrollY, ...[...document.querySelectorAll(
+    '[data-testid="stMain"], [data-testid="stAppViewContainer"]')].map((e) => e.scrollTop))"""
+
+
+def shares_by_hand(doc: dict, depth: int) -> dict[str, float]:
+    """Each prompt sentence's share of the prompt attribution after hops 0..depth, from the file."""
+    sums = {}
+    for seg in doc["segments"]:
+        if seg["role"] == "prompt":
+            sums[seg["id"]] = sum(sum(h["contribution"][seg["start"]:seg["end"]]) for h in doc["hops"][:depth + 1])
+    total = sum(sums.values())
+    return {k: v / total for k, v in sums.items()}
+
+
+class Claims:
+    """The prompt sentences' shares of one trace file at every depth, computed by hand."""
+
+    def __init__(self, doc: dict):
+        self.text = {s["id"]: s["text"] for s in doc["segments"] if s["role"] == "prompt"}
+        self.depths = [shares_by_hand(doc, k) for k in range(len(doc["hops"]))]
+        self.first, self.last = self.depths[0], self.depths[-1]
+
+    def key(self, quoted: str) -> str:
+        """The sentence a caption quotes (shortened to 70, 50 or 40 characters)."""
+        found = [k for k, t in self.text.items() if f"“{quoted}”" in {quote(t, n) for n in (70, 50, 40)}]
+        assert len(found) == 1, (quoted, found)
+        return found[0]
+
+    def quoted(self, pattern: str, caption: str) -> list[str]:
+        """The sentences quoted where `pattern` (with one ``Q`` per quote) matches."""
+        found = re.search(pattern.replace("Q", "“([^”]*)”"), caption)
+        assert found, (pattern, caption)
+        return [self.key(q) for q in found.groups()]
+
+    def top(self, shares: dict[str, float], n: int = 3) -> set[str]:
+        return set(sorted(shares, key=lambda k: -shares[k])[:n])
+
+    def check_swaps(self, caption: str) -> None:
+        """"The hops brought into the top 3: X from 9th to 2nd, past Y; ...": X entered the top 3, Y left it,
+        and each leads the other by more than the margin at its own depth."""
+        found = re.search(r"The hops brought into the top 3: (.*?)\.(?: [A-Z]|$)", caption)
+        swaps = found.group(1) if found else ""
+        for entered, left in re.findall(r"“([^”]*)” from \w+ to \w+, past “([^”]*)”", swaps):
+            x, y = self.key(entered), self.key(left)
+            assert x in self.top(self.last) and x not in self.top(self.first), caption
+            assert y in self.top(self.first) and y not in self.top(self.last), caption
+            assert self.lead(self.first, y, x) > MARGIN and self.lead(self.last, x, y) > MARGIN, caption
+
+    @staticmethod
+    def lead(shares: dict[str, float], a: str, b: str | None = None) -> float:
+        """How far `a` leads `b` (or the best other sentence)."""
+        other = shares[b] if b else max(v for k, v in shares.items() if k != a)
+        return shares[a] - other
+
+    def check(self, step: str, caption: str) -> str | None:
+        """Each claim about the top prompt sentence in `caption` (a Story step's) against the shares; returns
+        which claim it was (None: the caption makes none)."""
+        lead, eps = self.lead, 1e-9
+        if step == "hops":
+            self.check_swaps(caption)
+        if step == "direct" and "tied at the top" in caption:
+            a, b = self.quoted(r"tied at the top \(within [^)]*\): Q \([^)]*\) and Q", caption)
+            assert lead(self.first, a) >= -eps and lead(self.first, b) >= -eps - MARGIN, caption
+            assert abs(lead(self.first, a, b)) <= MARGIN + eps, caption
+            return "tie at hop 0"
+        if step == "direct" and re.search(r"The prompt (?:sentence|token) it reads most", caption):
+            (a,) = self.quoted(r"The prompt (?:sentence|token) it reads most: Q", caption)
+            assert lead(self.first, a) > MARGIN, caption
+            return "top at hop 0"
+        if step == "hops" and "changed the top prompt" in caption:
+            a, b = self.quoted(r"changed the top prompt \w+ from Q .*? to Q", caption)
+            assert lead(self.first, a) > MARGIN and lead(self.last, b) > MARGIN, caption
+            return "change"
+        if step == "hops" and "did not clearly change" in caption:
+            a, b = self.quoted(r"did not clearly change the top prompt \w+: Q and Q", caption)
+            assert lead(self.first, a) >= -eps and lead(self.last, b) >= -eps, caption
+            assert min(lead(self.first, a, b), lead(self.last, b, a)) <= MARGIN + eps, caption
+            return "no clear change"
+        if step == "hops" and "at every depth" in caption:
+            (a,) = self.quoted(r"The top prompt \w+ is Q at every depth", caption)
+            assert all(lead(shares, a) > 0 for shares in self.depths), caption
+            if "(leading the next by" in caption:
+                assert lead(self.first, a) > MARGIN and lead(self.last, a) > MARGIN, caption
+            return "same top"
+        if step == "evidence" and "No prompt token" not in caption:
+            (a,) = self.quoted(r"(?:the first is|one prompt \w+,) Q", caption)
+            tie = lead(self.last, a) <= MARGIN
+            assert lead(self.last, a) >= -eps and tie == ("call these two a tie" in caption), caption
+            return "final top"
+        return None
+
+
+def check_step(page, step: str, doc: dict, claims: Claims, problems: list[str], where: str) -> None:
+    """Record what is wrong with the step as drawn now."""
+    assert page.evaluate(SCROLLED) == 0, where
+    if step == "question":
+        texts = page.evaluate(TEXTS)
+        assert len(texts) == (3 if any(t["role"] == "reasoning" for t in doc["tokens"]) else 2), (where, texts)
+        problems += [f"{where}: {t['cls']} not fully on screen ({t['top']:.0f}–{t['bottom']:.0f})"
+                     for t in texts if t["top"] < 0 or t["bottom"] > HEIGHT]
+        problems += [f"{where}: {t['cls']} scrolls inside its box" for t in texts if t["scrolls"]]
+        return
+    figures = page.evaluate(FIGURES)
+    for fig in figures:
+        if fig["top"] < 0 or fig["bottom"] > HEIGHT or fig["left"] < 0 or fig["right"] > WIDTH:
+            problems.append(f"{where}: {fig['view']} at {fig['top']:.0f}–{fig['bottom']:.0f} px, not fully on screen")
+        twins = sorted({t for t in fig["labels"] if fig["labels"].count(t) > 1})
+        if twins:
+            problems.append(f"{where}: {fig['view']} shows identical labels {twins}")
+        if doc["extra"].get("gallery", {}).get("gold") and fig["view"] in ("story_direct_sentences", "story_evidence"):
+            if not (fig["gold"] and fig["meta_gold"]):
+                problems.append(f"{where}: {fig['view']} shows no gold bar")
+    caption = page.locator(".st-key-story_caption").inner_text()
+    if claims.check(step, caption) is None and step != "check":
+        problems.append(f"{where}: no claim about the top sentence found in {caption!r}")
+
+
+def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
+    doc = json.loads(gallery_path(name).read_text(encoding="utf-8"))
+    claims = Claims(doc)
+    trace = load_gallery_trace(name)
+    drawn = [len(panel_figures(trace, panel)) for panel in story_panels(trace)]  # figures each step draws
+    page.goto(f"{url}/Story?trace=gallery:{name}&step=1" + ("&present=1" if present else ""), timeout=90_000)
+    for number, step in enumerate(STEPS, start=1):
+        page.get_by_role("heading", name=TITLES[step]).wait_for(timeout=60_000)
+        settle(page)
+        bars = f"() => document.querySelectorAll('.js-plotly-plot .barlayer').length == {drawn[number - 1]}"
+        page.wait_for_function(bars, timeout=30_000)
+        assert f"step={number}" in page.url
+        where = f"{name} step {number}{' (presenter)' if present else ''}"
+        check_step(page, step, doc, claims, problems, where)
+        if step == "evidence" and not present and doc["extra"].get("gallery", {}).get("gold"):
+            page.get_by_text("The whole prompt, highlighted").click()
+            gold = page.locator(".ft-tokens .ft-gold").first
+            gold.wait_for(timeout=30_000)
+            gold.scroll_into_view_if_needed()
+            if not gold.is_visible():
+                problems.append(f"{where}: no gold token visible in the highlighted prompt")
+            page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+        page.keyboard.press("ArrowRight")
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
+def test_every_gallery_story_fits_the_screen_and_tells_the_truth(tmp_path, present):
+    playwright = pytest.importorskip("playwright.sync_api")
+    names = [item.name for item in list_gallery()]
+    assert len(names) >= 6
+    problems: list[str] = []
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        try:
+            for name in names:
+                walk(page, url, name, present, problems)
+        finally:
+            browser.close()
+    assert problems == []
