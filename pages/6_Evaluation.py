@@ -36,13 +36,14 @@ st.caption(f"Faithfulness results written by `flashtrace eval` (RISE and MAS: lo
            f"higher is better). Folders found under {ui.code_text(str(root))} (set `FLASHTRACE_EVAL_ROOT` to look "
            "elsewhere).")
 st.caption("What the metrics mean: " + " · ".join(help_link(k) for k in ("rise", "mas", "recovery")))  # md-ok: links
-with st.expander("Run an evaluation"):
+run_col, other_col = st.columns(2)  # one row: the results table starts inside a 720-px screen
+with run_col.popover("Run an evaluation", icon=":material/terminal:"):
     st.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their folders.")
     st.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
             "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
             language="bash")
-
-custom = st.text_input("Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder")
+custom = other_col.text_input("Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder",
+                              label_visibility="collapsed")
 if custom.strip():
     folders = [Path(custom.strip()).expanduser()]
     if not any((folders[0] / "examples").glob("*.json")):
