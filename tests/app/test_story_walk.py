@@ -206,3 +206,41 @@ def test_every_gallery_story_fits_the_screen_and_tells_the_truth(tmp_path, prese
         finally:
             browser.close()
     assert problems == []
+
+
+# A view's gold, as drawn: the figure's meta.gold, and marks stroked in gold (heatmap outlines, graph rings).
+GOLD_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => ({
+    view: (gd._fullLayout.meta || {}).view, listed: ((gd._fullLayout.meta || {}).gold || []).length,
+    marks: [...gd.querySelectorAll('.shapelayer path, .scatterlayer .point')]
+        .filter((p) => (p.style.stroke || '') === '%s' && p.getBoundingClientRect().width > 0).length}))""" % GOLD_RGB
+
+
+def test_gold_is_visible_on_every_evidence_view(tmp_path):
+    """Explore's heatmap (outlined cells) and text view (underlined tokens) and the Hop graph (ringed nodes)
+    of every gallery trace that knows its evidence show it, as the Story does (the walk above)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    names = [item.name for item in list_gallery() if load_gallery_trace(item.name).extra.get("gallery", {}).get("gold")]
+    assert len(names) >= 6
+    problems: list[str] = []
+    views = {"Explore": ("Explore", "token_heatmap"), "Hop graph": ("Hop_graph", "hop_graph")}
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        try:
+            for name in names:
+                for label, (path, view) in views.items():
+                    page.goto(f"{url}/{path}?trace=gallery:{name}", timeout=90_000)
+                    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
+                    settle(page)
+                    drawn = [f for f in page.evaluate(GOLD_DRAWN) if f["view"] == view]
+                    if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+                        problems.append(f"{name}: {label} draws no gold ({drawn})")
+                page.goto(f"{url}/Explore?trace=gallery:{name}&view=text", timeout=90_000)
+                page.locator(".ft-tokens").first.wait_for(timeout=60_000)
+                settle(page)
+                underlined = page.locator(".ft-tokens .ft-gold")
+                if not underlined.count() or not underlined.first.is_visible():
+                    problems.append(f"{name}: Explore's text view underlines no gold token")
+        finally:
+            browser.close()
+    assert problems == []
