@@ -3,10 +3,10 @@
 Starts the app on a free loopback port with an empty temporary library and captures, 1280 px wide (a
 projector): Explore on the gallery's variable-tracking trace at hop 1 (folded rows, the answer outlined,
 the colour scale shared across hops), the free-form trace's text view in the dark theme, the Hop graph,
-Compare's "what each hop adds" on the long variable-tracking trace (its top sentence moves from the
-question to the value), the Story's third panel and the Evaluation page on the committed SmolLM2
-results of the current default run (eval_smollm2_paper). Each picture holds the whole page (up to
-1,600 px tall). Name files to retake only those: ``take.py evaluation.png``.
+Compare's "what each hop adds" on the long variable-tracking trace, the Story's third panel in the
+presenter view (it fits 1280×720: no sidebar) and the Evaluation page on the committed SmolLM2 results of
+the current default run (eval_smollm2_paper). Each picture holds the whole page (up to 1,600 px tall).
+Name files to retake only those: ``take.py evaluation.png``.
 """
 
 import sys
@@ -25,7 +25,7 @@ SHOTS = [  # (file, URL path + query, colour scheme, something to wait for)
     ("explore_text_dark.png", "Explore?trace=gallery:free-form&view=text&hop=1", "dark", ".ft-tokens"),
     ("hop_graph.png", "Hop_graph?trace=gallery:vartrack&node=S1", "light", ".heatmaplayer"),
     ("compare.png", "Compare?trace=gallery:long-vartrack", "light", ".heatmaplayer"),
-    ("story.png", "Story?trace=gallery:vartrack&step=3", "light", ".barlayer"),
+    ("story.png", "Story?trace=gallery:long-vartrack&step=3&present=1", "light", ".barlayer"),
     ("evaluation.png", "Evaluation?run=eval_smollm2_paper&task=arithmetic", "light", ".main-svg"),
 ]
 
