@@ -76,21 +76,23 @@ if picked:
             paths = {piece.key: graph.strongest_path_to(piece.key) for piece, _ in evidence}
             st.dataframe([{"rank": rank[piece.key],
                            "sentence": f"{piece.key}: {piece.label}" if ui.details() else piece.label,
-                           f"share {OF_PROMPT}": share,
-                           "through the graph": graph_share.get(piece.key), "gold": "yes" if piece.gold else "",
+                           "share": share, "graph": graph_share.get(piece.key), "gold": "gold" if piece.gold else "",
                            "strongest path": path_text(graph, paths[piece.key], 18, ui.details()) if paths[piece.key] else
-                           "(not shown at this setting)",
-                           "hops": paths[piece.key].hops if paths[piece.key] else None} for piece, share in evidence],
+                           "(not shown at this setting)"} for piece, share in evidence],
                          hide_index=True, key="evidence_table", column_config={
+                             "rank": st.column_config.NumberColumn(width="small"),
                              "sentence": st.column_config.TextColumn(width="medium"),
-                             f"share {OF_PROMPT}": st.column_config.ProgressColumn(
-                                 format="percent", min_value=0.0, width="small",
+                             "share": st.column_config.ProgressColumn(
+                                 format="percent", min_value=0.0, width="small", help=f"share {OF_PROMPT}",
                                  max_value=max([v for _, v in evidence], default=1.0)),
-                             "through the graph": st.column_config.NumberColumn(
+                             "graph": st.column_config.NumberColumn(
                                  format="percent", width="small",
-                                 help="share of all the prompt influence the graph carries (a different quantity)"),
-                             "strongest path": st.column_config.TextColumn(width="large"),
-                             "hops": st.column_config.NumberColumn(width="small")})
+                                 help="influence through the graph, as a share of all the prompt influence the graph "
+                                      "carries (a different quantity)"),
+                             "gold": st.column_config.TextColumn(width="small", help="known evidence"),
+                             "strongest path": st.column_config.TextColumn(width="medium")})
+            st.caption(f"share: {OF_PROMPT} after all hops (the ranking every page shows) · graph: influence "
+                       "through the step graph, a share of all the prompt influence it carries")
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []
             for dst, srcs in full.step_sources(2).items():

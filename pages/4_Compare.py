@@ -4,7 +4,7 @@ by side (time and live deletion-curve faithfulness)."""
 import streamlit as st
 
 from flashtrace.app import methods as app_methods, ui
-from flashtrace.analysis.facts import analyse
+from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words, swap_words
 from flashtrace.viz import mass_per_hop, visible_label
@@ -38,7 +38,7 @@ def hop_depths(trace) -> None:
     if unit == "tokens" or facts.piece_kind != "sentence":
         fig = hop_token_strips(facts, [t.text for t in trace.tokens], mode, shared=not per_row, limit=limit)
     else:
-        fig = hop_segment_strips(facts, mode, shared=not per_row, limit=limit)
+        fig = hop_segment_strips(facts, mode, shared=not per_row, limit=limit, details=ui.details())
     chart.plotly_chart(fig, key="hop_strips", config=CHART)
     with st.container(border=True):  # the same in words
         for line in (reach_words(facts), change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)):
@@ -56,10 +56,15 @@ def hop_depths(trace) -> None:
         st.plotly_chart(reach_bars(facts), key="reach_bars", config=CHART)
         st.caption("Each bar: the share of the answer's attribution on the input after hops 0..K, split by the hop "
                    "that moved it there. ρ (in the table) is the share still on the model's own text.")
-    rows = depth_table(facts)
-    st.dataframe([{**row, "ρ (left on generated text)": f"{d.rho:.3f}",
-                   f"top-{k} prompt tokens": " · ".join(visible_label(trace.tokens[i].text, 20) for i in comparison.top[d.k])}
-                  for row, d in zip(rows, facts.depths)], hide_index=True, key="depth_table")
+    rows = depth_table(facts, compact=True)
+    extra = [({"ρ": f"{d.rho:.3f}"} if ui.details() else {}) for d in facts.depths]
+    st.dataframe([{**row, **more} for row, more in zip(rows, extra)], hide_index=True, key="depth_table")
+    st.caption(f"reached the input: share {facts.of_answer} · its share: the top sentence's share {OF_PROMPT} "
+               "after hops 0..K")
+    with st.expander(f"Top-{k:d} prompt words at each depth"):
+        st.dataframe([{"depth": row["depth"], "words": " · ".join(visible_label(trace.tokens[i].text, 20)
+                                                                   for i in comparison.top[d.k])}
+                      for row, d in zip(rows, facts.depths)], hide_index=True)
     st.plotly_chart(mass_per_hop(facts), key="mass", config=CHART)
 
 

@@ -177,7 +177,10 @@ def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
 
     seg = hop_segment_strips(facts, "added", shared=True, limit=50).to_plotly_json()
     names = list(seg["data"][0]["y"])
-    assert [n.split(" · ")[0] for n in names] == [s.id for s in add.segments]
+    assert seg["layout"]["meta"]["segments"] == [s.id for s in add.segments]
+    assert len(set(names)) == len(names) and not any(n.startswith(f"{s.id} · ") for n, s in zip(names, add.segments))
+    with_ids = hop_segment_strips(facts, "added", limit=50, details=True).to_plotly_json()["data"][0]["y"]
+    assert [n.split(" · ")[0] for n in with_ids] == [s.id for s in add.segments]  # ids with Details on
     assert all(s.text.split()[0] in n for n, s in zip(names, add.segments))  # rows labelled with their text
     zs = np.asarray(seg["data"][0]["z"])
     assert zs == pytest.approx(np.asarray(add.segment_added).T / add.unit)

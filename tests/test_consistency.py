@@ -173,12 +173,13 @@ def test_hop_graph_page_evidence_agrees_or_says_why(case, variants, library, mon
     at.query_params["trace"] = case if case.startswith("gallery:") else f"lib:{case}"
     at.switch_page("pages/3_Hop_graph.py").run()
     assert not at.exception and not at.error
-    table = next(df.value for df in at.dataframe if "through the graph" in df.value.columns)
+    table = next(df.value for df in at.dataframe if "graph" in df.value.columns)
     want = expected(trace)
     top_id = _label_to_id(trace)[table["sentence"][0]]  # labels without ids by default (Details off)
     assert top_id == want[-1][0]  # the evidence table ranks by the trace's own scores, like every other view
-    share_col = next(c for c in table.columns if c.startswith("share of the prompt"))
-    assert table[share_col][0] == pytest.approx(want[-1][1], abs=1e-9)
+    assert table["share"][0] == pytest.approx(want[-1][1], abs=1e-9)
+    assert any("share: of the prompt's attribution after all hops" in unescape(c.value).replace("\\", "")
+               for c in at.caption)  # the column's denominator, named
     captions = " ".join(unescape(c.value).replace("\\", "") for c in at.caption)
     difference = _graph_difference(trace)
     if difference <= 1e-6:

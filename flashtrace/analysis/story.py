@@ -385,16 +385,19 @@ def path_words(paths: list) -> str:
 DEPTH_COLUMNS = ("depth", "reached the input", "top prompt sentence", "its share")
 
 
-def depth_table(facts: TraceFacts) -> list[dict[str, str]]:
+def depth_table(facts: TraceFacts, compact: bool = False) -> list[dict[str, str]]:
     """One row per depth, in plain text, for every view that lists depths (notebook, HTML export, command
-    line): how much of the answer's attribution has reached the input, and the top prompt piece with its
-    share of the prompt's attribution."""
+    line, Compare): how much of the answer's attribution has reached the input, and the top prompt piece with
+    its share of the prompt's attribution. Each cell names its denominator; `compact` leaves that to the
+    view's caption (a narrow table)."""
     rows = []
     for d in facts.depths:
         top = facts.pieces[d.top] if d.top is not None else None
-        rows.append({DEPTH_COLUMNS[0]: _after(d.k), DEPTH_COLUMNS[1]: f"{pct(d.reached, 1)} {facts.of_answer}",
-                     DEPTH_COLUMNS[2]: top.label if top else "(none)",
-                     DEPTH_COLUMNS[3]: f"{pct(d.shares[d.top], 1)} {OF_PROMPT}" if top else ""})
+        reached, share = pct(d.reached, 1), pct(d.shares[d.top], 1) if top else ""
+        if not compact:
+            reached, share = f"{reached} {facts.of_answer}", f"{share} {OF_PROMPT}" if top else ""
+        rows.append({DEPTH_COLUMNS[0]: _after(d.k), DEPTH_COLUMNS[1]: reached,
+                     DEPTH_COLUMNS[2]: top.label if top else "(none)", DEPTH_COLUMNS[3]: share})
     return rows
 
 

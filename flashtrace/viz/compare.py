@@ -108,7 +108,8 @@ def hop_token_strips(facts: TraceFacts, token_texts: list[str], view: str = "add
     return fig
 
 
-def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = True, limit: int = 12) -> go.Figure:
+def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = True, limit: int = 12,
+                       details: bool = False) -> go.Figure:
     """The same per prompt sentence (labelled with its distinct short label): one row per sentence, one
     column per hop or depth; the `limit` sentences with the largest value anywhere, in text order.
     `shared`: one scale for all cells, else each column scaled to its own maximum."""
@@ -120,7 +121,7 @@ def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = Tr
     shares = pieces[:, rows].T  # [rows, hops]
     z, zmax = _scaled(shares, shared, axis=0)
     chosen = [facts.pieces[j] for j in rows]
-    names = [f"{p.key} · {plotly_text(p.label)}" for p in chosen]
+    names = [(f"{p.key} · " if details else "") + plotly_text(p.label) for p in chosen]  # labels are distinct
     fig = go.Figure(go.Heatmap(
         z=z.tolist(), x=labels, y=names, customdata=shares.tolist(), zmin=0, zmax=zmax, colorscale=PROMPT_SCALE,
         xgap=2, ygap=2, text=[[pct(v, 0 if v >= 0.01 or v == 0 else 1) for v in row] for row in shares],

@@ -72,7 +72,8 @@ def test_hostile_trace_fields_show_as_literal_text(tmp_path, listener):
              "explore": (f"Explore?trace=lib:{name}", [bad["model"], bad["family"], bad["method"]]),
              "bad link": (f"Explore?trace={bad['url']}", [bad["url"]]),
              "compare": (f"Compare?trace=lib:{name}", [bad["model"]]),
-             "hop graph": (f"Hop_graph?trace=lib:{name}&node={quote(bad['segment'])}", [bad["segment"] + ": "]),
+             "hop graph": (f"Hop_graph?trace=lib:{name}&node={quote(bad['segment'])}&details=1",  # ids shown
+                           [bad["segment"] + ": "]),
              "story": (f"Story?trace=lib:{name}", [bad["model"]])}
     with app_server({LIBRARY_ENV: str(library)}) as url, playwright.sync_playwright() as p:
         browser = launch(p)

@@ -33,7 +33,7 @@ def test_hop_depths_show_what_each_hop_adds(open_page):
     assert z == pytest.approx(np.asarray(add.segment_added)[:, rows].T / add.unit)  # hop K's own contribution
     assert seg["data"][0]["zmax"] == pytest.approx(z.max())  # one colour scale across hops
     for name, j in zip(seg["data"][0]["y"], rows):  # every row is labelled with its sentence
-        assert name == f"{add.segments[j].id} · {html.escape(facts.pieces[j].label, quote=False)}"
+        assert name == html.escape(facts.pieces[j].label, quote=False)  # its text; the id only with Details on
     agreement = found["depth_agreement"]
     comparison = compare_depths(trace, k=10)
     assert agreement["data"][0]["name"] == "rank correlation (Spearman)"
