@@ -57,7 +57,8 @@ if picked:
             st.query_params["node"] = clicked
             st.rerun()
         st.caption("Node size: influence on the answer (the answer's attribution followed back along every path). "
-                   "Dotted purple: the strongest path to each of the three most influential prompt sentences. "
+                   "Dotted purple: the strongest path to each of the three strongest pieces of evidence (as ranked "
+                   "below). "
                    "Click a node to see its own attribution: what a step or the answer draws on, or which steps use "
                    "a prompt sentence.")
         static = static_graph(graph_fig)
