@@ -121,3 +121,23 @@ def test_stop_token_values_from_the_command_line():
     with pytest.raises(ValueError, match="paper, punctuation, none"):
         stop_rule("default")
 
+
+def test_reasoning_is_the_first_think_block_whatever_tags_follow():
+    """A model may echo a tag: the reasoning runs from the first <think> to the first </think>, and the answer
+    is looked for only after that close."""
+    cases = [
+        ("<think>plan <think> more</think>\nAnswer: 1", "plan <think> more", "1"),
+        ("<think>a</think>b</think>\nAnswer: 3", "a", "3"),
+        ("<think>a</think>\nso <think> is a tag\nAnswer: 2", "a", "2"),
+        ("x</think>\nAnswer: 4", "x", "4"),  # no opening tag: everything before the close
+    ]
+    for text, reasoning, answer in cases:
+        spans = detect_spans(text)
+        assert (text[slice(*spans.reasoning)], text[slice(*spans.answer)]) == (reasoning, answer), text
+
+
+def test_a_multi_line_answer_keeps_the_reasoning_before_its_first_line():
+    text = "Add them.\nSo \\boxed{7\nunits}\n"
+    spans = detect_spans(text)
+    assert text[slice(*spans.answer)] == "7\nunits" and text[slice(*spans.reasoning)] == "Add them."
+    assert spans.reasoning[1] <= spans.answer[0]  # never overlapping the answer
