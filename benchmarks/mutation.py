@@ -44,7 +44,8 @@ LINKED = ("flashtrace", "tests", "app.py", "pages", "tools", "examples", "docs",
           ".importlinter", "setup.py", ".streamlit", "MANIFEST.in", "constraints.txt", "Makefile")
 _MODELS = ["tests/models"]
 _SPAN = ["tests/attribution/test_span.py", "tests/attribution/test_threads.py"]
-_LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests/test_library_index.py"]
+_LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests/test_library_index.py",
+            "tests/test_library_names.py"]
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
