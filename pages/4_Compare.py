@@ -3,7 +3,7 @@ by side (time and live deletion-curve faithfulness)."""
 
 import streamlit as st
 
-from flashtrace.app import methods as app_methods, ui
+from flashtrace.app import methods as app_methods, state as app_state, ui
 from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words, swap_words
@@ -86,11 +86,17 @@ def methods(ref, trace) -> None:
         ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
     results = ss["methods_results"]
     pending = [m for m in chosen if m not in results]
+    plan = app_methods.comparison_plan(trace, pending, first=not results, warm=app_methods.is_warm(key))
+    estimated = st.empty()  # cleared once the run is over
+    if pending:
+        estimated.caption(f"Estimated {app_state.time_range(*plan.range())} for {len(pending):d} method(s) on "
+                          f"{len(trace.tokens):,} tokens" + ("" if plan.setup == 0 else ", with the warm-up"))  # md-ok
     if st.button("Run the comparison", type="primary", disabled=not pending, key="run_methods"):
         ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
     if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):
         with ui.shown_errors("Comparison failed: "):
-            app_methods.run_comparison(key, pending, results)
+            app_methods.run_comparison(key, pending, results, plan)
+            estimated.empty()
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
                 + " the comparison again for the rest.")

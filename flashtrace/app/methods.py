@@ -23,11 +23,13 @@ import streamlit as st
 from ..analysis.text import counted
 from .state import TraceRef, cached_model, load_trace, model_lock
 from .ui import plain
+from ..base.units import time_range
 
 FAST_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout")
 SLOW_METHODS = ("ig", "perturbation")  # many forward or backward passes each: opt-in
 DEFAULT_CHOICE = ("flashtrace-k0", "flashtrace-k1", "ifr", "attention")
 K = 20  # deletion steps
+_WARM: list = [None]  # the key `warm_context` last computed
 
 
 def stamp(ref: TraceRef) -> tuple[str, int, int]:
@@ -59,7 +61,13 @@ def warm_context(key: tuple[str, int, int]):
         start = time.perf_counter()
         get_eval_method("flashtrace-k0")(ctx)
         warmup["first-use setup"] = time.perf_counter() - start
+    _WARM[0] = key
     return ctx, warmup
+
+
+def is_warm(key: tuple[str, int, int]) -> bool:
+    """Whether the trace behind `key` has its warm context (the cache holds one trace: the last one warmed)."""
+    return _WARM[0] == key
 
 
 def run_method(ctx, name: str, progress=None) -> dict:
@@ -75,12 +83,21 @@ def run_method(ctx, name: str, progress=None) -> dict:
 
 
 class LiveProgress:
-    """``progress(method, phase, done, total)`` drawn on a Streamlit progress bar, and the cancel check of a
-    running comparison: every call (each layer of each forward pass) is a point where Streamlit can stop the
-    script run, so Cancel stops the work within a layer's time, not at the end of a method."""
+    """``progress(method, phase, done, total)`` drawn on a Streamlit progress bar with the time left in the
+    run (`Countdown` of the run's estimate), and the cancel check of a running comparison: every call (each
+    layer of each forward pass) is a point where Streamlit can stop the script run, so Cancel stops the work
+    within a layer's time, not at the end of a method."""
 
-    def __init__(self, bar, index: int, count: int, every_s: float = 0.15):
-        self.bar, self.index, self.count, self.every_s, self.last = bar, index, count, every_s, 0.0
+    def __init__(self, bar, index: int, count: int, clock: tuple | None = None, every_s: float = 0.15):
+        # clock: (Countdown, run start, estimated seconds done before this method, this method's (attr, del) s)
+        self.bar, self.index, self.count, self.clock, self.every_s, self.last = bar, index, count, clock, every_s, 0.0
+
+    def _left(self, phase: str, share: float, now: float) -> str:
+        if self.clock is None:
+            return ""
+        countdown, started, before, (attribution_s, deletion_s) = self.clock
+        done = before + (0.0 if phase == "attribution" else attribution_s + deletion_s * share)
+        return f" · {time_range(*countdown.left(done, now - started))} left"
 
     def __call__(self, method: str, phase: str, done: int, total: int) -> None:
         _ = "methods_run" in st.session_state  # a yield point: Streamlit raises here when Cancel was clicked
@@ -91,7 +108,26 @@ class LiveProgress:
         share = done / total if total else 1.0
         what = "attribution" if phase == "attribution" else f"deletion curve {share:.0%}"
         overall = (self.index + (0.1 if phase == "attribution" else 0.1 + 0.9 * share)) / self.count
-        self.bar.progress(min(overall, 1.0), text=f"{method} ({self.index + 1:d} of {self.count:d}): {what}")  # md-ok
+        self.bar.progress(min(overall, 1.0), text=f"{method} ({self.index + 1:d} of {self.count:d}): {what}"
+                          + self._left(phase, share, now))  # md-ok: registry names and numbers
+
+
+def comparison_plan(trace, pending: list[str], first: bool, warm: bool):
+    """The `RunEstimate` of running `pending` on `trace` (model shape from the trace: nothing is loaded):
+    the warm-up unless `warm` (model load, forward pass, first-use setup), then each method; `first`: no
+    deletion state of this trace is scored yet."""
+    from ..engine.estimate import estimate, speed_of
+    from ..evaluate.estimate import ExampleSize, RunEstimate, example_estimate
+
+    n = len(trace.tokens)
+    lo, hi = trace.settings.target
+    size = ExampleSize(n, hi - lo, len(trace.positions("reasoning", "answer")), len(trace.positions("prompt")),
+                       max(1, sum(1 for s in trace.segments or [] if s.role == "prompt")))
+    methods = pending if first else ["(scored)", *pending]  # a method before: the end states are scored
+    example = example_estimate(trace.model, size, methods, K, speed=speed_of(), recorded=True)
+    example["methods"].pop("(scored)", None)
+    setup = 0.0 if warm else estimate(trace.model, n, 0, n_target=hi - lo, load=True, warm=False).seconds
+    return RunEstimate(setup, [example])
 
 
 def combined(results: dict[str, dict], names: list[str]) -> dict | None:
@@ -127,9 +163,12 @@ def ticking(placeholder, label: str):
         thread.join()
 
 
-def run_comparison(key, pending: list[str], results: dict) -> None:
-    """Run the `pending` methods (warm-up first), each method's progress drawn as it goes; Cancel (or an
-    error) stops at the next layer of the forward pass running. The panel is gone after an error."""
+def run_comparison(key, pending: list[str], results: dict, plan) -> None:
+    """Run the `pending` methods (warm-up first), each method's progress and the time left (`plan`: the
+    run's `RunEstimate`) drawn as it goes; Cancel (or an error) stops at the next layer of the forward pass
+    running. The panel is gone after an error."""
+    from ..evaluate.estimate import Countdown
+
     ss = st.session_state
     cancel, panel = st.empty(), st.empty()  # both cleared when the run ends, however it ends
     cancel.button("Cancel", key="cancel_methods", help="stops within a second; the methods that finished stay",
@@ -142,8 +181,12 @@ def run_comparison(key, pending: list[str], results: dict) -> None:
                 ctx, ss["methods_warmup"] = warm_context(key)
             timing["warm-up"] = time.perf_counter() - started
             ticker.empty()
+            countdown, done_s = Countdown(plan.seconds), timing["warm-up"]
             for i, name in enumerate(pending):
-                results[name] = run_method(ctx, name, LiveProgress(bar, i, len(pending)))
+                cost = plan.examples[0]["methods"][name]
+                progress = LiveProgress(bar, i, len(pending), (countdown, started, done_s, cost))
+                results[name] = run_method(ctx, name, progress)
+                done_s += sum(cost)
                 timing["attribution"] += results[name]["seconds"]
                 timing["deletion curves"] += results[name]["deletion_s"]
                 st.write(f"{plain(name)}: attribution {results[name]['seconds']:.2f} s, deletion curve "

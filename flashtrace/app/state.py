@@ -18,6 +18,7 @@ import streamlit as st
 
 from typing import TYPE_CHECKING
 
+from ..base.units import time_range  # noqa: F401 - the pages read it from here
 from ..store.gallery import gallery_path, list_gallery
 from ..engine.inputs import ResponseSpans, build_sequence
 from ..store.library import Library
@@ -202,16 +203,6 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
                              n_recursive=len(sequence.positions("reasoning", "answer")), steps=steps)
     return len(sequence), estimate
-
-
-def time_range(lo: float, hi: float) -> str:
-    """Seconds ``lo`` to ``hi`` in words: "under 1 s", "2.0–8.0 s", "12–48 s" or minutes."""
-    if hi < 1:
-        return "under 1 s"
-    if hi < 120:
-        fmt = "{:.1f}" if hi < 10 else "{:.0f}"
-        return f"{fmt.format(lo)}–{fmt.format(hi)} s"
-    return f"{lo / 60:.1f}–{hi / 60:.1f} min"
 
 
 def describe_estimate(n_tokens: int, estimate) -> str:

@@ -35,6 +35,9 @@ LOAD_BYTES_PER_S = 1.5e9  # reading safetensors weights
 RUN_OVERHEAD_S = 0.005  # tokenising, segments, building and validating the Trace
 PER_TOKEN_OVERHEAD_S = 2e-5
 THREAD_WAIT_S = 0.13  # per layer and unit of load per core, per extra thread, on an oversubscribed CPU
+SCORE_FLOPS_PER_S = 7.0e10  # forward passes that only score: no recording, no autograd, batched
+DECODE_BYTES_PER_S = 2.0e10  # a generation step reads every weight once
+DECODE_LAYER_OVERHEAD_S = 4e-4  # per layer per generation step: kernel launches, the key/value cache, Python
 RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by this
 
 
@@ -228,6 +231,45 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
                     attribution_s=_attribution_seconds(s, n, [m] + [g] * hops, gpu, attr_speed),
                     recording_bytes=recording, peak_bytes=peak, overhead_s=overhead_s, slowdown=slow,
                     **_optional_parts(s, slow, load, warm, step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0))
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How fast a run goes against the reference machine: `forward` divides forward-pass FLOPs (threads, a
+    GPU, the machine's load), `slow` is the load factor alone, `threads` torch's threads."""
+
+    forward: float
+    slow: float
+    threads: int
+
+
+def speed_of(device: str = "cpu", threads: int | None = None, slowdown: float | None = None) -> Speed:
+    """The `Speed` of a run now, as `estimate` reckons it (`slowdown` default: `cpu_slowdown` now, 1 on a GPU)."""
+    threads = threads or _torch_threads()
+    gpu = str(device).startswith("cuda")
+    slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
+    return Speed(min(threads, os.cpu_count() or 1) ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow, slow, threads)
+
+
+def forward_flops(s: Shape, n_tokens: float) -> float:
+    """FLOPs of one forward pass over `n_tokens`: the body's matrix products and the attention."""
+    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
+    return 2 * body_params * n_tokens + 2 * s.n_layers * s.n_heads * s.head_dim * n_tokens * n_tokens
+
+
+def scoring_seconds(model, n_tokens: int, n_sequences: float, speed: Speed | None = None) -> float:
+    """`n_sequences` forward passes over `n_tokens` that only score (no recording, no autograd, batched), as
+    deletion curves, segment ablation and IG run them."""
+    return n_sequences * forward_flops(shape_of(model), n_tokens) / SCORE_FLOPS_PER_S / (speed or speed_of()).forward
+
+
+def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = None) -> float:
+    """Greedy generation of `n_new` tokens after `n_prompt`: the prompt's forward pass, then one step per new
+    token (every weight read once, attention over what is there, a fixed cost per layer and step)."""
+    s, speed = shape_of(model), speed or speed_of()
+    step_flops = 2 * s.n_params + 4 * s.n_layers * s.n_heads * s.head_dim * (n_prompt + n_new / 2)
+    step = (s.n_params * s.dtype_bytes / DECODE_BYTES_PER_S + step_flops / SCORE_FLOPS_PER_S) / speed.forward
+    return scoring_seconds(model, n_prompt, 1, speed) + n_new * (step + DECODE_LAYER_OVERHEAD_S * s.n_layers * speed.slow)
 
 
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:

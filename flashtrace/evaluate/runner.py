@@ -110,6 +110,15 @@ def _plan(examples: Iterable[tuple[str, Example]], methods: list[str], folder: P
         yield ex_id, example, path, previous, [m for m in methods if previous is None or m not in previous["methods"]]
 
 
+def pending(examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, k: int = 20,
+            target: str = "answer", resume: bool = True) -> list[tuple[str, Example, list[str]]]:
+    """``[(id, example, methods still to run)]`` of a run into `out`: what `run_eval` will compute (an
+    example already written with every method is left out)."""
+    folder = Path(out) / "examples"
+    return [(ex_id, example, todo) for ex_id, example, _, _, todo in _plan(examples, methods, folder, k, target, resume)
+            if todo]
+
+
 def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str], *, k: int, ig_steps: int,
              batch_size: int, target: str, progress: ExampleProgress | None = None) -> dict:
     start = time.perf_counter()
@@ -214,4 +223,4 @@ def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: l
     return paths, failed
 
 
-__all__ = ["scorer", "score_deletions", "evaluate_method", "example_record", "evaluate_context", "run_eval", "run_eval_ray", "EvalWorker"]
+__all__ = ["pending", "scorer", "score_deletions", "evaluate_method", "example_record", "evaluate_context", "run_eval", "run_eval_ray", "EvalWorker"]

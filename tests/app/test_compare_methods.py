@@ -175,3 +175,36 @@ def test_cancel_during_the_warm_up_says_so(open_page, tiny_ref, monkeypatch):
     no_problems(at)
     assert "Cancelled. Run the comparison again for the rest." in _methods_text(at)
     assert not any("RISE ↓" in d.value.columns for d in at.dataframe)  # nothing finished, no method table
+
+
+def test_an_estimate_before_the_run_and_the_time_left_during_it(open_page, tiny_ref):
+    at = open_page(COMPARE, trace=tiny_ref)
+    text = _methods_text(at)
+    assert f"for {len(app_methods.DEFAULT_CHOICE):d} method(s) on" in text and "with the warm-up" in text
+    at.multiselect(key="methods").set_value(["attention"]).run()
+    at.button(key="run_methods").click().run()
+    no_problems(at)
+    assert "Estimated" not in _methods_text(at)  # nothing left to run
+    at.multiselect(key="methods").set_value(["attention", "ifr"]).run()
+    text = _methods_text(at)
+    assert "for 1 method(s)" in text and "with the warm-up" not in text  # warm now: only the method's cost
+
+
+def test_live_progress_draws_the_time_left():
+    from flashtrace.evaluate.estimate import Countdown
+
+    class Bar:
+        def __init__(self):
+            self.drawn = []
+
+        def progress(self, value, text):
+            self.drawn.append((value, text))
+
+    bar = Bar()
+    live = app_methods.LiveProgress(bar, 1, 2, (Countdown(10.0), 0.0, 5.0, (1.0, 4.0)), every_s=0.0)
+    live("ifr", "attribution", 0, 1)
+    live("ifr", "deletion", 5, 10)
+    live("ifr", "deletion", 10, 10)
+    assert [round(v, 2) for v, _ in bar.drawn] == [0.55, 0.78, 1.0]
+    assert all(t.startswith("ifr (2 of 2): ") and t.endswith(" left") for _, t in bar.drawn)
+    assert "deletion curve 50%" in bar.drawn[1][1]

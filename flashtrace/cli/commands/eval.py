@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic tasks or a JSONL file"
@@ -83,68 +84,33 @@ def _write_charts(args, summary: dict) -> None:
         write_charts(summary, args.out)
 
 
-class EvalBars:
-    """Two progress bars: the examples, and the methods of the example running (each method's attribution,
-    then its deletion curve's forward passes, as they go)."""
+def _announce(loaded, examples, methods, args):
+    """Print what the run will compute and how long it should take (one range) before it starts; returns
+    the estimate (`flashtrace.evaluate.estimate.RunEstimate`)."""
+    from ...base.units import time_range
+    from ...evaluate.estimate import estimate_eval
+    from ...evaluate.runner import pending
 
-    def __init__(self, n_examples: int, n_methods: int, disable: bool = False):
-        from tqdm import tqdm
-
-        self.examples = tqdm(total=n_examples, desc="eval", unit="ex", disable=disable)
-        self.methods = tqdm(total=n_methods, desc="methods", unit="method", leave=False, disable=disable,
-                            position=1, bar_format="{desc} |{bar}| {n}/{total} methods")
-        self.current, self.finished = None, set()
-
-    def method_step(self, ex_id: str, method: str, phase: str, done: int, total: int) -> None:
-        if ex_id != self.current:
-            self.current, self.finished = ex_id, set()
-            self.methods.reset()
-        what = phase if phase == "attribution" else f"deletion curve {done / max(total, 1):.0%}"
-        self.methods.set_description_str(f"{ex_id} {method}: {what}", refresh=False)
-        if phase == "deletion" and done >= total and method not in self.finished:
-            self.finished.add(method)
-            self.methods.update(1)
-        else:
-            self.methods.update(0)  # redraws at most every tenth of a second
-
-    def example_done(self, ex_id: str, record: dict) -> None:
-        if "error" in record:
-            self.examples.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
-        self.examples.set_postfix_str(f"{ex_id} {record.get('total_s', 0):.1f}s" if record else f"{ex_id} (kept)")
-        self.examples.update(1)
-
-    def close(self) -> None:
-        self.methods.close()
-        self.examples.close()
+    jobs = pending(examples, methods, args.out, args.k, args.target, not args.no_resume)
+    plan = estimate_eval(loaded, jobs, args.k, args.ig_steps, args.target)
+    if jobs:
+        per = [plan.example_seconds(i) for i in range(len(jobs))]
+        print(f"{len(jobs)} of {len(examples)} examples to compute ({len(methods)} methods); estimated "
+              f"{time_range(*plan.range())} in all, {time_range(min(per) / 2, max(per) * 2)} per example",
+              file=sys.stderr)
+    return plan
 
 
-def run(args) -> int:
-    from ...evaluate.report import load_settings, markdown, write_report
-    from ...base.fileio import atomic_write_text
-
-    if args.report_only:
-        summary = write_report(args.out)
-        _write_charts(args, summary)
-        print(markdown(summary))
-        return 0
+def _settings(args, methods: list[str], loaded) -> dict:
+    """The run's settings as written to ``settings.json``; a resumed or extended folder lists every method and
+    task it holds."""
     import torch
 
-    from ...evaluate.methods import parse_methods
-    from ...evaluate.runner import run_eval, run_eval_ray
-    from ...engine.models import load_model
+    from ...evaluate.report import load_settings
 
-    if args.n < 1 or args.k < 2 or args.ig_steps < 1:
-        raise ValueError("--n must be >= 1, --k >= 2 and --ig-steps >= 1")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    hops = [int(h) for h in args.hops.split(",") if h.strip()]
-    methods = parse_methods(args.methods, hops)
-    examples = list(_examples(args))
     if args.ray:
-        loaded = None
         dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
     else:
-        loaded = load_model(args.model, device=args.device, dtype=args.dtype)
         dtype, threads = str(loaded.dtype).replace("torch.", ""), torch.get_num_threads()
     settings = {"model": args.model, "dtype": dtype, "methods": ",".join(methods),
                 "n": args.n, "length": args.length, "seed": args.seed, "k": args.k, "ig_steps": args.ig_steps,
@@ -153,15 +119,22 @@ def run(args) -> int:
     if args.ray:
         settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
                            "num_gpus_per_worker": args.num_gpus_per_worker}
-    args.out.mkdir(parents=True, exist_ok=True)
-    if not args.no_resume:  # a resumed or extended folder: list every method and task
-        before = load_settings(args.out)
-        for key in ("methods", "source"):
-            if isinstance(before.get(key), str) and not args.jsonl:
-                merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
-                settings[key] = ",".join(merged)
-    atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
-    bars = EvalBars(len(examples), len(methods), disable=args.no_progress)
+    before = {} if args.no_resume or args.jsonl else load_settings(args.out)
+    for key in ("methods", "source"):
+        if isinstance(before.get(key), str):
+            merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
+            settings[key] = ",".join(merged)
+    return settings
+
+
+def _evaluate(args, loaded, examples, methods) -> dict[str, str]:
+    """Run the examples (here, or on Ray), with the estimate first and the bars while it runs; returns
+    ``{id: error}`` of the examples that failed."""
+    from ..eval_progress import EvalBars
+    from ...evaluate.runner import run_eval, run_eval_ray
+
+    plan = None if args.ray else _announce(loaded, examples, methods, args)
+    bars = EvalBars(len(examples), len(methods), plan, disable=args.no_progress)
     failed = {}
     options = dict(k=args.k, ig_steps=args.ig_steps, batch_size=args.batch_size, target=args.target,
                    resume=not args.no_resume, on_example=bars.example_done)
@@ -172,6 +145,34 @@ def run(args) -> int:
     else:
         run_eval(loaded, examples, methods, args.out, progress=bars.method_step, **options)
     bars.close()
+    return failed
+
+
+def run(args) -> int:
+    from ...evaluate.report import markdown, write_report
+    from ...base.fileio import atomic_write_text
+
+    if args.report_only:
+        summary = write_report(args.out)
+        _write_charts(args, summary)
+        print(markdown(summary))
+        return 0
+    import torch
+
+    from ...evaluate.methods import parse_methods
+    from ...engine.models import load_model
+
+    if args.n < 1 or args.k < 2 or args.ig_steps < 1:
+        raise ValueError("--n must be >= 1, --k >= 2 and --ig-steps >= 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    methods = parse_methods(args.methods, [int(h) for h in args.hops.split(",") if h.strip()])
+    examples = list(_examples(args))
+    loaded = None if args.ray else load_model(args.model, device=args.device, dtype=args.dtype)
+    settings = _settings(args, methods, loaded)
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
+    failed = _evaluate(args, loaded, examples, methods)
     summary = write_report(args.out, settings)
     _write_charts(args, summary)
     print(markdown(summary))

@@ -1,0 +1,133 @@
+"""How long an evaluation or a methods comparison will take, before it starts, and how long is left as it runs.
+
+An example costs its recorded forward pass, each method's attribution and each method's deletion curve.
+The attributions use the trace estimate's model (`flashtrace.engine.estimate`): FlashTrace with K hops,
+IFR and attention as a hop 0 over the target rows; IG and segment ablation as the forward (and backward)
+passes they run. A deletion curve of ``k`` steps is ``min(k, P) + 1`` scoring passes of the whole
+sequence, and every method after the first shares the two end states (nothing deleted, everything
+deleted). `Countdown` turns the estimate and what has finished into the time left, as one range that
+narrows as the run goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine.estimate import RANGE_FACTOR, Speed, estimate, scoring_seconds, speed_of
+
+IG_PASS_COST = 3.0  # one integrated-gradients step: a forward and a backward pass, in forward passes
+
+
+@dataclass(frozen=True)
+class ExampleSize:
+    """What the cost of one example depends on: tokens, target rows, generated rows, prompt tokens, prompt
+    segments."""
+
+    n_tokens: int
+    n_target: int
+    n_generated: int
+    n_prompt: int
+    n_segments: int = 1
+
+
+@dataclass
+class RunEstimate:
+    """Predicted seconds of a run: ``setup`` (model load, warm-up) and, per example, ``recording`` and per
+    method ``(attribution, deletion)``."""
+
+    setup: float = 0.0
+    examples: list[dict] = field(default_factory=list)  # [{"recording": s, "methods": {name: (attr s, del s)}}]
+
+    def example_seconds(self, i: int) -> float:
+        ex = self.examples[i]
+        return ex["recording"] + sum(a + d for a, d in ex["methods"].values())
+
+    @property
+    def seconds(self) -> float:
+        return self.setup + sum(self.example_seconds(i) for i in range(len(self.examples)))
+
+    def range(self) -> tuple[float, float]:
+        return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
+
+
+def deletion_states(n_prompt: int, k: int, first: bool) -> int:
+    """Scoring passes a method's deletion curve needs: ``min(k, P) + 1`` distinct states, less the two end
+    states when an earlier method of the example scored them."""
+    states = min(k, max(n_prompt, 1)) + 1
+    return states if first else max(states - 2, 0)
+
+
+def attribution_seconds(loaded, name: str, size: ExampleSize, speed: Speed, ig_steps: int = 16) -> float:
+    """Predicted seconds of evaluation method `name` on an example of `size` (its recording already made)."""
+    if name == "ig":
+        return scoring_seconds(loaded, size.n_tokens, IG_PASS_COST * ig_steps, speed)
+    if name == "perturbation":
+        return scoring_seconds(loaded, size.n_tokens, size.n_segments + 1, speed)
+    hops, rows = 0, size.n_target
+    if name.startswith("flashtrace-k"):
+        hops = int(name[len("flashtrace-k")])
+        rows = size.n_generated if "-gen" in name else size.n_target
+    return estimate(loaded, size.n_tokens, hops, n_target=rows, n_recursive=size.n_generated, warm=True,
+                    slowdown=speed.slow, threads=speed.threads).attribution_s
+
+
+def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20, ig_steps: int = 16,
+                     speed: Speed | None = None, recorded: bool = False) -> dict:
+    """``{"recording": s, "methods": {name: (attribution s, deletion s)}}`` for one example (`recorded`: its
+    forward pass is already made)."""
+    speed = speed or speed_of()
+    forward = 0.0 if recorded else estimate(loaded, size.n_tokens, 0, warm=True, slowdown=speed.slow,
+                                            threads=speed.threads).forward_s
+    costs = {}
+    for i, name in enumerate(methods):
+        states = deletion_states(size.n_prompt, k, first=i == 0)
+        costs[name] = (attribution_seconds(loaded, name, size, speed, ig_steps),
+                       scoring_seconds(loaded, size.n_tokens, states, speed))
+    return {"recording": forward, "methods": costs}
+
+
+def sequence_size(loaded, prompt: str, response: str, target="answer", chat_template: bool = True) -> ExampleSize:
+    """The `ExampleSize` of prompt + response, tokenised as the run will tokenise it (no model run)."""
+    from ..analysis.segments import segment_sequence
+    from ..engine.inputs import build_sequence
+    from ..run.tracing import resolve_target
+
+    seq = build_sequence(loaded.tokenizer, prompt, response, chat_template)
+    lo, hi = resolve_target(seq, target)
+    prompt_segments = sum(1 for s in segment_sequence(seq) if s.role == "prompt")
+    return ExampleSize(len(seq), hi - lo, len(seq.positions("reasoning", "answer")), len(seq.positions("prompt")),
+                       max(prompt_segments, 1))
+
+
+def estimate_eval(loaded, jobs, k: int = 20, ig_steps: int = 16, target: str = "answer",
+                  speed: Speed | None = None) -> RunEstimate:
+    """The `RunEstimate` of `flashtrace eval` over ``[(id, Example, methods to run)]`` (`runner.pending`) with
+    a loaded model; ``examples[i]["id"]`` names each."""
+    speed = speed or speed_of()
+    run = RunEstimate()
+    for ex_id, example, methods in jobs:
+        size = sequence_size(loaded, example.prompt, example.response, target)
+        run.examples.append({"id": ex_id, **example_estimate(loaded, size, methods, k, ig_steps, speed)})
+    return run
+
+
+class Countdown:
+    """Time left in a run as one range: the estimate's remaining work, scaled by how fast the finished part
+    went against its estimate; the range is the estimate's (÷/× `RANGE_FACTOR`) at the start and narrows to
+    the extrapolation as the run nears its end."""
+
+    def __init__(self, total_s: float):
+        self.total_s = max(total_s, 1e-9)
+
+    def left(self, done_s: float, elapsed_s: float) -> tuple[float, float]:
+        """``(low, high)`` seconds left when work estimated at `done_s` has taken `elapsed_s`."""
+        done = min(max(done_s, 0.0), self.total_s)
+        fraction = done / self.total_s
+        pace = min(max(elapsed_s / done, 1 / RANGE_FACTOR ** 2), RANGE_FACTOR ** 2) if fraction > 0.05 else 1.0
+        centre = (self.total_s - done) * pace
+        spread = RANGE_FACTOR ** (1 - fraction)
+        return centre / spread, centre * spread
+
+
+__all__ = ["ExampleSize", "RunEstimate", "Countdown", "deletion_states", "attribution_seconds", "example_estimate",
+           "sequence_size", "estimate_eval", "IG_PASS_COST"]
