@@ -6,14 +6,13 @@ import time
 
 import streamlit as st
 
-from flashtrace.app import state as app_state, ui
+from flashtrace.app import live, state as app_state, ui
 from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
 from flashtrace.engine.inputs import REASONING_INSTRUCTION, detect_spans
 from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.engine.models import MODEL_ALIASES
-from flashtrace.engine.models.generation import generate
 from flashtrace.run.tracing import attribute
 
 OTHER = "Other: Hugging Face id or local folder"
@@ -61,13 +60,18 @@ if mode == "Generate with the model":
                            "not when the prompt already asks). The tool wrote it, so it is marked as template text "
                            "and never counts as evidence.")
     gen_missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip())) if not ok]
+    if not gen_missing and model_name in MODEL_ALIASES:  # built-in models load in a second
+        with ui.shown_errors("Cannot generate: "):
+            st.caption(ui.plain(app_state.generation_estimate(app_state.cached_model(model_name), prompt, max_new,
+                                                              chat_template, ask)))
     if st.button("Generate response", key="generate", disabled=bool(gen_missing)):
         with ui.shown_errors("Generation failed: "), app_state.using_model():
-            with st.spinner("Generating…"):
-                generated = generate(app_state.cached_model(model_name), prompt, max_new_tokens=max_new,
-                                     chat_template=chat_template, reasoning_instruction=ask)
-                ss["pending_response"], ss["pending_prompt"] = generated.response, generated.prompt
-                st.rerun()
+            generated = live.streamed_generation(app_state.cached_model(model_name), prompt, max_new, chat_template,
+                                                 ask)
+            ss["pending_response"], ss["pending_prompt"] = generated.response, generated.prompt
+            st.rerun()
+    elif ss.get("generation_cancelled"):
+        st.info("Generation cancelled: the text so far is the response below, to keep, edit or generate again.")
     needs("Generating", gen_missing)
 response = st.text_area("Response (reasoning, then the answer)", key="response", height=160,
                         max_chars=MAX_INPUT_CHARS)
@@ -149,6 +153,9 @@ elif not missing:
 # --- run -------------------------------------------------------------------------------------------------
 if st.button("Run trace", type="primary", disabled=bool(missing) or not fits, key="run"):
     ss.pop("last_saved", None)
+    ss["trace_cancelled"], cancel = False, st.empty()
+    cancel.button("Cancel", key="cancel_trace", help="stops within a layer of the forward pass or attribution",
+                  on_click=lambda: ss.update(trace_cancelled=True))
     with ui.shown_errors("Trace failed: "), app_state.using_model(), st.status("Tracing…", expanded=True) as status:
         try:
             started = time.perf_counter()  # the whole run's wall time, as the estimate counts it
@@ -157,18 +164,24 @@ if st.button("Run trace", type="primary", disabled=bool(missing) or not fits, ke
             n_tokens, estimate = app_state.run_estimate(loaded, prompt, response, spans, target, hops, chat_template,
                                                         target_chars, steps)  # every check before the forward pass
             st.write(f"Recording the forward pass ({app_state.describe_estimate(n_tokens, estimate)})…")  # md-ok
-            prepared = app_state.cached_prepared(model_name, prompt, response, chat_template, spans.reasoning,
-                                                 spans.answer, spans.rule)
+            with live.forward_progress(loaded, "Forward pass:"):
+                prepared = app_state.cached_prepared(model_name, prompt, response, chat_template, spans.reasoning,
+                                                     spans.answer, spans.rule)
             trace = attribute(prepared, target="answer" if target == "character range" else target,
                               target_chars=target_chars, hops=hops, method=method, steps=steps, title=title.strip(),
                               stop_tokens=stop_tokens, hop0=hop0,
-                              progress=app_state.Progress("Attributing"))
+                              progress=app_state.Progress("Attributing", estimate.attribution_s + estimate.steps_s
+                                                          if estimate else None))
             ss["last_saved"] = app_state.library().save(trace, title.strip() or None)
             took = time.perf_counter() - started
             status.update(label=f"Done in {took:.1f} s" if took >= 0.05 else "Done in under 0.1 s", state="complete")
         except Exception:
             status.update(label="Trace failed (nothing was saved)", state="error")
             raise
+        finally:
+            cancel.empty()
+elif ss.get("trace_cancelled"):
+    st.info("Trace cancelled: nothing was saved.")
 needs("Run", missing)
 if ss.get("last_saved"):
     st.success(f"Saved to the library as **{ui.plain(ss['last_saved'])}**.")

@@ -89,8 +89,8 @@ def methods(ref, trace) -> None:
     plan = app_methods.comparison_plan(trace, pending, first=not results, warm=app_methods.is_warm(key))
     estimated = st.empty()  # cleared once the run is over
     if pending:
-        estimated.caption(f"Estimated {app_state.time_range(*plan.range())} for {len(pending):d} method(s) on "
-                          f"{len(trace.tokens):,} tokens" + ("" if plan.setup == 0 else ", with the warm-up"))  # md-ok
+        estimated.caption(ui.plain(f"Estimated {app_state.time_range(*plan.range())} for {len(pending):d} method(s) "
+                                   f"on {len(trace.tokens):,} tokens" + ("" if plan.setup == 0 else ", with the warm-up")))
     if st.button("Run the comparison", type="primary", disabled=not pending, key="run_methods"):
         ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
     if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):

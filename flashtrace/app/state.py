@@ -144,18 +144,37 @@ def cost_estimate(loaded: LoadedModel, n_tokens: int, hops: int, n_target: int |
 
 
 class Progress:
-    """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled)."""
+    """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled), with the time left
+    when the part's estimate (`estimate_s`) is given. Each call is a point where Streamlit can stop the run."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, estimate_s: float | None = None):
+        from ..evaluate.estimate import Countdown
+
         self.bar = st.progress(0.0, text=label)  # md-ok: callers pass a constant
-        self.label = label
-        self.last = 0.0
+        self.label, self.last, self.started = label, 0.0, time.perf_counter()
+        self.countdown = Countdown(estimate_s) if estimate_s else None
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         if now - self.last > 0.1 or done >= total:
-            self.bar.progress(min(done / max(total, 1), 1.0), text=f"{self.label} {done:d}/{total:d}")  # md-ok
+            share = min(done / max(total, 1), 1.0)
+            left = "" if self.countdown is None else \
+                f" · {time_range(*self.countdown.left(self.countdown.total_s * share, now - self.started))} left"
+            self.bar.progress(share, text=f"{self.label} {done:d}/{total:d}{left}")  # md-ok
             self.last = now
+
+
+def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_template: bool,
+                        reasoning_instruction: bool) -> str:
+    """One line before generating: how long up to `max_new` new tokens should take, as a range (ValueError
+    when the prompt plus `max_new` would not fit the model)."""
+    from ..engine.estimate import RANGE_FACTOR, generation_seconds
+    from ..engine.models.generation import generation_ids
+
+    _, ids = generation_ids(loaded, prompt, max_new, chat_template, reasoning_instruction)
+    seconds = generation_seconds(loaded, len(ids), max_new)
+    return (f"Generating up to {max_new:,} tokens after a {len(ids):,}-token prompt: about "
+            f"{time_range(seconds / RANGE_FACTOR, seconds * RANGE_FACTOR)} (less if the model stops sooner).")
 
 
 def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -41,20 +42,43 @@ def prompt_for_generation(tokenizer, prompt: str, reasoning_instruction: bool = 
     return prompt
 
 
+class TextStream:
+    """A `generate` streamer (transformers' ``put``/``end``) that hands the response decoded so far to
+    ``on_text(text, n_new_tokens)`` after every new token. The prompt's ids (the first ``put``) are skipped.
+    ``on_text`` runs in the generating thread: an exception it raises ends the generation there."""
+
+    def __init__(self, tokenizer, on_text: Callable[[str, int], None]):
+        self.tokenizer, self.on_text, self.ids, self.prompt_seen = tokenizer, on_text, [], False
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        self.ids.extend(value.reshape(-1).tolist())
+        self.on_text(self.tokenizer.decode(self.ids, skip_special_tokens=True), len(self.ids))
+
+    def end(self) -> None:
+        """Nothing to flush: every token was handed over as it came."""
+
+
 @torch.no_grad()
-def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False) -> str:
-    """Greedy (by default) continuation of `input_ids`, decoded without special tokens."""
+def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
+                      on_text: Callable[[str, int], None] | None = None) -> str:
+    """Greedy (by default) continuation of `input_ids`, decoded without special tokens; `on_text` sees the
+    text so far after each new token (`TextStream`)."""
     ids = torch.tensor([input_ids], device=loaded.device)
     tok = loaded.tokenizer
+    streamer = TextStream(tok, on_text) if on_text else None
     out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                do_sample=do_sample, pad_token_id=tok.pad_token_id or tok.eos_token_id)
+                                do_sample=do_sample, pad_token_id=tok.pad_token_id or tok.eos_token_id,
+                                streamer=streamer)
     return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
 
-def generate(loaded, prompt: str, *, max_new_tokens: int = 256, chat_template: bool = True,
-             reasoning_instruction: bool = False) -> Generated:
-    """Let the model answer `prompt` (with its chat template when `chat_template`); refuses before generating
-    when the prompt plus `max_new_tokens` would not fit the model's context."""
+def generation_ids(loaded, prompt: str, max_new_tokens: int = 256, chat_template: bool = True,
+                   reasoning_instruction: bool = False) -> tuple[str, list[int]]:
+    """``(prompt as generated from, its token ids)``; refuses when the prompt plus `max_new_tokens` would not
+    fit the model's context."""
     from ..inputs import build_sequence
 
     if max_new_tokens < 1:
@@ -65,6 +89,15 @@ def generate(loaded, prompt: str, *, max_new_tokens: int = 256, chat_template: b
     if context and len(ids) + max_new_tokens > context:
         raise ValueError(f"the prompt has {len(ids):,} tokens; with {max_new_tokens:,} new tokens that exceeds the "
                          f"{context:,} tokens {loaded.name} reads; shorten the prompt or ask for fewer new tokens")
+    return prompt, list(ids)
+
+
+def generate(loaded, prompt: str, *, max_new_tokens: int = 256, chat_template: bool = True,
+             reasoning_instruction: bool = False, on_text: Callable[[str, int], None] | None = None) -> Generated:
+    """Let the model answer `prompt` (with its chat template when `chat_template`); refuses before generating
+    when the prompt plus `max_new_tokens` would not fit the model's context. `on_text(text, n_tokens)` sees
+    the response as it grows, one call per new token, and may raise to stop the generation."""
+    prompt, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
     start = time.perf_counter()
-    response = generate_response(loaded, ids, max_new_tokens=max_new_tokens)
+    response = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text)
     return Generated(prompt, response, time.perf_counter() - start)

@@ -1,0 +1,104 @@
+"""Long runs on the Trace page, shown as they go: generation streamed into the page, the forward pass by layer.
+
+Every callback the engine makes while it runs (a new token, a layer starting) is a point where Streamlit
+may stop the script run: a click on Cancel (or any widget) interrupts the model within a token's or a
+layer's time, instead of after the run. The panels live in placeholders cleared however the run ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+
+import streamlit as st
+
+from ..base.units import time_range
+from ..evaluate.estimate import Countdown
+
+DRAW_EVERY_S = 0.15
+
+
+def _yield_point() -> None:
+    """Let Streamlit stop the script run here if a rerun or stop was asked for (any session-state read is a
+    point where it checks)."""
+    _ = "cancel_requested" in st.session_state
+
+
+def _keep_partial() -> None:
+    """Cancel's click: the text generated so far becomes the response, to keep or edit."""
+    ss = st.session_state
+    ss["generation_cancelled"] = True
+    if ss.get("generation_partial") is not None:
+        ss["pending_response"], ss["pending_prompt"] = ss["generation_partial"], ss.get("generation_prompt", "")
+
+
+def streamed_generation(loaded, prompt: str, max_new: int, chat_template: bool, reasoning_instruction: bool):
+    """`flashtrace.engine.models.generation.generate` with the response drawn as it grows, a bar over the new
+    tokens with the time left, and a Cancel button that stops within a token and keeps the text so far.
+    Returns the `Generated`."""
+    from ..engine.estimate import generation_seconds
+    from ..engine.models.generation import generate, generation_ids
+
+    ss = st.session_state
+    shown_prompt, ids = generation_ids(loaded, prompt, max_new, chat_template, reasoning_instruction)
+    countdown = Countdown(generation_seconds(loaded, len(ids), max_new))
+    ss["generation_prompt"], ss["generation_partial"], ss["generation_cancelled"] = shown_prompt, None, False
+    cancel, panel = st.empty(), st.empty()
+    cancel.button("Cancel", key="cancel_generation", on_click=_keep_partial,
+                  help="stops within a token; the text so far becomes the response")
+    with panel.container(border=True):
+        bar, text_box = st.progress(0.0, text=f"Generating up to {max_new:d} tokens…"), st.empty()
+    started, last = time.perf_counter(), [0.0]
+
+    def on_text(text: str, n: int) -> None:
+        ss["generation_partial"] = text  # also a point where Cancel stops the generation
+        now = time.perf_counter()
+        if now - last[0] < DRAW_EVERY_S and n < max_new:
+            return
+        last[0] = now
+        left = time_range(*countdown.left(countdown.total_s * n / max_new, now - started))
+        bar.progress(min(n / max_new, 1.0), text=f"{n:d} of at most {max_new:d} tokens · {left} left")  # md-ok
+        text_box.text(text)
+
+    try:
+        return generate(loaded, prompt, max_new_tokens=max_new, chat_template=chat_template,
+                        reasoning_instruction=reasoning_instruction, on_text=on_text)
+    finally:
+        cancel.empty()
+        panel.empty()
+
+
+@contextmanager
+def forward_progress(loaded, label: str):
+    """A progress bar by layer for the forward passes run inside the block (a cached function's included:
+    a helper thread draws, so nothing is recorded into its cache); each layer is a point where Cancel stops
+    the run. The bar is removed when the block ends."""
+    from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
+
+    from ..engine.models.progress import each_layer
+
+    bar = st.progress(0.0, text=label)  # md-ok: callers pass a constant
+    state, stop = {"layer": 0, "of": 1}, threading.Event()
+
+    def on_layer(i: int, n: int) -> None:
+        state["layer"], state["of"] = i + 1, n
+        _yield_point()
+
+    def draw() -> None:
+        while not stop.wait(DRAW_EVERY_S):
+            bar.progress(state["layer"] / state["of"], text=f"{label} layer {state['layer']:d} of {state['of']:d}")  # md-ok
+
+    thread = threading.Thread(target=draw, daemon=True)
+    add_script_run_ctx(thread, get_script_run_ctx())
+    thread.start()
+    try:
+        with each_layer(loaded, on_layer):
+            yield
+    finally:
+        stop.set()
+        thread.join()
+        bar.empty()
+
+
+__all__ = ["streamed_generation", "forward_progress"]

@@ -1,0 +1,126 @@
+"""Real browser (issue 28 item 3): generation streams into the Trace page (the text grows while it runs), and
+Cancel stops it: control comes back within 2 s, the text so far becomes the response, and the server's
+process uses no CPU afterwards (no worker left busy)."""
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from flashtrace.store.library import LIBRARY_ENV
+
+from .browser import app_server, launch, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _server_pid(port: int) -> int:
+    """The app server's process: the one whose command line serves `port`."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
+            return int(proc.name)
+    raise AssertionError(f"no server process on port {port}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process (all its threads) has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _cpu_over(pid: int, seconds: float) -> float:
+    start = _cpu_seconds(pid)
+    time.sleep(seconds)
+    return _cpu_seconds(pid) - start
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url:
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/Trace", timeout=90_000)
+        page.get_by_role("heading", name="Run a trace").wait_for(timeout=90_000)
+        settle(page)
+        page.locator('[data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="tiny-llama", exact=True).click()
+        settle(page)
+        page.get_by_text("Generate with the model").click()
+        settle(page)
+        slider = page.get_by_role("slider").first
+        slider.focus()
+        page.keyboard.press("End")  # the most new tokens: a run long enough to watch and to cancel
+        settle(page)
+        prompt = page.get_by_label("Prompt")
+        prompt.fill("Write a long story about a cat.")
+        prompt.press("Tab")  # leaving the box sends its text
+        page.get_by_text("Generating needs a prompt.").wait_for(state="detached", timeout=30_000)
+        settle(page)
+        assert page.get_by_text(re.compile(r"Generating up to 1,024 tokens")).count() == 1, page.inner_text("body")[-3000:].replace("\n\n", "\n")
+        page.get_by_role("button", name="Generate response").click()
+
+        streamed = page.locator('[data-testid="stText"]')  # the streamed response, under its progress bar
+        lengths = []
+        deadline = time.time() + 120
+        while len(set(lengths)) < 3 and time.time() < deadline:
+            if streamed.count():
+                lengths.append(len(streamed.first.inner_text()))
+            page.wait_for_timeout(300)
+        assert len(set(lengths)) >= 3 and lengths == sorted(lengths), lengths  # it grew, while running
+        assert _cpu_over(pid, 1.0) > 0.3  # the server works while it generates
+
+        clicked = time.time()
+        page.get_by_role("button", name="Cancel").click()
+        page.get_by_text("Generation cancelled").wait_for(timeout=30_000)
+        back = time.time() - clicked
+        assert page.get_by_role("button", name="Cancel").count() == 0
+        assert page.get_by_role("button", name="Generate response").is_enabled()
+        kept = page.get_by_label("Response (reasoning, then the answer)").input_value()
+        assert len(kept) >= max(lengths) > 0  # the text so far became the response
+        idle = _cpu_over(pid, 2.0)
+        page.close()
+    assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
+    assert idle < 0.25, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
+
+
+def test_compare_cancel_stops_the_deletion_scoring(tmp_path, browser):
+    """Compare → Methods on a gallery trace (SmolLM2): Cancel during a deletion curve gives control back within
+    2 s and the server then idles, where it used to finish the method in the background."""
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url:
+        pid = _server_pid(int(url.rsplit(":", 1)[1]))
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/Compare?trace=gallery:arithmetic", timeout=90_000)
+        page.get_by_role("heading", name="Compare").first.wait_for(timeout=90_000)
+        settle(page)
+        page.get_by_role("tab", name="Methods").click()
+        assert page.get_by_text(re.compile(r"Estimated .* for 4 method\(s\) on")).count() == 1
+        page.get_by_role("button", name="Run the comparison").click()
+        page.get_by_text(re.compile(r"deletion curve \d+%")).first.wait_for(timeout=300_000)
+        assert _cpu_over(pid, 1.0) > 0.3  # busy scoring
+        clicked = time.time()
+        page.get_by_role("button", name="Cancel").click()
+        page.get_by_text("Cancelled.").wait_for(timeout=30_000)
+        back = time.time() - clicked
+        assert page.get_by_role("button", name="Cancel").count() == 0
+        assert page.get_by_text("Running the methods").count() == 0  # no stale panel
+        idle = _cpu_over(pid, 2.0)
+        page.close()
+    assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
+    assert idle < 0.25, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
