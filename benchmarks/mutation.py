@@ -52,7 +52,7 @@ _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/tes
 MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
     "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py"],
-    "flashtrace/base/lazy.py": ["tests/test_names.py", "tests/test_moved.py"],
+    "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py", "tests/test_moved.py"],
     "flashtrace/engine/attribution/baselines.py": ["tests/evaluate/test_baselines.py", "tests/attribution/test_registry.py"],
     "flashtrace/engine/attribution/hops.py": ["tests/attribution/test_hops.py", "tests/test_tracing.py"],
     "flashtrace/engine/attribution/registry.py": ["tests/attribution/test_registry.py", "tests/test_tracing.py"],
