@@ -55,6 +55,12 @@ GALLERY: tuple[GallerySpec, ...] = (
     GallerySpec("vartrack-answer-15", "Variable tracking, hop 0 over the answer (seed 15)",
                 "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
                 seed=15, length=300, options={"hops": 4}, hop0="answer"),
+    GallerySpec("vartrack-answer-35", "Variable tracking, hop 0 over the answer (seed 35)",
+                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
+                seed=35, length=300, options={"hops": 4}, hop0="answer"),
+    GallerySpec("vartrack-answer-44", "Variable tracking, hop 0 over the answer (seed 44, 3 links)",
+                "A chain of 3 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
+                seed=44, length=300, options={"hops": 3}, hop0="answer"),
     GallerySpec("arithmetic", "Arithmetic word problem", "A 3-step word problem among distractor quantities; "
                 "gold = the numbers the answer depends on.", task="arithmetic", seed=3, length=220, options={"steps": 3}),
     GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; the "

@@ -14,7 +14,8 @@ def test_home_lists_the_gallery(open_page, gallery_items):
     headings = [s.value for s in at.subheader]
     changing = [plain(it.title) for it in gallery_items if it.changes_evidence]
     if changing:  # the traces where hops change the evidence come first, under their own heading
-        assert headings[0] == "Where the hops change the evidence" and headings[1:1 + len(changing)] == changing
+        assert headings[0] == "Where the hops change the evidence"  # cards fill columns: compare as sets
+        assert sorted(headings[1:1 + len(changing)]) == sorted(changing)
     captions = " ".join(c.value for c in at.caption)
     for it in gallery_items:
         assert f"{it.n_tokens:,} tokens" in captions
