@@ -84,7 +84,7 @@ if picked:
                              "rank": st.column_config.NumberColumn(width="small"),
                              "sentence": st.column_config.TextColumn(width="medium"),
                              "share": st.column_config.ProgressColumn(
-                                 format="percent", min_value=0.0, width="small", help=f"share {OF_PROMPT}",
+                                 format="percent", min_value=0.0, width="small", help=f"share {ui.plain(OF_PROMPT)}",
                                  max_value=max([v for _, v in evidence], default=1.0)),
                              "graph": st.column_config.NumberColumn(
                                  format="percent", width="small",
@@ -92,7 +92,7 @@ if picked:
                                       "carries (a different quantity)"),
                              "gold": st.column_config.TextColumn(width="small", help="known evidence"),
                              "strongest path": st.column_config.TextColumn(width="medium")})
-            st.caption(f"share: {OF_PROMPT} after all hops (the ranking every page shows) · graph: influence "
+            st.caption(f"share: {ui.plain(OF_PROMPT)} after all hops (the ranking every page shows) · graph: influence "
                        "through the step graph, a share of all the prompt influence it carries")
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []

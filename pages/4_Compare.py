@@ -59,7 +59,8 @@ def hop_depths(trace) -> None:
     rows = depth_table(facts, compact=True)
     extra = [({"ρ": f"{d.rho:.3f}"} if ui.details() else {}) for d in facts.depths]
     st.dataframe([{**row, **more} for row, more in zip(rows, extra)], hide_index=True, key="depth_table")
-    st.caption(f"reached the input: share {facts.of_answer} · its share: the top sentence's share {OF_PROMPT} "
+    st.caption(f"reached the input: share {ui.plain(facts.of_answer)} · its share: the top sentence's share "
+               f"{ui.plain(OF_PROMPT)} "
                "after hops 0..K")
     with st.expander(f"Top-{k:d} prompt words at each depth"):
         st.dataframe([{"depth": row["depth"], "words": " · ".join(visible_label(trace.tokens[i].text, 20)

@@ -86,11 +86,14 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
         customdata=[_escaped(" ".join(p.text.split())[:300]) for p in rows],
         hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
     top = max((p.share for p in rows), default=1.0)
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=70 + 44 * max(len(rows), 1),
+    # the axis title gets 24 px more below it than _LAYOUT gives: a taller fallback font (a machine without
+    # Liberation or Open Sans) still fits inside a PNG/SVG export
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=94 + 44 * max(len(rows), 1),
                       xaxis={"range": [0, top * (1.6 if extra else 1.35)], "tickformat": ".0%", "fixedrange": True,
                              "automargin": True, "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
-                      meta={"view": view, "gold": [p.key for p in rows if p.piece.gold]}, **_LAYOUT)
+                      meta={"view": view, "gold": [p.key for p in rows if p.piece.gold]},
+                      **{**_LAYOUT, "margin": {**_LAYOUT["margin"], "b": 60}})
     return fig
 
 
