@@ -80,8 +80,9 @@ if not entries:
             "The library is empty: run a trace on the Trace page, or import a JSON file.")
     st.stop()
 
-table = pd.DataFrame([{"name": e.name, "title": e.title if e.readable else "⚠ unreadable", "model": e.model,
-                       "tokens": e.n_tokens or None, "hops": e.hops if e.readable else None, "method": e.method,
+table = pd.DataFrame([{"name": ui.visible(e.name), "title": ui.visible(e.title) if e.readable else "⚠ unreadable",
+                       "model": ui.visible(e.model), "tokens": e.n_tokens or None, "hops": e.hops if e.readable else None,
+                       "method": ui.visible(e.method),
                        "created": e.created[:16].replace("T", " "), "size kB": round(e.size / 1e3, 1)}
                       for e in entries])
 st.dataframe(table, hide_index=True, width="stretch", column_config=COLUMNS)
@@ -92,7 +93,7 @@ for e in entries:
 names = [e.name for e in entries]
 wanted = ss.get("library_pick")
 chosen = st.selectbox("Selected trace", names, index=names.index(wanted) if wanted in names else 0,
-                      key=f"chosen_{ss.get('library_v', 0)}")
+                      key=f"chosen_{ss.get('library_v', 0)}", format_func=ui.visible)
 ss["library_pick"], ss["library_v"] = chosen, ss.get("library_v", 0)
 entry = next(e for e in entries if e.name == chosen)
 if entry.readable:
@@ -101,7 +102,7 @@ if entry.readable:
     export_buttons("export", chosen, lambda: lib.open(chosen))
 
 with st.form(f"rename_{chosen}"):
-    new_name = st.text_input("Rename to", value=chosen, key=f"rename_to_{chosen}", max_chars=200,
+    new_name = st.text_input("Rename to", value=ui.visible(chosen), key=f"rename_to_{chosen}", max_chars=200,
                              help="letters, digits, '.', '_' and '-'; anything else becomes '-'")
     if st.form_submit_button("Rename", key="rename"):
         with ui.shown_errors("Not renamed: "):

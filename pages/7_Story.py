@@ -86,7 +86,11 @@ def show_panel(ref, trace, panel: Panel, large: bool) -> None:
     if panel.key != "question":
         show_caption(panel)
     if panel.key == "evidence":
-        st.html(sentences_html(trace, panel.data["sentences"]))
+        top = sentences_html(trace, panel.data["sentences"])
+        if top:  # empty for a trace without sentence segments (st.html refuses an empty body)
+            st.html(top)
+        else:
+            st.caption("This trace has no sentence segments: the whole prompt is shown below.")
         with st.expander("The whole prompt, highlighted"):
             st.html(evidence_html(trace))
     if panel.key == "check":

@@ -17,6 +17,10 @@ MAX_FILE_BYTES = 256 * 2**20  # a trace file
 MAX_TITLE = 500  # characters of a trace's title
 MAX_INPUT_CHARS = MAX_TEXT  # what the app's text areas and the API accept (a trace must be able to store it)
 MAX_INPUT_BYTES = 4 * MAX_INPUT_CHARS  # UTF-8 needs at most 4 bytes a character
+MAX_STOP_TOKENS = 1_000  # entries of a user stop-token list, each at most MAX_STOP_TOKEN_CHARS characters
+MAX_STOP_TOKEN_CHARS = 100
+MAX_TIMINGS = 100  # named timings (seconds) in one trace
+MAX_SCORE = 3.4028234663852886e38  # float32's largest: attribution values are computed in float32 or narrower
 
 RECURSIVE_SPANS = ("reasoning+answer", "reasoning")  # the span G re-attributed by hops >= 1 (first: default)
 HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: the API's default)
@@ -26,6 +30,7 @@ GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1
 METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 
 __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
+           "MAX_STOP_TOKENS", "MAX_STOP_TOKEN_CHARS", "MAX_TIMINGS", "MAX_SCORE",
            "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
            "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
            "check_options"]

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
 from uuid import uuid4
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
-from ..base.fileio import atomic_write_text, is_device
-from .limits import HOP0_SPANS, MAX_FILE_BYTES, MAX_HOPS, MAX_TEXT, MAX_TITLE, MAX_TOKENS, RECURSIVE_SPANS, STOP_PRESETS
+from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
+from ..base.json_budget import JsonBudgetError, check_json_budget, json_text
+from .limits import (HOP0_SPANS, MAX_FILE_BYTES, MAX_HOPS, MAX_SCORE, MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT,
+                     MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, RECURSIVE_SPANS, STOP_PRESETS)
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
@@ -33,10 +34,10 @@ MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (
 MAX_EXTRA_DEPTH = 16  # nesting of `extra` (free-form metadata)
 MAX_EXTRA_NODES = 100_000  # values in `extra`
 REL_TOL = 1e-4  # relative tolerance of the sum invariants (6-significant-digit rounding passes)
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
 TokenRange = tuple[int, int]
+Vector = Annotated[list[float], Field(fail_fast=True)]  # fail_fast: one error, not one per value (bounded memory)
 
 
 class TraceValidationError(FlashTraceError, ValueError):
@@ -83,7 +84,9 @@ class Settings(_Strict):
     hops: int = Field(ge=0, le=MAX_HOPS)
     target: TokenRange
     recursive: Literal[RECURSIVE_SPANS] = RECURSIVE_SPANS[0]
-    stop_tokens: Literal[STOP_PRESETS] | list[str] = "paper"
+    stop_tokens: Literal[STOP_PRESETS] | Annotated[
+        list[Annotated[str, Field(max_length=MAX_STOP_TOKEN_CHARS)]], Field(max_length=MAX_STOP_TOKENS,
+                                                                             fail_fast=True)] = "paper"
     hop0: Literal[HOP0_SPANS] = HOP0_SPANS[0]
     chat_template: bool = True
     threshold: float | None = Field(default=None, ge=0, le=1)
@@ -126,14 +129,14 @@ class Spans(_Strict):
 class HopRecord(_Strict):
     k: int = Field(ge=0, le=MAX_HOPS)
     rho: float = Field(ge=0, le=1)
-    weights: list[float]
-    raw: list[float]
-    contribution: list[float]
+    weights: Vector
+    raw: Vector
+    contribution: Vector
 
 
 class Scores(_Strict):
-    final: list[float]  # over all positions (non-zero on prompt positions only)
-    prompt: list[float]  # final normalised to sum 1 over prompt positions
+    final: Vector  # over all positions (non-zero on prompt positions only)
+    prompt: Vector  # final normalised to sum 1 over prompt positions
 
 
 class SegmentRecord(_Strict):
@@ -153,7 +156,7 @@ class StepRecord(_Strict):
     """Step-level attribution: per segment id (each reasoning step and the answer), its attribution over
     all positions from one batched sweep (stop tokens zeroed), and the seconds that sweep took."""
 
-    vectors: dict[str, list[float]] = Field(max_length=MAX_TOKENS)
+    vectors: dict[str, Vector] = Field(max_length=MAX_TOKENS, fail_fast=True)
     seconds: float = Field(ge=0)
 
 
@@ -166,12 +169,13 @@ class Trace(_Strict):
     response: str = Field(max_length=MAX_TEXT)
     model: ModelInfo
     settings: Settings
-    tokens: list[TokenRecord] = Field(max_length=MAX_TOKENS)
+    tokens: list[TokenRecord] = Field(max_length=MAX_TOKENS, fail_fast=True)
     spans: Spans
     scores: Scores
-    hops: list[HopRecord] = Field(max_length=MAX_HOPS + 1)
-    timings: dict[str, float] = Field(default_factory=dict)
-    segments: list[SegmentRecord] | None = Field(default=None, max_length=MAX_TOKENS)
+    hops: list[HopRecord] = Field(max_length=MAX_HOPS + 1, fail_fast=True)
+    timings: dict[Annotated[str, Field(max_length=100)], float] = Field(default_factory=dict, max_length=MAX_TIMINGS,
+                                                                        fail_fast=True)
+    segments: list[SegmentRecord] | None = Field(default=None, max_length=MAX_TOKENS, fail_fast=True)
     steps: StepRecord | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -204,6 +208,8 @@ class Trace(_Strict):
                 raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
             if any(v < 0 for v in vec):
                 raise ValueError(f"{name} has negative values")
+            if any(v > MAX_SCORE for v in vec):
+                raise ValueError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
         for name in ("prompt", "reasoning", "answer"):
             rng = getattr(self.spans, name)
             if rng is not None and not 0 <= rng[0] < rng[1] <= n:
@@ -256,14 +262,36 @@ class Trace(_Strict):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Trace":
-        if len(text) > MAX_FILE_BYTES:
-            raise TraceValidationError(f"trace is {len(text)} bytes; the limit is {MAX_FILE_BYTES}")
-        _check_structure(text)
+        """Parse and validate JSON text. Whatever the bytes, the only error is `TraceValidationError`, and the
+        memory a parse may take is bounded before parsing (`json_budget`)."""
+        return cls._from_owned([text])
+
+    @classmethod
+    def _from_owned(cls, holder: list) -> "Trace":
+        """`from_json` of ``holder[0]``, which it takes over: each form of the text (UTF-8 bytes, ASCII JSON
+        bytes, the str being parsed) is freed once the next is made, so two are never held with the parse."""
         try:
+            if len(holder[0]) > MAX_FILE_BYTES:
+                raise TraceValidationError(f"trace is {len(holder[0])} bytes; the limit is {MAX_FILE_BYTES}")
+            text = holder.pop()
+            text = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+            text = json_text(text)  # ASCII: one byte a character, whatever the text holds
+            check_json_budget(text, MAX_CONTAINERS)
+            text = text.decode("ascii")
             data = json.loads(text, parse_constant=_reject_constant)
+            del text
+            return cls.from_dict(data)
+        except TraceValidationError:
+            raise
+        except JsonBudgetError as exc:
+            raise TraceValidationError(str(exc)) from None
+        except UnicodeError as exc:
+            raise TraceValidationError(f"not valid JSON: the file is not UTF-8 text ({exc.reason} at byte "
+                                       f"{getattr(exc, 'start', '?')})") from None
         except (ValueError, RecursionError) as exc:
             raise TraceValidationError(f"not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+        except Exception as exc:  # noqa: BLE001 - the contract: a bad file is a TraceValidationError, never a crash
+            raise TraceValidationError(f"invalid trace ({type(exc).__name__}: {exc})"[:500]) from None
 
     @classmethod
     def from_dict(cls, data: Any) -> "Trace":
@@ -273,7 +301,7 @@ class Trace(_Strict):
             return cls.model_validate(data)
         except ValidationError as exc:
             raise TraceValidationError(_describe(exc)) from None
-        except (ValueError, TypeError, RecursionError) as exc:
+        except (ValueError, TypeError, RecursionError, ArithmeticError) as exc:
             raise TraceValidationError(str(exc)) from None
 
     def save(self, path: str | Path) -> Path:
@@ -282,16 +310,13 @@ class Trace(_Strict):
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
-        path = Path(path)
-        if path.is_dir() or is_device(path):
-            raise TraceValidationError(f"{path} is a {'folder' if path.is_dir() else 'device'}, not a trace file")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise TraceValidationError(f"{path.name} is larger than {MAX_FILE_BYTES} bytes")
-        with open(path, "rb") as handle:  # bounded: a device such as /dev/zero reports size 0
-            data = handle.read(MAX_FILE_BYTES + 1)
-        if len(data) > MAX_FILE_BYTES:
-            raise TraceValidationError(f"{path} is larger than {MAX_FILE_BYTES:,} bytes")
-        return cls.from_json(data)
+        """Read and validate a trace file. Only regular files are read (a folder, a device, a named pipe or a
+        socket is refused without being opened for reading), with the `MAX_FILE_BYTES` bound."""
+        try:
+            holder = [read_regular_file(path, MAX_FILE_BYTES, "trace file")]
+        except NotAFileError as exc:
+            raise TraceValidationError(str(exc)) from None
+        return cls._from_owned(holder)
 
 
 _VIEWS: dict[str, Callable] = {}
@@ -311,31 +336,19 @@ def _view(name: str) -> Callable:
         raise RuntimeError(f"no '{name}' view is registered for traces (importing flashtrace registers them)") from None
 
 
-def _check_structure(text: str | bytes) -> None:
-    """Refuse, before parsing, JSON whose arrays and objects would take far more memory than its size
-    (e.g. 100 MB of nested empty lists parse to ~3 GB). Strings are skipped; one C-speed pass."""
-    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
-    skeleton = _JSON_STRING.sub(b'""', data)
-    containers = skeleton.count(b"[") + skeleton.count(b"{")
-    if containers > MAX_CONTAINERS:
-        raise TraceValidationError(f"the file holds {containers:,} JSON arrays/objects; a trace has at most "
-                                   f"{MAX_CONTAINERS:,}")
-
-
 def _check_extra(extra: dict) -> None:
     """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
     (so whatever loads can also be saved back)."""
-    stack, count = [(extra, 1)], 0
+    stack, count = [(extra, 1)], 1
     while stack:
         value, depth = stack.pop()
-        count += 1
-        if count > MAX_EXTRA_NODES:
+        if depth > MAX_EXTRA_DEPTH:
+            raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
+        count += len(value)
+        if count > MAX_EXTRA_NODES:  # counted before the children are visited: no stack of a million entries
             raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
-        if isinstance(value, (dict, list)):
-            if depth > MAX_EXTRA_DEPTH:
-                raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
-            children = value.values() if isinstance(value, dict) else value
-            stack.extend((child, depth + 1) for child in children)
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
 
 def _close(a: float, b: float, scale: float) -> bool:

@@ -15,6 +15,7 @@ from .state import TraceRef, load_trace, trace_choices
 from .glossary import help_link
 from ..analysis.schema import Trace
 from ..analysis.text import counted
+from ..viz.tokens import show_controls
 
 PAGES = {"home": "app.py", "trace": "pages/1_Trace.py", "explore": "pages/2_Explore.py", "graph": "pages/3_Hop_graph.py",
          "compare": "pages/4_Compare.py", "library": "pages/5_Library.py", "evaluation": "pages/6_Evaluation.py",
@@ -65,13 +66,20 @@ def plain(value: object) -> str:
     backslash-escaped, so links, images, HTML, `:color[...]` directives, emoji and icon codes, maths and
     emphasis show as typed; an invisible word joiner keeps bare URLs and e-mail addresses from becoming
     links; line breaks stay line breaks and leading spaces stay spaces (never a code block).
+    Bidirectional controls (U+202E...) are written out (``⟨U+202E⟩``), never applied to what follows.
     Use it for every string that comes from a user, a trace file, a file name or the URL."""
-    text = _BARE_LINK.sub(WORD_JOINER, str(value)).replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    text = _BARE_LINK.sub(WORD_JOINER, visible(value)).replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
     lines = []
     for line in _MD_PUNCT.sub(r"\\\1", text).split("\n"):
         body = line.lstrip(" ")
         lines.append("\u00a0" * (len(line) - len(body)) + body)
     return "  \n".join(lines)
+
+
+def visible(value: object) -> str:
+    """`value` as text for elements that show text as it is (table cells, select options, ``st.text``):
+    bidirectional controls written out, so a file named ``report-<U+202E>evil`` never shows as "report-live"."""
+    return show_controls(str(value))
 
 
 def error_message(exc: BaseException) -> str:

@@ -5,7 +5,8 @@ Every write goes to a temporary file ``.tmp-<pid>-<random><suffix>`` in the dest
 
 - `atomic_write_text` renames it over the destination (replaces: for a path the user named);
 - `publish_text` publishes it under the first *free* name of a list, with exclusive creation
-  (``os.link``, which fails when the name exists), so two writers never take the same name.
+  (`move_exclusive`: ``os.link``, which fails when the name exists, or where hard links are refused one
+  rename under a folder lock), so two writers never take the same name.
 
 A writer killed with ``kill -9`` leaves its temporary file behind; `remove_stale_temps` (called when a
 `Library` is opened) removes those whose writer is gone (no lock held, and the process in the name
@@ -38,6 +39,7 @@ class _TempFile:
     published."""
 
     def __init__(self, folder: Path, suffix: str, text: str | bytes):
+        self.moved = False
         folder.mkdir(parents=True, exist_ok=True)
         umask = os.umask(0)
         os.umask(umask)
@@ -61,9 +63,14 @@ class _TempFile:
 
     def close(self) -> None:
         if self.fd is not None:
-            self.path.unlink(missing_ok=True)
+            if not self.moved:
+                self.path.unlink(missing_ok=True)
             os.close(self.fd)
             self.fd = None
+
+    def published(self) -> None:
+        """The file now has its final name (moved there): closing must not remove it."""
+        self.moved = True
 
     def __enter__(self) -> "_TempFile":
         return self
@@ -72,38 +79,84 @@ class _TempFile:
         self.close()
 
 
-def atomic_write_text(path: str | Path, text: str | bytes) -> Path:
-    """Write `text` to `path`, replacing any file there; readers see the old or the new file, never a part."""
+class DestinationError(ValueError):
+    """An output path cannot be written: a folder, a device, a named pipe, a socket or a symbolic link is
+    there (never replaced), or the folder is not writable. The message is one line naming the path."""
+
+
+def _check_replaceable(path: Path, what: str) -> None:
+    """`DestinationError` unless `path` is missing or a regular file (not followed if it is a link)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (the parent is checked apart)
+        return
+    if stat.S_ISDIR(mode):
+        raise DestinationError(f"{what} {path} is a folder; give a file name")
+    if not stat.S_ISREG(mode):
+        hint = "write to the file it points to instead" if stat.S_ISLNK(mode) else "it is never replaced"
+        raise DestinationError(f"{what} {path} is {kind_of(mode)}, not a regular file; {hint}")
+
+
+def atomic_write_text(path: str | Path, text: str | bytes, what: str = "destination") -> Path:
+    """Write `text` to `path`, replacing a regular file there; readers see the old or the new file, never a
+    part. A folder, a device, a named pipe, a socket or a symbolic link at `path` is never replaced
+    (`DestinationError`): checked before the temporary file is written and again just before the rename."""
     path = Path(path)
+    _check_replaceable(path, what)
     with _TempFile(path.parent, path.suffix, text) as tmp:
+        _check_replaceable(path, what)  # something may have appeared there meanwhile
         os.replace(tmp.path, path)
     return path
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+def atomic_write_bytes(path: str | Path, data: bytes, what: str = "destination") -> Path:
     """`atomic_write_text` for bytes (an image)."""
-    return atomic_write_text(path, data)
+    return atomic_write_text(path, data, what)
 
 
-def link_exclusive(src: Path, dst: Path) -> bool:
-    """Give the file at `src` the name `dst` unless `dst` exists (atomic); False when it does.
-    `src` keeps its name. Where hard links are not supported, an exclusively created placeholder
-    reserves `dst` and is then replaced."""
+_NO_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS)
+LOCK_NAME = ".flashtrace.lock"  # serialises renames in a folder whose filesystem refuses hard links
+
+
+def _rename_if_free(src: Path, dst: Path) -> bool:
+    """Rename `src` to `dst` unless `dst` exists, under an exclusive lock on the folder's `LOCK_NAME` (for
+    filesystems without hard links: every writer of the folder takes the same lock). One ``rename``: the
+    file moves whole, keeps its mode, and a writer killed midway leaves it under one of its two names."""
+    fd = os.open(dst.parent / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # no locks on this filesystem either: the check below is then only best effort
+                pass
+        if os.path.lexists(dst):
+            return False
+        os.rename(src, dst)
+        return True
+    finally:
+        os.close(fd)
+
+
+def move_exclusive(src: str | Path, dst: str | Path) -> bool:
+    """Give the file at `src` the name `dst` instead, unless `dst` exists (then False and nothing changes).
+    Atomic against concurrent writers: a hard link claims `dst` (it fails when the name exists), then `src`
+    is unlinked; where hard links are refused, one locked rename (`_rename_if_free`). Never copies, so the
+    file is never seen partly written and keeps its mode. `FileNotFoundError` when `src` is gone (renamed or
+    deleted meanwhile by someone else; any claim on `dst` is undone)."""
+    src, dst = Path(src), Path(dst)
     try:
         os.link(src, dst)
-        return True
     except FileExistsError:
         return False
     except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+        if exc.errno not in _NO_LINKS:
             raise
+        return _rename_if_free(src, dst)
     try:
-        os.close(os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        return False
-    import shutil
-
-    shutil.copyfile(src, dst)
+        os.unlink(src)
+    except FileNotFoundError:
+        dst.unlink(missing_ok=True)
+        raise
     return True
 
 
@@ -113,7 +166,8 @@ def publish_text(folder: str | Path, names: Iterable[str], text: str, suffix: st
     folder = Path(folder)
     with _TempFile(folder, suffix, text) as tmp:
         for name in names:
-            if link_exclusive(tmp.path, folder / f"{name}{suffix}"):
+            if move_exclusive(tmp.path, folder / f"{name}{suffix}"):
+                tmp.published()
                 return name
     raise FileExistsError(f"no free name left in {folder}")
 
@@ -165,25 +219,78 @@ def remove_stale_temps(folder: str | Path) -> list[str]:
 
 
 def check_destination(path: str | Path, what: str = "destination") -> Path:
-    """`ValueError` (one line) unless a file can be written at `path`: not a folder, and its nearest
-    existing parent folder is writable (missing folders are created on write). Checked before the work."""
+    """`DestinationError` (one line) unless a file can be written at `path`: nothing there or a regular file
+    (a folder, a device such as ``/dev/null``, a named pipe, a socket or a symbolic link such as
+    ``/dev/stdout`` is refused, never replaced), and its nearest existing parent folder is writable (missing
+    folders are created on write). Checked before the work; the write checks again."""
     path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{what} {path} is a folder; give a file name")
+    _check_replaceable(path, what)
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
-        raise ValueError(f"{what} {path} cannot be written: {parent} is not a folder")
+        raise DestinationError(f"{what} {path} cannot be written: {parent} is not a folder")
     probe = parent / f"{TEMP_PREFIX}{os.getpid()}-probe-{secrets.token_hex(4)}"
     try:  # a real file, not os.access: root, read-only mounts and /proc answer differently
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         probe.unlink()
     except OSError as exc:
-        raise ValueError(f"{what} {path} cannot be written: {exc.strerror or type(exc).__name__} in {parent}") from None
+        raise DestinationError(f"{what} {path} cannot be written: {exc.strerror or type(exc).__name__} in "
+                               f"{parent}") from None
     if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"{what} {path} cannot be written: the file is read-only")
+        raise DestinationError(f"{what} {path} cannot be written: the file is read-only")
     return path
+
+
+class NotAFileError(ValueError):
+    """A path that should be a regular file is a folder, a device, a named pipe, a socket or a link; the
+    message names what it is."""
+
+
+class FileTooLargeError(ValueError):
+    """A file is larger than the bound it is read with."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `mode` (``st_mode``) is, in words."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                       (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link"), (stat.S_ISREG, "a regular file")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular_file(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them. A folder, a device, a named pipe or a
+    socket is refused with `NotAFileError` (opened without blocking, then checked: a FIFO with no writer
+    never hangs the caller); a file over `limit` bytes raises `NotAFileError` too. Missing files raise
+    `FileNotFoundError`."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except IsADirectoryError:
+        raise NotAFileError(f"{path} is a folder, not a {what}") from None
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket
+            raise NotAFileError(f"{path} is a socket, not a {what}") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise NotAFileError(f"{path} is {kind_of(info.st_mode)}, not a {what}")
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > limit:
+            raise FileTooLargeError(f"{path} is larger than {limit:,} bytes")
+        data = handle.read(info.st_size + 1)  # the size it has now: no buffer of `limit` bytes up front
+        while len(data) <= limit:  # the file grew meanwhile: read on, within the bound
+            more = handle.read(min(limit + 1 - len(data), 1 << 20))
+            if not more:
+                break
+            data += more
+    if len(data) > limit:
+        raise FileTooLargeError(f"{path} is larger than {limit:,} bytes")
+    return data
 
 
 def is_device(path: str | Path) -> bool:

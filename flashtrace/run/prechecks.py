@@ -1,7 +1,7 @@
 """Checks on a run's inputs that cost nothing and come before any tokenising or forward pass.
 
 - `read_text_bounded`: a prompt/response file read with a byte limit (``/dev/zero`` cannot fill memory),
-  one-line errors for a missing file, a folder or undecodable bytes;
+  one-line errors for a missing file, a folder, a device, a named pipe or undecodable bytes;
 - `max_input_chars` / `check_text_size`: a character bound from the model's context (no token is longer
   than the tokenizer's longest vocabulary entry), so a 16 MB prompt is refused before it is tokenised;
   the app uses `max_input_chars` as its text areas' ``max_chars``;
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.limits import MAX_INPUT_BYTES, MAX_INPUT_CHARS
-from ..base.fileio import is_device
+from ..base.fileio import FileTooLargeError, NotAFileError, read_regular_file
 
 
 def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
@@ -26,18 +26,17 @@ def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INP
     if str(path) == "-":
         data = sys.stdin.buffer.read(limit + 1)
     else:
-        if path.is_dir():
-            raise ValueError(f"{what} {path} is a folder, not a text file")
-        if is_device(path):
-            raise ValueError(f"{what} {path} is a device, not a text file")
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(limit + 1)
+        try:  # a folder, a device or a named pipe (which would block with no writer) is refused unread
+            data = read_regular_file(path, limit, "text file")
+        except NotAFileError as exc:
+            raise ValueError(f"{what} {exc}") from None
+        except FileTooLargeError:
+            data = None
         except FileNotFoundError:
             raise ValueError(f"{what} {path} does not exist") from None
         except PermissionError:
             raise ValueError(f"{what} {path} cannot be read (permission denied)") from None
-    if len(data) > limit:
+    if data is None or len(data) > limit:
         raise ValueError(f"{what} {path} is larger than {limit:,} bytes (a prompt or response holds at most "
                          f"{MAX_INPUT_CHARS:,} characters)")
     try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
-from ..base.fileio import atomic_write_text, link_exclusive, publish_text, remove_stale_temps
+from ..base.fileio import atomic_write_text, move_exclusive, publish_text, remove_stale_temps
 from .index import LibraryIndex
 from ..analysis.limits import MAX_FILE_BYTES
 from ..analysis.schema import Trace, TraceValidationError
@@ -92,9 +92,20 @@ class Library:
 
     def path(self, name: str) -> Path:
         """The file of `name`; refuses anything that is not already a sanitised name."""
-        if not name or sanitize_name(name) != name:
+        if not name or (sanitize_name(name) != name and not self._listed(name)):
             raise LibraryError(f"invalid trace name {name!r}: use letters, digits, '.', '_' and '-' only")
         return self.root / f"{name}.json"
+
+    def _listed(self, name: str) -> bool:
+        """Whether `name` is that of a file in the folder that a listing shows, though not a name the library
+        would give (copied in by hand: spaces, other scripts, control characters): it can be opened and
+        deleted. Never a path: no separator, no leading dot."""
+        if any(c in name for c in "/\\\0") or name.startswith(".") or name in ("", ".."):
+            return False
+        try:
+            return (self.root / f"{name}.json").is_file()
+        except (OSError, ValueError):
+            return False
 
     def entries(self) -> list[Entry]:
         """All files, newest first; unreadable ones included with their `error`."""
@@ -161,13 +172,15 @@ class Library:
         at the moment of creation: a file of that name, even one written concurrently, is never replaced."""
         wanted = sanitize_name(name or trace.title or trace.id)
         text = trace.to_json()
-        if overwrite:
-            atomic_write_text(self.path(wanted), text)
-            return wanted
         try:
+            if overwrite:
+                atomic_write_text(self.path(wanted), text)
+                return wanted
             return publish_text(self.root, self._candidates(wanted), text)
         except FileExistsError:
             raise LibraryError(f"no free name left for '{wanted}'") from None
+        except OSError as exc:
+            raise self._cannot("save to", exc) from None
 
     def rename(self, old: str, new: str) -> str:
         """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
@@ -176,21 +189,31 @@ class Library:
             raise LibraryError(f"no trace named '{old}' in the library")
         if new == old:
             return old
-        dst = self.path(new)
-        if not link_exclusive(src, dst):
-            raise LibraryError(f"a trace named '{new}' already exists")
         try:
-            src.unlink()
-        except FileNotFoundError:  # renamed or deleted meanwhile by someone else: undo our copy
-            dst.unlink(missing_ok=True)
+            moved = move_exclusive(src, self.path(new))
+        except FileNotFoundError:  # renamed or deleted meanwhile by someone else
             raise LibraryError(f"no trace named '{old}' in the library") from None
+        except OSError as exc:
+            raise self._cannot("rename in", exc) from None
+        if not moved:
+            raise LibraryError(f"a trace named '{new}' already exists")
         return new
 
     def delete(self, name: str) -> None:
         path = self.path(name)
-        if not path.is_file():
-            raise LibraryError(f"no trace named '{name}' in the library")
-        path.unlink()
+        try:
+            if not path.is_file():
+                raise FileNotFoundError(path)
+            path.unlink()
+        except FileNotFoundError:  # also when deleted meanwhile by someone else
+            raise LibraryError(f"no trace named '{name}' in the library") from None
+        except OSError as exc:
+            raise self._cannot("delete from", exc) from None
+
+    def _cannot(self, verb: str, exc: OSError) -> LibraryError:
+        """One line for a write the folder refuses (never the name of a hidden temporary file)."""
+        reason = exc.strerror or type(exc).__name__
+        return LibraryError(f"cannot {verb} the library folder {self.root}: {reason}")
 
     def import_json(self, data: bytes | str, name: str | None = None) -> str:
         """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""

@@ -21,7 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ...base.fileio import atomic_write_text, check_destination
+    from ...base.fileio import atomic_write_bytes, atomic_write_text, check_destination
     from ...analysis.limits import check_graph_threshold
     from ...analysis.schema import Trace
 
@@ -33,24 +33,27 @@ def run(args) -> int:
             check_destination(getattr(args, flag), f"--{flag}")
     trace = Trace.load(args.trace)
     if args.json:
-        trace.save(args.json)
+        atomic_write_text(args.json, trace.to_json(), "--json")
         print(f"JSON written to {args.json}")
     if args.html:
         from ...viz.report import trace_report_html
 
-        atomic_write_text(args.html, trace_report_html(trace, graph_threshold=args.threshold))
+        atomic_write_text(args.html, trace_report_html(trace, graph_threshold=args.threshold), "--html")
         print(f"HTML written to {args.html}")
     if args.png or args.svg:
         from ...viz.heatmap import token_heatmap
 
         fig = token_heatmap(trace, hop=args.hop)
-        for path in (p for p in (args.png, args.svg) if p):
-            try:
-                fig.write_image(str(path))
+        for flag, path in (("--png", args.png), ("--svg", args.svg)):
+            if not path:
+                continue
+            try:  # rendered to bytes, then written like every output (atomically, never over a special file)
+                image = fig.to_image(format=flag[2:])
             except Exception as exc:  # kaleido missing, or no Chrome/Chromium to render with
-                raise RuntimeError(f"cannot render {path.suffix[1:].upper()} here ({type(exc).__name__}): install "
+                raise RuntimeError(f"cannot render {flag[2:].upper()} here ({type(exc).__name__}): install "
                                    "kaleido and a Chromium browser (apt-get install chromium); HTML and JSON "
                                    "export work without them") from None
+            atomic_write_bytes(path, image, flag)
             print(f"figure written to {path}")
     return 0
 

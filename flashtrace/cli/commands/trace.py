@@ -104,6 +104,7 @@ def run(args) -> int:
 
     from ..summary import print_summary
 
+    from ...base.fileio import atomic_write_text
     from ...engine.attribution import get_method
     from ...engine.inputs import parse_stop_tokens
     from ...engine.models import load_model
@@ -144,7 +145,7 @@ def run(args) -> int:
     print_summary(trace, args.top)
     if args.json:
         try:
-            trace.save(args.json)
+            atomic_write_text(args.json, trace.to_json(), "--json")
         except OSError as exc:
             raise OSError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
         print(f"trace written to {args.json}")

@@ -30,3 +30,87 @@ def synthetic_library(folder: str | Path, n: int, base: Trace) -> list[str]:
         (folder / f"{name}.json").write_text(json.dumps(data), encoding="utf-8")
         names.append(name)
     return names
+
+
+def synthetic_trace_data(n_tokens: int, hops: int = 1, n_steps: int = 0, seed: int = 0) -> dict:
+    """A valid trace as JSON data with `n_tokens` tokens (the last tenth the response: reasoning steps,
+    then a 4-token answer), `hops` hops and, with `n_steps`, that many reasoning steps with step vectors.
+    Scores are random (6 significant digits, like the gallery); for load and memory benchmarks."""
+    import random
+
+    rng = random.Random(seed)
+    n_response = max(n_tokens // 10, n_steps + 4, 5)
+    prompt_end = n_tokens - n_response
+    if prompt_end < 1:
+        raise ValueError("too few tokens for the response")
+    words = [f" w{rng.randrange(10_000)}" for _ in range(n_tokens)]
+    roles = ["prompt"] * prompt_end + ["reasoning"] * (n_response - 4) + ["answer"] * 4
+    offsets = [0]
+    for i, w in enumerate(words):
+        offsets.append(0 if i == prompt_end else offsets[-1] + len(w))  # character offsets restart in the response
+    tokens = [{"text": w, "role": r, "id": rng.randrange(50_000), "start": offsets[i] if i != prompt_end else 0,
+               "end": offsets[i + 1] if i != prompt_end else len(w)} for i, (w, r) in enumerate(zip(words, roles))]
+    prompt = list(range(prompt_end))
+
+    def vector(positions):
+        out = [0.0] * n_tokens
+        for i in positions:
+            out[i] = float(f"{rng.random():.6g}")
+        return out
+
+    records = []
+    for k in range(hops + 1):
+        contribution = vector(prompt)
+        records.append({"k": k, "rho": 0.5, "weights": vector(range(prompt_end, n_tokens)),
+                        "raw": list(contribution), "contribution": contribution})
+    final = [float(f"{sum(h['contribution'][i] for h in records):.6g}") for i in range(n_tokens)]
+    for i in prompt:  # rounding: make the final score exactly the sum of the parts
+        records[0]["contribution"][i] = final[i] - sum(h["contribution"][i] for h in records[1:])
+    total = sum(final[i] for i in prompt)
+    data = {"schema_version": 2, "id": f"syn{seed}", "title": f"synthetic {n_tokens} tokens", "prompt": "".join(words[:prompt_end]),
+            "response": "".join(words[prompt_end:]),
+            "model": {"name": "synthetic", "family": "llama", "n_layers": 2, "n_heads": 2, "n_kv_heads": 2,
+                      "hidden_size": 8, "vocab_size": 50_000, "n_params": 1000, "dtype": "float32"},
+            "settings": {"method": "flashtrace", "hops": hops, "target": [n_tokens - 4, n_tokens]},
+            "tokens": tokens, "spans": {"prompt": [0, prompt_end], "reasoning": [prompt_end, n_tokens - 4],
+                                        "answer": [n_tokens - 4, n_tokens]},
+            "scores": {"final": final, "prompt": [final[i] / total if i < prompt_end else 0.0 for i in range(n_tokens)]},
+            "hops": records}
+    if n_steps:
+        data.update(_synthetic_steps(n_tokens, prompt_end, n_steps, vector))
+    return data
+
+
+def _synthetic_steps(n_tokens: int, prompt_end: int, n_steps: int, vector) -> dict:
+    """Segments (one prompt sentence, `n_steps` reasoning steps, the answer) and their step vectors."""
+    bounds = [prompt_end + (n_tokens - 4 - prompt_end) * i // n_steps for i in range(n_steps + 1)]
+    segments = [{"id": "P0", "role": "prompt", "text": "prompt", "start": 0, "end": prompt_end, "order": 0}]
+    for i in range(n_steps):
+        segments.append({"id": f"S{i}", "role": "reasoning", "text": f"step {i}", "start": bounds[i],
+                         "end": bounds[i + 1], "order": i + 1})
+    segments.append({"id": "A", "role": "answer", "text": "answer", "start": n_tokens - 4, "end": n_tokens,
+                     "order": n_steps + 1})
+    vectors = {seg["id"]: vector(range(seg["start"])) for seg in segments[1:]}
+    return {"segments": segments, "steps": {"vectors": vectors, "seconds": 0.1}}
+
+
+AMPLIFIERS = ("extra_floats", "extra_ints", "stop_tokens", "timings")
+
+
+def amplified_trace_data(base: dict, kind: str, size: int) -> dict:
+    """`base` (a valid trace's data) grown to about `size` bytes of JSON by millions of tiny values in one
+    field (`AMPLIFIERS`: floats or integers in ``extra``, a stop-token list, named timings): the shapes
+    that made loading take 25-41 times a file's size (issue 30, defect 3)."""
+    data = json.loads(json.dumps(base))
+    room = max(size - len(json.dumps(base, separators=(",", ":"))), 1000)
+    if kind == "extra_floats":
+        data["extra"]["junk"] = [i * 1.25e-3 for i in range(room // 9)]
+    elif kind == "extra_ints":
+        data["extra"]["junk"] = [i % 10 for i in range(room // 2)]
+    elif kind == "stop_tokens":
+        data["settings"]["stop_tokens"] = [f"{i % 100:02d}" for i in range(room // 5)]
+    elif kind == "timings":
+        data["timings"] = {f"t{i}": 0 for i in range(room // 10)}
+    else:
+        raise ValueError(f"unknown amplifier {kind!r}; one of {', '.join(AMPLIFIERS)}")
+    return data

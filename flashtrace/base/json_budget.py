@@ -1,0 +1,155 @@
+"""Reading JSON with bounded memory: what a parse would cost, measured before it runs.
+
+``json.loads`` turns every value into a Python object: ``[0,0,...]`` takes 8 bytes a value for 2 bytes of
+text, ``["ab","cd",...]`` about 60 bytes for 5, and one emoji makes the whole decoded text take 4 bytes a
+character. A file of millions of tiny values could so take 10-40 times its size before any validation
+refused it. Here:
+
+- `json_text` turns UTF-8 bytes into ASCII JSON text (characters beyond ASCII become ``\\uXXXX`` escapes,
+  chunk by chunk), so the text being parsed takes one byte a character whatever it holds;
+- `check_json_budget` reads the document's shape without parsing it and refuses it (`JsonBudgetError`)
+  when it holds more than `max_containers` arrays and objects, nests deeper than `MAX_DEPTH`, holds more
+  than `MAX_ELEMENTS` values in one array or object, or would become Python objects (`parsed_bytes`, an
+  upper estimate from the counts of values, strings, numbers and containers) taking more than
+  ``PARSE_FACTOR`` times its size plus ``PARSE_CONSTANT``.
+
+The shape is read from a skeleton: string contents removed (found chunk by chunk with numpy, so the
+skeleton never takes more than the text), then the innermost arrays and objects counted and collapsed
+to one placeholder, one regular-expression pass per nesting level.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+import numpy as np
+
+MAX_DEPTH = 48  # a trace nests 4 levels, plus 16 in its free-form `extra`
+MAX_ELEMENTS = 1_000_000  # values in one array or object
+PARSE_FACTOR = 8  # the parsed objects may take this many times the text's size, plus PARSE_CONSTANT (valid
+PARSE_CONSTANT = 4 * 2**20  # traces are estimated at 4.5-6.5 times: a token record ~12 times its JSON, a float ~4)
+SHARED_KEYS = 64  # objects with at most this many members are records whose keys repeat (not counted)
+CHUNK = 1 << 16  # bytes decoded or scanned at a time (the scan takes ~25 times a chunk in numpy temporaries)
+_INNERMOST = re.compile(rb"[\[{][^\[\]{}]*[\]}]")
+_NOT_SPACE = re.compile(rb"[^ \t\r\n]")
+_CHILD = b"@"  # a collapsed container (never in a skeleton: strings are blanked, '@' is not JSON syntax)
+# CPython sizes on 64-bit: a list slot, a dict entry (with its share of the hash table), an int or float, a
+# str header, a list and a dict header
+_SLOT, _ENTRY, _NUMBER, _STR, _LIST, _DICT = 8, 48, 32, 56, 56, 64
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+class JsonBudgetError(ValueError):
+    """The document would take too much memory (or depth) to parse; the message says what is too large."""
+
+
+def _json_escape(exc: UnicodeEncodeError) -> tuple[str, int]:
+    chars = exc.object[exc.start:exc.end]
+    escaped = chars.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{escaped[i]:02x}{escaped[i + 1]:02x}" for i in range(0, len(escaped), 2)), exc.end
+
+
+codecs.register_error("flashtrace-json-escape", _json_escape)
+
+
+def json_text(data: bytes) -> bytes:
+    """`data` (UTF-8) as ASCII bytes: every character beyond ASCII written as a JSON ``\\uXXXX`` escape
+    (a surrogate pair beyond the BMP). Decoded a chunk at a time; `UnicodeDecodeError` for bytes that are
+    not UTF-8."""
+    if data.isascii():
+        return data
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    out = bytearray()
+    for start in range(0, len(data), CHUNK):
+        part = decoder.decode(data[start:start + CHUNK], final=start + CHUNK >= len(data))
+        out += part.encode("ascii", "flashtrace-json-escape")
+    return bytes(out)
+
+
+def _real_quotes(chunk: np.ndarray, carry_backslashes: int) -> np.ndarray:
+    """Positions of the quotes in `chunk` that are not escaped (an even run of backslashes before them);
+    `carry_backslashes`: the run of backslashes that ended the previous chunk."""
+    quotes = np.flatnonzero(chunk == _QUOTE)
+    if not len(quotes):
+        return quotes
+    backslash = chunk == _BACKSLASH
+    index = np.arange(len(chunk), dtype=np.int32)
+    last_other = np.maximum.accumulate(np.where(backslash, -1, index))  # last position that is not a backslash
+    before = quotes - 1
+    run = np.where(before >= 0, before - last_other[np.maximum(before, 0)], 0)
+    run = np.where(before - run < 0, run + carry_backslashes, run)  # the run reaches back into the last chunk
+    return quotes[run % 2 == 0]
+
+
+def skeleton(data: bytes) -> tuple[bytearray, int]:
+    """`data` with every string's content removed (``"..."`` becomes ``""``), and the number of strings."""
+    array = np.frombuffer(data, dtype=np.uint8)
+    out, inside, quotes, carry = bytearray(), False, 0, 0
+    for start in range(0, len(array), CHUNK):
+        chunk = array[start:start + CHUNK]
+        real = _real_quotes(chunk, carry)
+        toggles = np.zeros(len(chunk) + 1, dtype=np.int8)
+        toggles[real + 1] = 1  # a position after an odd number of real quotes is inside a string
+        state = (np.cumsum(toggles[:-1], dtype=np.int32) + inside) % 2 == 1
+        keep = ~state
+        keep[real] = True
+        out += chunk[keep].tobytes()
+        quotes += len(real)
+        inside = bool((inside + len(real)) % 2)
+        others = np.flatnonzero(chunk != _BACKSLASH)
+        carry = len(chunk) - 1 - int(others[-1]) if len(others) else carry + len(chunk)  # backslashes ending it
+    return out, quotes // 2
+
+
+def parsed_bytes(text: bytes, max_containers: int) -> int:
+    """An upper estimate of the memory ``json.loads(text)`` would take for ASCII `text`, in bytes (see the
+    module docstring); `JsonBudgetError` for too many containers, too deep a nesting or too large a
+    container."""
+    shape, n_strings = skeleton(text)
+    total = 2 * (len(text) - len(shape)) + _STR * n_strings  # contents (escapes: at most 2 bytes a char) and headers
+    containers = shape.count(b"[") + shape.count(b"{")
+    if containers > max_containers:
+        raise JsonBudgetError(f"the file holds {containers:,} JSON arrays/objects; a trace has at most "
+                              f"{max_containers:,}")
+    for _ in range(MAX_DEPTH + 1):
+        if not _INNERMOST.search(shape):
+            return total
+        cost, shape = _collapse(shape)
+        total += cost
+    raise JsonBudgetError(f"the JSON is nested deeper than {MAX_DEPTH} levels")
+
+
+def _collapse(shape: bytearray) -> tuple[int, bytearray]:
+    """The memory the innermost arrays and objects of `shape` would take, and `shape` with each of them
+    replaced by one placeholder (built in place: no list of pieces, which would take ~180 bytes a container)."""
+    cost, out, view, last = 0, bytearray(), memoryview(shape), 0
+    for match in _INNERMOST.finditer(shape):
+        lo, hi = match.start() + 1, match.end() - 1
+        n = shape.count(b",", lo, hi) + 1 if _NOT_SPACE.search(shape, lo, hi) else 0
+        is_object = shape[lo - 1] == ord("{")
+        if n > MAX_ELEMENTS:
+            raise JsonBudgetError(f"a JSON {'object' if is_object else 'array'} holds {n:,} values; a trace's arrays "
+                                  f"and objects hold at most {MAX_ELEMENTS:,}")
+        strings, children = shape.count(b'""', lo, hi), shape.count(_CHILD, lo, hi)
+        if is_object:  # each member: a key string and a value; json.loads shares equal keys, so the keys of
+            keys = n if n > SHARED_KEYS else 0  # small objects (records) count once, those of big ones each
+            cost += _DICT + _ENTRY * n + _NUMBER * max(n - (strings - n) - children, 0) - _STR * (n - keys)
+        else:
+            cost += _LIST + _SLOT * n + _NUMBER * max(n - strings - children, 0)
+        out += view[last:match.start()]
+        out += _CHILD
+        last = match.end()
+    out += view[last:]
+    view.release()
+    return cost, out
+
+
+def check_json_budget(text: bytes, max_containers: int) -> None:
+    """`JsonBudgetError` unless ASCII `text` parses within ``PARSE_FACTOR`` × its size + ``PARSE_CONSTANT``."""
+    need = parsed_bytes(text, max_containers)
+    budget = PARSE_FACTOR * len(text) + PARSE_CONSTANT
+    if need > budget:
+        raise JsonBudgetError(f"the file holds too many small values to be a trace (reading it would take "
+                              f"~{need / 2**20:,.0f} MiB, {need / max(len(text), 1):.0f} times its size; at most "
+                              f"{PARSE_FACTOR:g} times plus {PARSE_CONSTANT // 2**20} MiB)")
