@@ -78,7 +78,7 @@ def test_a_run_that_would_not_fit_exits_3(monkeypatch, capsys):
     from flashtrace.engine import estimate
     from flashtrace.cli import main
 
-    monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)
+    monkeypatch.setattr(estimate, "available_bytes", lambda: 64 * 2**10)  # less than even a short run adds
     code = main(["trace", "--model", "tiny-llama", "--prompt", "hello there", "--response", "ok", "--no-progress"])
     assert code == 3
     assert "would fit" in capsys.readouterr().err

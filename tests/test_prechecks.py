@@ -100,7 +100,7 @@ def test_the_context_check_the_app_calls():
                      "answer", 1)
     assert 4096 <= max_input_chars(gpt2) <= 2_000_000
     with pytest.raises(ResourceError, match=r"at most ~4096 tokens would fit"):
-        check_fits(gpt2, 30_000, budget_bytes=estimate(gpt2, 20_000).peak_bytes)  # ~20,000 fit in memory
+        check_fits(gpt2, 30_000, budget_bytes=estimate(gpt2, 20_000).run_bytes)  # ~20,000 fit in memory
 
 
 def _no_model(monkeypatch):

@@ -37,6 +37,7 @@ _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
 INPUT_ROLES = ("template", "prompt")
 OTHER = "other"  # id of the node that stands for the folded input segments (role "other")
+MAX_IN_EDGES = 64  # a node keeps its strongest incoming edges: the graph grows linearly with the steps
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,9 @@ class HopGraph:
 
         `threshold` τ in ``[0, 1)``: edges with share below τ are dropped and each node's surviving
         incoming shares are rescaled to keep its incoming total. Edge attributes: ``share`` (after
-        renormalisation) and ``raw_share`` (before).
+        renormalisation) and ``raw_share`` (before). A node keeps at most `MAX_IN_EDGES` incoming edges, its
+        strongest, so the graph is bounded by construction (800 one-token steps gave 959,600 edges); the share
+        the others carried is the node's ``undrawn_share`` (not rescaled onto the kept edges).
         """
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
@@ -99,7 +102,12 @@ class HopGraph:
             if not kept.any():
                 continue
             scale = raw.sum() / raw[kept].sum()
-            for src in np.nonzero(kept)[0]:
+            sources = np.nonzero(kept)[0]
+            if len(sources) > MAX_IN_EDGES:
+                strongest = np.sort(sources[np.argsort(-raw[sources], kind="stable")[:MAX_IN_EDGES]])
+                graph.nodes[dst.id]["undrawn_share"] = float((raw[sources].sum() - raw[strongest].sum()) * scale)
+                sources = strongest
+            for src in sources:
                 graph.add_edge(trace.segments[src].id, dst.id, share=float(raw[src] * scale),
                                raw_share=float(raw[src]))
         return cls(graph, threshold)

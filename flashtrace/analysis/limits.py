@@ -21,6 +21,9 @@ MAX_STOP_TOKENS = 1_000  # entries of a user stop-token list, each at most MAX_S
 MAX_STOP_TOKEN_CHARS = 100
 MAX_TIMINGS = 100  # named timings (seconds) in one trace
 MAX_SCORE = 3.4028234663852886e38  # float32's largest: attribution values are computed in float32 or narrower
+MAX_EXTRA_DEPTH = 16  # nesting of a trace's `extra` (free-form metadata)
+MAX_EXTRA_NODES = 100_000  # values in `extra`
+REL_TOL = 1e-4  # relative tolerance of a trace's sum invariants (6-significant-digit rounding passes)
 
 RECURSIVE_SPANS = ("reasoning+answer", "reasoning")  # the span G re-attributed by hops >= 1 (first: default)
 HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: the API's default)
@@ -30,7 +33,8 @@ GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1
 METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 
 __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
-           "MAX_STOP_TOKENS", "MAX_STOP_TOKEN_CHARS", "MAX_TIMINGS", "MAX_SCORE",
+           "MAX_STOP_TOKENS", "MAX_STOP_TOKEN_CHARS", "MAX_TIMINGS", "MAX_SCORE", "MAX_EXTRA_DEPTH", "MAX_EXTRA_NODES",
+           "REL_TOL",
            "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
            "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
            "check_options"]

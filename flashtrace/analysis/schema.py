@@ -5,10 +5,11 @@ it. Loading validates everything (types, lengths, ranges, finite numbers, size l
 the JSON before it is parsed, and the invariants below) and raises `TraceValidationError` with a
 message that names the problem.
 
-Invariants (checked within `REL_TOL`, which accepts values rounded to 6 significant digits):
-``scores.final = Σ_k hops[k].contribution``; ``scores.prompt`` sums to 1 over the prompt (or is all
-zero); ``1 <= len(hops) <= settings.hops + 1`` (fewer when the hops stop early); a token's character
-``start <= end``; the target lies in the response.
+Invariants (checked within `REL_TOL`, which accepts values rounded to 6 significant digits, by
+`flashtrace.analysis.invariants`): ``scores.final = Σ_k hops[k].contribution``; ``scores.prompt`` sums to 1
+over the prompt (or is all zero); ``1 <= len(hops) <= settings.hops + 1`` (fewer when the hops stop early);
+a token's character ``start <= end``; the target lies in the response; no attribution value is negative or
+above float32's largest.
 """
 
 from __future__ import annotations
@@ -25,15 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..base.errors import EXIT_USAGE, FlashTraceError
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 from ..base.json_budget import JsonBudgetError, check_json_budget, json_text
-from .limits import (HOP0_SPANS, MAX_FILE_BYTES, MAX_HOPS, MAX_SCORE, MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT,
-                     MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, RECURSIVE_SPANS, STOP_PRESETS)
+from .invariants import check_trace
+from .limits import (HOP0_SPANS, MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_FILE_BYTES, MAX_HOPS,  # noqa: F401 - re-exported
+                     MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT, MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, REL_TOL,
+                     RECURSIVE_SPANS, STOP_PRESETS)
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
 MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
-MAX_EXTRA_DEPTH = 16  # nesting of `extra` (free-form metadata)
-MAX_EXTRA_NODES = 100_000  # values in `extra`
-REL_TOL = 1e-4  # relative tolerance of the sum invariants (6-significant-digit rounding passes)
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
 TokenRange = tuple[int, int]
@@ -193,34 +193,7 @@ class Trace(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Trace":
-        n = len(self.tokens)
-        vectors = {"scores.final": self.scores.final, "scores.prompt": self.scores.prompt}
-        for hop in self.hops:
-            vectors.update({f"hops[{hop.k}].{name}": getattr(hop, name) for name in ("weights", "raw", "contribution")})
-        if self.steps is not None:
-            if self.segments is None:
-                raise ValueError("steps needs segments: a step vector belongs to a segment")
-            vectors.update({f"steps.vectors[{key}]": vec for key, vec in self.steps.vectors.items()})
-        if self.segments is not None:
-            _check_segments(self.segments, n, self.steps)
-        for name, vec in vectors.items():
-            if len(vec) != n:
-                raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
-            if any(v < 0 for v in vec):
-                raise ValueError(f"{name} has negative values")
-            if any(v > MAX_SCORE for v in vec):
-                raise ValueError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
-        for name in ("prompt", "reasoning", "answer"):
-            rng = getattr(self.spans, name)
-            if rng is not None and not 0 <= rng[0] < rng[1] <= n:
-                raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
-        lo, hi = self.settings.target
-        if not 0 <= lo < hi <= n:
-            raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
-        if [h.k for h in self.hops] != list(range(len(self.hops))):
-            raise ValueError("hops must be numbered 0, 1, 2, ... in order")
-        _check_invariants(self)
-        _check_extra(self.extra)
+        check_trace(self)  # flashtrace.analysis.invariants
         return self
 
     # --- convenience views -------------------------------------------------------------------------
@@ -334,75 +307,6 @@ def _view(name: str) -> Callable:
         return _VIEWS[name]
     except KeyError:
         raise RuntimeError(f"no '{name}' view is registered for traces (importing flashtrace registers them)") from None
-
-
-def _check_extra(extra: dict) -> None:
-    """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
-    (so whatever loads can also be saved back)."""
-    stack, count = [(extra, 1)], 1
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_EXTRA_DEPTH:
-            raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
-        count += len(value)
-        if count > MAX_EXTRA_NODES:  # counted before the children are visited: no stack of a million entries
-            raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-
-
-def _close(a: float, b: float, scale: float) -> bool:
-    return abs(a - b) <= REL_TOL * scale + 1e-12
-
-
-def _check_invariants(tr: "Trace") -> None:
-    """The sums and orderings the README promises (see the module docstring)."""
-    if not tr.hops:
-        raise ValueError("a trace has at least one hop record (hop 0)")
-    if len(tr.hops) > tr.settings.hops + 1:
-        raise ValueError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
-                         f"(at most {tr.settings.hops + 1})")
-    final = tr.scores.final
-    scale = max(final, default=0.0)
-    for i, value in enumerate(final):
-        parts = [hop.contribution[i] for hop in tr.hops]
-        if not _close(value, math.fsum(parts), max(scale, sum(parts))):
-            raise ValueError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
-                             f"{math.fsum(parts):.6g}; the final score must be their sum")
-    prompt = [i for i, t in enumerate(tr.tokens) if t.role == "prompt"]
-    total = math.fsum(tr.scores.prompt[i] for i in prompt)
-    if math.fsum(tr.scores.prompt) > 0 and not _close(total, 1.0, 1.0):
-        raise ValueError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
-    if not _close(math.fsum(tr.scores.prompt), total, 1.0):
-        raise ValueError("scores.prompt is non-zero outside the prompt tokens")
-    for i, tok in enumerate(tr.tokens):
-        if tok.start is not None and tok.end is not None and tok.start > tok.end:
-            raise ValueError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
-    lo, hi = tr.settings.target
-    response = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
-    if not response or lo < response[0]:
-        raise ValueError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
-                         + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
-
-
-def _check_segments(segments: list[SegmentRecord], n: int, steps: StepRecord | None) -> None:
-    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments."""
-    pos = 0
-    for i, seg in enumerate(segments):
-        if seg.order != i:
-            raise ValueError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
-        if seg.start != pos or seg.end <= seg.start:
-            raise ValueError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
-                             f"without gaps or overlaps (expected a start at {pos})")
-        pos = seg.end
-    if pos != n:
-        raise ValueError(f"segments end at token {pos} but the trace has {n} tokens")
-    ids = [seg.id for seg in segments]
-    if len(set(ids)) != len(ids):
-        raise ValueError("segment ids must be unique")
-    if steps is not None and not set(steps.vectors) <= set(ids):
-        unknown = sorted(set(steps.vectors) - set(ids))[:3]
-        raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
 
 
 def _reject_constant(name: str) -> float:

@@ -218,14 +218,9 @@ def remove_stale_temps(folder: str | Path) -> list[str]:
     return removed
 
 
-def check_destination(path: str | Path, what: str = "destination") -> Path:
-    """`DestinationError` (one line) unless a file can be written at `path`: nothing there or a regular file
-    (a folder, a device such as ``/dev/null``, a named pipe, a socket or a symbolic link such as
-    ``/dev/stdout`` is refused, never replaced), and its nearest existing parent folder is writable (missing
-    folders are created on write). Checked before the work; the write checks again."""
-    path = Path(path)
-    _check_replaceable(path, what)
-    parent = path.parent
+def _probe_writable(path: Path, what: str) -> Path:
+    """The nearest existing folder at or above `path`, after checking a file can be created in it."""
+    parent = path
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
@@ -237,8 +232,29 @@ def check_destination(path: str | Path, what: str = "destination") -> Path:
     except OSError as exc:
         raise DestinationError(f"{what} {path} cannot be written: {exc.strerror or type(exc).__name__} in "
                                f"{parent}") from None
+    return parent
+
+
+def check_destination(path: str | Path, what: str = "destination") -> Path:
+    """`DestinationError` (one line) unless a file can be written at `path`: nothing there or a regular file
+    (a folder, a device such as ``/dev/null``, a named pipe, a socket or a symbolic link such as
+    ``/dev/stdout`` is refused, never replaced), and its nearest existing parent folder is writable (missing
+    folders are created on write). Checked before the work; the write checks again."""
+    path = Path(path)
+    _check_replaceable(path, what)
+    _probe_writable(path.parent, what)
     if path.exists() and not os.access(path, os.W_OK):
         raise DestinationError(f"{what} {path} cannot be written: the file is read-only")
+    return path
+
+
+def check_folder(path: str | Path, what: str = "folder") -> Path:
+    """`DestinationError` (one line) unless `path` is a folder files can be written in, or can be created as
+    one (an existing file, device or link there is refused). Checked before the work."""
+    path = Path(path)
+    if os.path.lexists(path) and not path.is_dir():
+        raise DestinationError(f"{what} {path} is {kind_of(os.lstat(path).st_mode)}, not a folder")
+    _probe_writable(path, what)
     return path
 
 

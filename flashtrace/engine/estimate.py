@@ -69,6 +69,13 @@ class Estimate:
     steps_s: float = 0.0  # the step-level sweep (hop graph data)
     overhead_s: float = 0.0  # tokenising, segments, the Trace; threads waiting on a busy CPU
     slowdown: float = 1.0  # machine-load factor already applied to every part
+    resident_bytes: int = 0  # of peak_bytes, what is in memory already: the process, and a loaded model's weights
+
+    @property
+    def run_bytes(self) -> int:
+        """What the run still has to allocate: the peak less what is already resident (compared with the memory
+        still available, which no longer counts the resident part)."""
+        return max(self.peak_bytes - self.resident_bytes, 0)
 
     @property
     def seconds(self) -> float:
@@ -230,6 +237,8 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=fwd_flops / FORWARD_FLOPS_PER_S / speed,
                     attribution_s=_attribution_seconds(s, n, [m] + [g] * hops, gpu, attr_speed),
                     recording_bytes=recording, peak_bytes=peak, overhead_s=overhead_s, slowdown=slow,
+                    resident_bytes=BASE_PROCESS_BYTES + (s.n_params * s.dtype_bytes if hasattr(model, "model") and not load
+                                                         else 0),
                     **_optional_parts(s, slow, load, warm, step_flops / ALPHA_FLOPS_PER_S / attr_speed if steps else 0.0))
 
 
@@ -273,11 +282,12 @@ def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = N
 
 
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
-    """The longest sequence whose predicted peak stays within `budget_bytes` (binary search)."""
+    """The longest sequence whose predicted allocation beyond what is resident (`Estimate.run_bytes`) stays
+    within `budget_bytes` (binary search)."""
     lo, hi = 0, 1 << 22
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate(model, mid, hops, threads=1, warm=True, slowdown=1.0).peak_bytes <= budget_bytes:
+        if estimate(model, mid, hops, threads=1, warm=True, slowdown=1.0).run_bytes <= budget_bytes:
             lo = mid
         else:
             hi = mid - 1
@@ -286,14 +296,16 @@ def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
 
 def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None, budget_bytes: int | None = None,
                **kwargs) -> Estimate:
-    """The estimate, or `ResourceError` when the predicted peak exceeds the memory available."""
+    """The estimate, or `ResourceError` when what the run still has to allocate (`Estimate.run_bytes`: the
+    peak less the process and the loaded weights, which are resident already) exceeds the memory available
+    (90 % of `available_bytes`, which counts what is free now: the resident part is counted once)."""
     est = estimate(model, n_tokens, hops, n_target, **kwargs)
     budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
-    if est.peak_bytes > budget:
+    if est.run_bytes > budget:
         fit = max_tokens_fitting(model, budget, hops)
         context = _context(model)
         fit = min(fit, context) if context else fit
-        raise ResourceError(f"{n_tokens} tokens need ~{est.peak_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
+        raise ResourceError(f"{n_tokens} tokens need ~{est.run_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
                             f"is available; at most ~{fit} tokens would fit")
     return est
 

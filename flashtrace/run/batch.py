@@ -120,10 +120,8 @@ def read_lines(path: str | Path, settings: BatchSettings) -> tuple[list[dict], l
 
     spec = get_method(settings.method)
     jobs, bad, seen = [], [], {}
-    with open(path, encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, 1):
-            if not raw.strip():
-                continue
+    with open(path, "rb") as handle:
+        for number, raw in _text_lines(handle, bad):
             try:
                 data = json.loads(raw)
             except ValueError as exc:
@@ -157,6 +155,19 @@ def read_lines(path: str | Path, settings: BatchSettings) -> tuple[list[dict], l
             seen[job["key"]] = number
             jobs.append(job)
     return jobs, bad
+
+
+def _text_lines(handle, bad: list[BadLine]):
+    """``(number, text)`` of the non-blank lines of a binary file, decoded one at a time: a line that is not
+    UTF-8 is recorded in `bad` (the others go on), and a byte-order mark is not part of line 1."""
+    for number, raw in enumerate(handle, 1):
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            bad.append(BadLine(number, f"not UTF-8 text (byte {exc.start + 1} of the line)"))
+            continue
+        if text.strip():
+            yield number, text
 
 
 def example_key(job: dict, settings: BatchSettings) -> str:

@@ -10,11 +10,21 @@ Ray is imported only here, and only when a pool is made: without ``--ray`` nothi
 Address: ``local`` starts a Ray cluster on this machine for the run; ``auto`` joins the cluster that
 ``ray start --head`` started; anything else is passed to ``ray.init(address=...)``
 (``ray://host:10001``). When Ray is already initialised in this process, that cluster is used.
+An address that does not answer fails within `CONNECT_TIMEOUT_S` (a TCP probe) or `INIT_TIMEOUT_S` (the
+handshake) with one line, instead of Ray's minutes of retries.
+
+A cluster started here is stopped when the pool closes, also when the driver is interrupted (Ctrl-C) or
+terminated (SIGTERM: turned into the same interruption while a pool is open). A driver killed with
+``kill -9`` cannot clean up: the local cluster's processes (raylet, GCS, dashboard and runtime-env agents,
+idle workers) may then survive it; ``ray stop`` ends them.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import threading
 from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -22,6 +32,8 @@ from typing import Any, Callable, Iterable, Iterator
 from ..base.errors import EXIT_USAGE, FlashTraceError
 
 FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
+CONNECT_TIMEOUT_S = 5.0  # a cluster address must accept a TCP connection within this
+INIT_TIMEOUT_S = 25.0  # and complete Ray's handshake within this
 # Test hooks (not user options): a worker exits at once (os._exit, as a killed process would) on a job
 # whose label is listed in $FLASHTRACE_TEST_KILL_ONCE (comma-separated; once per label, remembered by a
 # marker file <$FLASHTRACE_TEST_KILL_MARK>.<label>) or in $FLASHTRACE_TEST_KILL_ALWAYS.
@@ -89,12 +101,18 @@ class RayPool:
             raise ValueError("worker resources and --max-retries cannot be negative")
         self.ray = ray = _import_ray()
         self.started = not ray.is_initialized()
+        self._previous_sigterm = None
         if self.started:
-            kwargs = dict(include_dashboard=False, log_to_driver=False)
-            try:
-                ray.init(**kwargs) if address in (None, "", "local") else ray.init(address=address, **kwargs)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise RayUnavailableError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
+            _connect(ray, address)
+            self._previous_sigterm = _interrupt_on_sigterm()
+        try:
+            self._start_workers(factory, args, workers, num_cpus, num_gpus, max_retries, jobs)
+        except BaseException:  # a bad option, a worker that cannot start, an interruption: stop what started
+            self.close()
+            raise
+
+    def _start_workers(self, factory, args, workers, num_cpus, num_gpus, max_retries, jobs) -> None:
+        ray = self.ray
         self.factory, self.args, self.max_retries = factory, args, max_retries
         self.num_cpus, self.num_gpus = num_cpus, num_gpus
         self.n_workers = (min(workers, jobs) if jobs else workers) if workers else self._fit(jobs)
@@ -107,7 +125,6 @@ class RayPool:
         try:  # a worker that cannot load its model fails here, once, with the reason
             ray.get([a.ready.remote() for a in self.actors])
         except ray.exceptions.RayActorError as exc:
-            self.close()
             raise RayUnavailableError("the Ray workers could not start: " + _reason(exc)) from None
 
     def _fit(self, jobs: int | None) -> int:
@@ -166,6 +183,52 @@ class RayPool:
         self.actors = []
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm[0] or signal.SIG_DFL)
+            self._previous_sigterm = None
+
+
+def _connect(ray, address: str | None) -> None:
+    """``ray.init`` for `address` (see the module docstring), or `RayUnavailableError` in one line within
+    `CONNECT_TIMEOUT_S` + `INIT_TIMEOUT_S` seconds."""
+    kwargs = dict(include_dashboard=False, log_to_driver=False)
+    if address in (None, "", "local"):
+        ray.init(**kwargs)
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if host and port.isdigit():
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise RayUnavailableError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            ray.init(address=address, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="ray-init", daemon=True)
+    thread.start()
+    thread.join(INIT_TIMEOUT_S)
+    if thread.is_alive():
+        raise RayUnavailableError(f"the Ray cluster at {address} did not answer within {INIT_TIMEOUT_S:.0f} s")
+    if "error" in outcome:
+        text = " ".join(str(outcome["error"]).split())[:300]
+        raise RayUnavailableError(f"cannot reach the Ray cluster at {address}: {text}") from None
+
+
+def _interrupt_on_sigterm():
+    """While a pool is open, SIGTERM interrupts the driver like Ctrl-C (so it stops the cluster it started);
+    returns ``(previous handler,)``, or None when this is not the main thread (where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return (signal.signal(signal.SIGTERM, interrupt),)
 
 
 def _reason(exc: BaseException) -> str:

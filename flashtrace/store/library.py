@@ -85,9 +85,10 @@ class Library:
     """Saved traces in `root` (created on first write). Opening it removes temporary files that killed
     writers left behind (never a live writer's)."""
 
-    def __init__(self, root: str | Path | None = None):
+    def __init__(self, root: str | Path | None = None, read_only: bool = False):
         self.root = Path(root).expanduser() if root is not None else default_root()
-        if self.root.is_dir():
+        self.read_only = read_only  # a read-only demo: nothing in the folder is written, renamed or deleted
+        if self.root.is_dir() and not read_only:
             remove_stale_temps(self.root)
 
     def path(self, name: str) -> Path:
@@ -121,19 +122,19 @@ class Library:
         (`flashtrace.store.index`: files re-read only when they change on disk)."""
         if not self.root.is_dir():
             return [], 0
-        rows, total = LibraryIndex(self.root).query(search, model=model, task=task, sort=sort, limit=limit,
+        rows, total = LibraryIndex(self.root, self.read_only).query(search, model=model, task=task, sort=sort, limit=limit,
                                                     offset=offset)
         return [Entry(path=self.root / f"{r['name']}.json", modified=r.pop("mtime_ns") / 1e9, **r) for r in rows], total
 
     def facets(self) -> dict[str, list[str]]:
         """The models and tasks present (for filters)."""
-        return LibraryIndex(self.root).facets() if self.root.is_dir() else {"model": [], "task": []}
+        return LibraryIndex(self.root, self.read_only).facets() if self.root.is_dir() else {"model": [], "task": []}
 
     def collection(self, name: str) -> "Library":
         """The library of the collection `name` (a sub-folder; a sanitised name, never a path)."""
         if not name or sanitize_name(name) != name:
             raise LibraryError(f"invalid collection name {name!r}: use letters, digits, '.', '_' and '-' only")
-        return Library(self.root / name)
+        return Library(self.root / name, self.read_only)
 
     def collections(self) -> list[str]:
         """Sub-folders holding traces (e.g. `flashtrace batch` outputs): open one with `Library(root / name)`."""
@@ -170,6 +171,7 @@ class Library:
     def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
         """Write `trace` atomically; returns the name used. Unless `overwrite`, the name is made unique
         at the moment of creation: a file of that name, even one written concurrently, is never replaced."""
+        self._writable("saved")
         wanted = sanitize_name(name or trace.title or trace.id)
         text = trace.to_json()
         try:
@@ -184,6 +186,7 @@ class Library:
 
     def rename(self, old: str, new: str) -> str:
         """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
+        self._writable("renamed")
         src, new = self.path(old), sanitize_name(new)
         if not src.is_file():
             raise LibraryError(f"no trace named '{old}' in the library")
@@ -200,6 +203,7 @@ class Library:
         return new
 
     def delete(self, name: str) -> None:
+        self._writable("deleted")
         path = self.path(name)
         try:
             if not path.is_file():
@@ -210,6 +214,10 @@ class Library:
         except OSError as exc:
             raise self._cannot("delete from", exc) from None
 
+    def _writable(self, done: str) -> None:
+        if self.read_only:
+            raise LibraryError(f"this library is read-only (a read-only demo): nothing is {done}")
+
     def _cannot(self, verb: str, exc: OSError) -> LibraryError:
         """One line for a write the folder refuses (never the name of a hidden temporary file)."""
         reason = exc.strerror or type(exc).__name__
@@ -217,6 +225,7 @@ class Library:
 
     def import_json(self, data: bytes | str, name: str | None = None) -> str:
         """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""
+        self._writable("imported")
         if len(data) > MAX_FILE_BYTES:
             raise TraceValidationError(f"file is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
         trace = Trace.from_json(data)

@@ -12,11 +12,12 @@ from ..analysis.compare import HopDepthComparison
 from ..analysis.facts import OF_FINAL, OF_PROMPT, TraceFacts
 from ..analysis.text import pct
 from .colors import PROMPT, PROMPT_SCALE, REASONING, method_colors
-from .tokens import plotly_text, visible_label
+from .tokens import plotly_text, template_text, visible_label
 
 def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) -> go.Figure:
     """One heatmap row per label (a hop depth or a method) over the same prompt tokens; each row scaled
-    to its own maximum so rankings compare at a glance (hover shows the raw value)."""
+    to its own maximum so rankings compare at a glance (hover shows the raw value). Labels and the title are
+    shown as text (they may come from an evaluation folder)."""
     labels = list(rows)
     z, raw = [], []
     for label in labels:
@@ -25,11 +26,12 @@ def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) ->
         z.append([v / top for v in values])
         raw.append(values)
     fig = go.Figure(go.Heatmap(
-        z=z, y=labels, x=list(range(len(tokens))), customdata=raw, colorscale=PROMPT_SCALE, zmin=0, zmax=1,
+        z=z, y=[plotly_text(label) for label in labels], x=list(range(len(tokens))), customdata=raw,
+        colorscale=PROMPT_SCALE, zmin=0, zmax=1,
         text=[[plotly_text(visible_label(t, 30)) for t in tokens] for _ in labels], xgap=0, ygap=2,
         hovertemplate="%{y} · token %{text}<br>score %{customdata:.4g} (%{z:.0%} of the row's max)<extra></extra>",
         colorbar={"title": {"text": "of row max", "side": "right"}, "thickness": 12}))
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, height=90 + 34 * len(labels),
+    fig.update_layout(title={"text": plotly_text(title), "font": {"size": 14}}, height=90 + 34 * len(labels),
                       margin={"l": 10, "r": 10, "t": 40, "b": 30},
                       xaxis={"title": "prompt tokens in text order", "showticklabels": False},
                       yaxis={"autorange": "reversed", "automargin": True, "type": "category"},
@@ -189,9 +191,9 @@ def deletion_curves(record: dict) -> go.Figure:
     for name, m in record["methods"].items():
         steps = len(m["n"]) - 1
         fig.add_trace(go.Scatter(
-            x=[t / steps for t in range(steps + 1)], y=m["n"], mode="lines+markers", name=f"{name} (RISE {m['rise']:.3f})",
-            line={"color": colors[name]},
-            hovertemplate=f"{name}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
+            x=[t / steps for t in range(steps + 1)], y=m["n"], mode="lines+markers",
+            name=f"{plotly_text(name)} (RISE {m['rise']:.3f})", line={"color": colors[name]},
+            hovertemplate=f"{template_text(name)}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
     fig.update_layout(title={"text": "Deletion curves: target log-probability as top prompt tokens are deleted",
                              "font": {"size": 14}}, height=380, margin={"l": 40, "r": 10, "t": 40, "b": 40},
                       xaxis={"title": "share of prompt tokens deleted", "tickformat": ".0%"},

@@ -1,6 +1,7 @@
 """Figures and tables of a `flashtrace eval` folder: per-task summary rows, metric bars with 95 %
 intervals and the random-ranking level, mean deletion curves, and one example's methods beside its gold
-tokens."""
+tokens. Method, task and example names come from the folder's files: they are shown as text, escaped like
+trace text (`plotly_text`, `template_text`), never as Plotly's HTML."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from plotly.subplots import make_subplots
 from ..evaluate.report import LABELS, ci95, gold_token_mask
 from .colors import method_colors
 from .compare import score_strips
+from .tokens import plotly_text, template_text
 
 RATE_METRICS = ("rise", "mas", "recovery")
 
@@ -55,7 +57,8 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
         shown = [m for m in methods if m in info["methods"] and info["methods"][m][metric]["mean"] is not None]
         stats = [info["methods"][m][metric] for m in shown]
         fig.add_trace(go.Bar(
-            x=shown, y=[s["mean"] for s in stats], marker_color=[colors[m] for m in shown], showlegend=False,
+            x=list(map(plotly_text, shown)), y=[s["mean"] for s in stats], marker_color=[colors[m] for m in shown],
+            showlegend=False,
             error_y={"type": "data", "array": [ci95(s) for s in stats], "thickness": 1.2},
             customdata=[[s["std"], s["n"]] for s in stats],
             hovertemplate="%{x}: %{y:.3f} ± %{customdata[0]:.3f} (std, n = %{customdata[1]})<extra></extra>"),
@@ -69,7 +72,7 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
     fig.update_yaxes(rangemode="tozero")
     fig.update_xaxes(tickangle=-35, automargin=True)
     fig.update_layout(height=420, margin={"l": 50, "r": 10, "t": 70, "b": 90},  # title above the subplot titles
-                      title={"text": f"{task}: mean ± 95 % interval (n = {info['n']})", "font": {"size": 14},
+                      title={"text": f"{plotly_text(task)}: mean ± 95 % interval (n = {info['n']})", "font": {"size": 14},
                              "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
                       meta={"view": "metric_bars", "task": task})
     return fig
@@ -86,10 +89,11 @@ def mean_deletion_curves(summary: dict, task: str, methods: list[str]) -> go.Fig
         curve = curves[m]
         steps = len(curve) - 1
         rise = summary["tasks"][task]["methods"][m]["rise"]["mean"]
-        fig.add_trace(go.Scatter(x=[t / steps for t in range(steps + 1)], y=curve, mode="lines", name=f"{m} (RISE {rise:.3f})",
+        fig.add_trace(go.Scatter(x=[t / steps for t in range(steps + 1)], y=curve, mode="lines",
+                                 name=f"{plotly_text(m)} (RISE {rise:.3f})",
                                  line={"color": colors[m], "dash": "dash" if m.endswith("-nostop") else "solid"},
-                                 hovertemplate=f"{m}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
-    fig.update_layout(title={"text": f"{task}: mean deletion curve", "font": {"size": 14}}, height=380,
+                                 hovertemplate=f"{template_text(m)}<br>deleted %{{x:.0%}}: %{{y:.3f}}<extra></extra>"))
+    fig.update_layout(title={"text": f"{plotly_text(task)}: mean deletion curve", "font": {"size": 14}}, height=380,
                       margin={"l": 40, "r": 10, "t": 40, "b": 40},
                       xaxis={"title": "share of prompt tokens deleted", "tickformat": ".0%"},
                       yaxis={"title": "normalised target log-prob", "range": [-0.02, 1.05]},

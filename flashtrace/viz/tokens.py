@@ -29,6 +29,12 @@ def plotly_text(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def template_text(text: str) -> str:
+    """`plotly_text` for literal text inside a Plotly hover template: ``%{`` (which would start a placeholder)
+    gets an invisible word joiner between its two characters."""
+    return plotly_text(text).replace("%{", "%\u2060{")
+
+
 def token_class(role: str) -> str:
     """Colour class of a role: ``prompt``, ``generated`` (reasoning or answer) or ``template``."""
     return "generated" if role in ("reasoning", "answer") else role

@@ -106,7 +106,7 @@ def test_generate_fills_the_response_then_it_can_be_traced(open_page, library_di
 def test_a_run_that_would_not_fit_is_refused_before_it_starts(open_page, library_dir, monkeypatch):
     from flashtrace.engine import estimate
 
-    monkeypatch.setattr(estimate, "available_bytes", lambda: 50 * 2**20)
+    monkeypatch.setattr(estimate, "available_bytes", lambda: 64 * 2**10)  # less than even a short run adds
     at = _fill(open_page(TRACE))
     assert not at.exception
     assert any("Cannot run" in e.value and "would fit" in e.value for e in at.error)

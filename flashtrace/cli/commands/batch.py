@@ -63,6 +63,7 @@ def run(args) -> int:
     from ...run.batch import BatchSettings, run_batch
     from .trace import _options
     from ...engine.inputs import parse_stop_tokens
+    from ...base.fileio import check_folder
     from ...store.library import default_root, sanitize_name
 
     if not args.input.is_file():
@@ -76,6 +77,7 @@ def run(args) -> int:
 
         torch.set_num_threads(args.threads)
     out = args.out if args.out is not None else default_root() / sanitize_name(args.collection)
+    check_folder(out, "--out" if args.out is not None else "--collection")
     settings = BatchSettings(
         model=args.model, method=args.method, options=_options(args.option), hops=args.hops, target=args.target,
         recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens),

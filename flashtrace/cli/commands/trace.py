@@ -95,8 +95,21 @@ def _check_arguments(args) -> None:
         raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
     check_options(recursive=args.recursive)
     check_device(args.device)
+    for flag, text in (("--prompt", args.prompt), ("--response", args.response)):
+        _check_utf8(flag, text)
     if args.json:
         check_destination(args.json, "--json")
+
+
+def _check_utf8(flag: str, text: str | None) -> None:
+    """A command-line argument that was not UTF-8 reaches Python with its bad bytes as lone surrogates."""
+    if text is None:
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{flag} is not valid UTF-8 text (character {exc.start + 1}); pass the text in a UTF-8 "
+                         "file with --prompt-file/--response-file") from None
 
 
 def run(args) -> int:

@@ -117,7 +117,7 @@ def load_model(
 def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, tokenizer) -> LoadedModel:
     if isinstance(name, torch.nn.Module):
         return wrap_model(name, tokenizer)
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -152,12 +152,8 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
         check_weights_fit(name, config, torch_dtype, device)
     if device_map:
         kwargs["device_map"] = device_map
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(local) if local.is_dir() else source,
-                                                  trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(str(local) if local.is_dir() else source, **kwargs)
-    except OSError as exc:
-        raise ModelLoadError(f"{offline_hint} ({exc.__class__.__name__}: {str(exc).splitlines()[0][:200]})") from None
+    model, tokenizer = _read_model(str(local) if local.is_dir() else source, local.is_dir(), kwargs,
+                                   trust_remote_code, offline_hint)
     loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), DEFAULT_ALIAS if name == DEFAULT_ALIAS else name)
     return loaded if device_map else _place(loaded, device)
 
@@ -217,10 +213,49 @@ def _hub_reachable(model_id: str) -> bool:
         return False
 
 
+def _read_model(where: str, local: bool, kwargs: dict, trust_remote_code: bool, offline_hint: str):
+    """The model and tokenizer at `where`, or `ModelLoadError` in one line: weights that cannot be read
+    (truncated, a bad header), weights that do not match the config, files missing from a folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # transformers' multi-line load report would precede our one line
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    except OSError as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        if local:
+            raise ModelLoadError(f"{where} cannot be loaded ({type(exc).__name__}: {first})") from None
+        raise ModelLoadError(f"{offline_hint} ({type(exc).__name__}: {first})") from None
+    except Exception as exc:  # noqa: BLE001 - classified below; anything else is a bug and re-raised
+        raise _weights_problem(where, exc) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return model, tokenizer
+
+
+def _weights_problem(where: str, exc: Exception) -> Exception:
+    """A `ModelLoadError` for weights that cannot be read or do not match the config; `exc` itself otherwise."""
+    text = " ".join(str(exc).split())
+    if type(exc).__name__ == "SafetensorError" or "deserializ" in text or "safetensors" in text.lower():
+        return ModelLoadError(f"the weights in {where} cannot be read (a truncated or damaged safetensors file?): "
+                              f"{text[:200]}")
+    if "mismatched_sizes" in text or "size mismatch" in text or ("mismatch" in text.lower() and "shape" in text.lower()):
+        return ModelLoadError(f"the weights in {where} do not match its config.json: a layer's shape differs (was "
+                              "config.json edited, or does it belong to another checkpoint?)")
+    return exc
+
+
 def _has_safetensors(folder: Path, allow_pickle: bool = False) -> bool | None:
     if any(folder.glob("*.safetensors")):
         return True
-    if not allow_pickle and (any(folder.glob("*.bin")) or any(folder.glob("*.pt"))):
+    pickled = any(folder.glob("*.bin")) or any(folder.glob("*.pt"))
+    if not pickled:
+        raise ModelLoadError(f"{folder} has config.json but no weights: a model folder needs *.safetensors weight "
+                             "files beside it")
+    if not allow_pickle:
         raise ModelLoadError(f"{folder} holds only pickle weight files (.bin/.pt), which can run code when loaded; "
                              "convert them to safetensors first, or pass allow_pickle=True if you trust the files")
     return None

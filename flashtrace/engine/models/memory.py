@@ -62,13 +62,44 @@ def dtype_bytes(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
-def count_parameters(config) -> int:
-    """Parameters of the causal LM described by `config`, without allocating any weight."""
+_LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
+
+
+def _meta_count(config) -> int:
     from transformers import AutoModelForCausalLM
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     return int(sum(p.numel() for p in model.parameters()))
+
+
+def _with_layers(config, n: int):
+    """A copy of `config` with `n` decoder layers (per-layer lists such as ``layer_types`` cut to match)."""
+    import copy
+
+    config = copy.deepcopy(config)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    for name in _LAYER_COUNTS:
+        if isinstance(getattr(text, name, None), int):
+            setattr(text, name, n)
+    for name in ("layer_types",):
+        value = getattr(text, name, None)
+        if isinstance(value, (list, tuple)):
+            setattr(text, name, list(value)[:n])
+    return config
+
+
+def count_parameters(config) -> int:
+    """Parameters of the causal LM described by `config`, without allocating any weight, in time and memory
+    that do not grow with its depth: models of 1 and 2 layers are built on PyTorch's ``meta`` device and the
+    count extrapolated (layers of a decoder stack have the same shapes). A config of 1,000,000 layers is so
+    sized in well under a second, where building it took minutes."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    depth = next((getattr(text, name) for name in _LAYER_COUNTS if isinstance(getattr(text, name, None), int)), None)
+    if depth is None or depth <= 2:
+        return _meta_count(config)
+    one, two = _meta_count(_with_layers(config, 1)), _meta_count(_with_layers(config, 2))
+    return one + (depth - 1) * (two - one)
 
 
 def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch.device | None = None,

@@ -45,11 +45,7 @@ def synthetic_trace_data(n_tokens: int, hops: int = 1, n_steps: int = 0, seed: i
         raise ValueError("too few tokens for the response")
     words = [f" w{rng.randrange(10_000)}" for _ in range(n_tokens)]
     roles = ["prompt"] * prompt_end + ["reasoning"] * (n_response - 4) + ["answer"] * 4
-    offsets = [0]
-    for i, w in enumerate(words):
-        offsets.append(0 if i == prompt_end else offsets[-1] + len(w))  # character offsets restart in the response
-    tokens = [{"text": w, "role": r, "id": rng.randrange(50_000), "start": offsets[i] if i != prompt_end else 0,
-               "end": offsets[i + 1] if i != prompt_end else len(w)} for i, (w, r) in enumerate(zip(words, roles))]
+    tokens = _synthetic_tokens(words, roles, prompt_end, rng)
     prompt = list(range(prompt_end))
 
     def vector(positions):
@@ -79,6 +75,16 @@ def synthetic_trace_data(n_tokens: int, hops: int = 1, n_steps: int = 0, seed: i
     if n_steps:
         data.update(_synthetic_steps(n_tokens, prompt_end, n_steps, vector))
     return data
+
+
+def _synthetic_tokens(words: list[str], roles: list[str], prompt_end: int, rng) -> list[dict]:
+    """Token records with character offsets into the prompt, then (from 0 again) into the response."""
+    tokens, at = [], 0
+    for i, (word, role) in enumerate(zip(words, roles)):
+        at = 0 if i == prompt_end else at
+        tokens.append({"text": word, "role": role, "id": rng.randrange(50_000), "start": at, "end": at + len(word)})
+        at += len(word)
+    return tokens
 
 
 def _synthetic_steps(n_tokens: int, prompt_end: int, n_steps: int, vector) -> dict:

@@ -1,0 +1,137 @@
+"""What a `Trace` must satisfy beyond its field types (`schema.Trace` runs `check_trace` after parsing).
+
+Per-token vectors (scores, every hop's weights, raw and contribution, every step vector) have one value
+a token, none negative and none above `MAX_SCORE` (float32's largest: every sum a view takes stays
+finite); spans and the target lie inside the tokens; hops are numbered 0, 1, 2, ...; and, within `REL_TOL`
+(values rounded to 6 significant digits pass): ``scores.final = Σ_k hops[k].contribution``,
+``scores.prompt`` sums to 1 over the prompt tokens (or is all zero) and is zero elsewhere, a token's
+character ``start <= end``, the target lies in the response; segments tile the tokens in order with unique
+ids; ``extra`` is bounded. Each check raises ``ValueError`` with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .limits import MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_SCORE, REL_TOL
+
+# The functions take a `schema.Trace` (and its records) but do not import schema, which imports them.
+
+
+def check_trace(tr) -> None:
+    """Every check above, cheapest first."""
+    n = len(tr.tokens)
+    if tr.steps is not None and tr.segments is None:
+        raise ValueError("steps needs segments: a step vector belongs to a segment")
+    if tr.segments is not None:
+        check_segments(tr.segments, n, tr.steps)
+    check_vectors(_vectors(tr), n)
+    check_ranges(tr, n)
+    check_sums(tr)
+    check_tokens(tr)
+    check_extra(tr.extra)
+
+
+def _vectors(tr) -> dict[str, list[float]]:
+    vectors = {"scores.final": tr.scores.final, "scores.prompt": tr.scores.prompt}
+    for hop in tr.hops:
+        vectors.update({f"hops[{hop.k}].{name}": getattr(hop, name) for name in ("weights", "raw", "contribution")})
+    if tr.steps is not None:
+        vectors.update({f"steps.vectors[{key}]": vec for key, vec in tr.steps.vectors.items()})
+    return vectors
+
+
+def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
+    for name, vec in vectors.items():
+        if len(vec) != n:
+            raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
+        if any(v < 0 for v in vec):
+            raise ValueError(f"{name} has negative values")
+        if any(v > MAX_SCORE for v in vec):
+            raise ValueError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
+
+
+def check_ranges(tr, n: int) -> None:
+    """Spans and the target inside the tokens; hops numbered in order, at most ``settings.hops + 1``."""
+    for name in ("prompt", "reasoning", "answer"):
+        rng = getattr(tr.spans, name)
+        if rng is not None and not 0 <= rng[0] < rng[1] <= n:
+            raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+    lo, hi = tr.settings.target
+    if not 0 <= lo < hi <= n:
+        raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
+    if [h.k for h in tr.hops] != list(range(len(tr.hops))):
+        raise ValueError("hops must be numbered 0, 1, 2, ... in order")
+    if not tr.hops:
+        raise ValueError("a trace has at least one hop record (hop 0)")
+    if len(tr.hops) > tr.settings.hops + 1:
+        raise ValueError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
+                         f"(at most {tr.settings.hops + 1})")
+
+
+def _close(a: float, b: float, scale: float) -> bool:
+    return abs(a - b) <= REL_TOL * scale + 1e-12
+
+
+def check_sums(tr) -> None:
+    """``scores.final`` is the sum of the hops' contributions; ``scores.prompt`` sums to 1 on the prompt."""
+    final = tr.scores.final
+    scale = max(final, default=0.0)
+    for i, value in enumerate(final):
+        parts = [hop.contribution[i] for hop in tr.hops]
+        if not _close(value, math.fsum(parts), max(scale, sum(parts))):
+            raise ValueError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
+                             f"{math.fsum(parts):.6g}; the final score must be their sum")
+    prompt = [i for i, t in enumerate(tr.tokens) if t.role == "prompt"]
+    total = math.fsum(tr.scores.prompt[i] for i in prompt)
+    if math.fsum(tr.scores.prompt) > 0 and not _close(total, 1.0, 1.0):
+        raise ValueError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
+    if not _close(math.fsum(tr.scores.prompt), total, 1.0):
+        raise ValueError("scores.prompt is non-zero outside the prompt tokens")
+
+
+def check_tokens(tr) -> None:
+    """Character offsets in order; the target in the response."""
+    for i, tok in enumerate(tr.tokens):
+        if tok.start is not None and tok.end is not None and tok.start > tok.end:
+            raise ValueError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
+    lo, hi = tr.settings.target
+    response = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
+    if not response or lo < response[0]:
+        raise ValueError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
+                         + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
+
+
+def check_segments(segments: list, n: int, steps) -> None:
+    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments."""
+    pos = 0
+    for i, seg in enumerate(segments):
+        if seg.order != i:
+            raise ValueError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
+        if seg.start != pos or seg.end <= seg.start:
+            raise ValueError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
+                             f"without gaps or overlaps (expected a start at {pos})")
+        pos = seg.end
+    if pos != n:
+        raise ValueError(f"segments end at token {pos} but the trace has {n} tokens")
+    ids = [seg.id for seg in segments]
+    if len(set(ids)) != len(ids):
+        raise ValueError("segment ids must be unique")
+    if steps is not None and not set(steps.vectors) <= set(ids):
+        unknown = sorted(set(steps.vectors) - set(ids))[:3]
+        raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
+
+
+def check_extra(extra: dict) -> None:
+    """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
+    (so whatever loads can also be saved back), counted before the children are visited."""
+    stack, count = [(extra, 1)], 1
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_EXTRA_DEPTH:
+            raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
+        count += len(value)
+        if count > MAX_EXTRA_NODES:
+            raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))

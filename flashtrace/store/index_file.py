@@ -1,0 +1,135 @@
+"""Opening the library index's SQLite file safely: the file is a cache, never something to fight over.
+
+- Only a regular file named ``.index.sqlite`` is used: a folder, a symbolic link (whose target could be
+  anyone's database) or a device of that name is left alone and never written through.
+- A table of another shape or version is rebuilt inside a write transaction (so it waits for, and never
+  disturbs, another process writing the index).
+- A file SQLite cannot read at all (not a database, malformed) is replaced by a fresh index, atomically
+  and only when no process holds a lock on it (an open-file-description lock probe), never deleted under
+  a lock holder.
+- A busy index is waited for at most `BUSY_TIMEOUT_S` seconds; `open_index` and its callers then fall back
+  to an in-memory index built from the files, as they do for a folder this user cannot write.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import struct
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None
+
+BUSY_TIMEOUT_S = 5.0  # how long a listing waits for another process writing the index, then reads the files
+_NOT_SQLITE = ("not a database", "malformed", "file is encrypted")
+
+
+class IndexUnavailable(Exception):
+    """The index file cannot be used now (busy, read-only, not a regular file, damaged under a lock)."""
+
+
+def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
+    """(Re)create the index table in one write transaction: another writer is waited for, not broken."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DROP TABLE IF EXISTS traces")
+        conn.execute(f"CREATE TABLE traces ({columns})")
+        conn.execute(f"PRAGMA user_version = {int(schema)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        raise
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:  # no transaction open, or the connection is unusable: nothing to undo
+        pass
+
+
+def ensure_table(conn: sqlite3.Connection, fields: tuple[str, ...], columns: str, schema: int) -> None:
+    """The table of `fields` at version `schema`, rebuilt when the file holds another version or shape."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    shape = tuple(row[1] for row in conn.execute("PRAGMA table_info(traces)"))
+    if version != schema or shape != fields:
+        create_table(conn, columns, schema)
+
+
+def _regular_or_missing(path: Path) -> os.stat_result | None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise IndexUnavailable(f"{path.name} is not a regular file")
+    return info
+
+
+def _locked_by_another(path: Path) -> bool:
+    """True when a process (this one included) holds a POSIX or OFD lock on `path`, or we cannot tell."""
+    probe = getattr(fcntl, "F_OFD_SETLK", None) if fcntl is not None else None
+    if probe is None:
+        return True
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    try:  # an open-file-description write lock on the whole file conflicts with any SQLite lock, ours too
+        fcntl.fcntl(fd, probe, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's lock only (OFD locks belong to this descriptor)
+
+
+def _replace_damaged(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> None:
+    """Replace a file SQLite cannot read with a fresh index, unless a process holds a lock on it."""
+    if _regular_or_missing(path) is None:
+        return
+    if _locked_by_another(path):
+        raise IndexUnavailable(f"{path.name} is damaged and in use by another process")
+    fresh = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    fresh.unlink(missing_ok=True)
+    conn = sqlite3.connect(fresh, isolation_level=None)
+    try:
+        ensure_table(conn, fields, columns, schema)
+    finally:
+        conn.close()
+    for leftover in ("-journal", "-wal", "-shm"):  # the damaged file's, which SQLite would replay
+        path.with_name(path.name + leftover).unlink(missing_ok=True)
+    os.replace(fresh, path)
+
+
+def open_index(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> sqlite3.Connection:
+    """A connection to the index file `path`, its table ready; `IndexUnavailable` when the file cannot
+    be used now (the caller then reads the files into memory)."""
+    if not os.access(path.parent, os.W_OK):
+        raise IndexUnavailable(f"{path.parent} is read-only")
+    for attempt in (1, 2):
+        before = _regular_or_missing(path)
+        conn = None
+        try:
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            after = _regular_or_missing(path)
+            if before is not None and (after is None or after.st_ino != before.st_ino):
+                raise IndexUnavailable(f"{path.name} changed while it was opened")
+            ensure_table(conn, fields, columns, schema)
+            return conn
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            damaged = not isinstance(exc, sqlite3.OperationalError) or any(s in str(exc) for s in _NOT_SQLITE)
+            if not damaged or attempt == 2:
+                raise IndexUnavailable(str(exc)) from None
+            _replace_damaged(path, fields, columns, schema)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+    raise IndexUnavailable(path.name)  # pragma: no cover - the loop returns or raises
+
+
+__all__ = ["BUSY_TIMEOUT_S", "IndexUnavailable", "open_index", "ensure_table", "create_table", "rollback"]

@@ -1,0 +1,101 @@
+"""Issue 30, batch: a line that is not UTF-8 is one bad line, not the end of the batch, and a UTF-8 BOM is
+not part of line 1 (defect 11); an unreachable Ray address fails fast with one line, and the driver stops
+the cluster it started when it is terminated or interrupted (defect 12)."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from flashtrace.run.batch import BatchSettings, read_lines
+from flashtrace.run.distributed import RayPool, RayUnavailableError
+
+LINE = {"prompt": "What is 2+3?", "response": "2 plus 3 is 5. The answer is 5.", "title": "ok"}
+
+
+def test_defect11_a_non_utf8_line_is_one_bad_line(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(json.dumps(LINE).encode() + b"\n" + b'{"prompt": "caf\xe9"}\n'
+                     + json.dumps({**LINE, "title": "two"}).encode() + b"\n")
+    jobs, bad = read_lines(path, BatchSettings(model="tiny-llama"))
+    assert [j["title"] for j in jobs] == ["ok", "two"]
+    assert [(b.line, "UTF-8" in b.error) for b in bad] == [(2, True)]
+
+
+def test_defect11_a_byte_order_mark_is_not_part_of_line_one(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(LINE).encode() + b"\n")
+    jobs, bad = read_lines(path, BatchSettings(model="tiny-llama"))
+    assert bad == [] and [j["title"] for j in jobs] == ["ok"]
+
+
+class Doubler:
+    def __init__(self, device=None):
+        pass
+
+    def __call__(self, job):
+        return {"value": job * 2}
+
+
+@pytest.mark.ray
+def test_defect12_an_unreachable_ray_address_fails_at_once_with_one_line():
+    import threading
+
+    outcome = []
+
+    def connect():
+        try:
+            RayPool(Doubler, (), address="127.0.0.1:1", workers=1)
+        except Exception as exc:  # noqa: BLE001 - inspected below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=connect, daemon=True)
+    thread.start()
+    thread.join(40)  # it hung for minutes (killed after 2 min 47 s)
+    assert not thread.is_alive(), "no answer within 40 s"
+    (error,) = outcome
+    assert isinstance(error, RayUnavailableError) and "127.0.0.1:1" in str(error) and "\n" not in str(error)
+
+
+DRIVER = """
+import sys, time
+from flashtrace.run.distributed import RayPool
+
+class Slow:
+    def __init__(self, device=None):
+        pass
+
+    def __call__(self, job):
+        time.sleep(600)
+
+pool = RayPool(Slow, (), address="local", workers=1, num_cpus=1)
+print("started", flush=True)
+try:
+    for _ in pool.map([1]):
+        pass
+finally:
+    pool.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_defect12_the_driver_stops_its_local_cluster_when_signalled(signum):
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout.readline().strip() == "started"
+        children = psutil.Process(driver.pid).children(recursive=True)
+        assert children, "the local cluster runs as the driver's child processes"
+        driver.send_signal(signum)
+        driver.wait(timeout=60)
+        time.sleep(2)
+        alive = [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert alive == [], [p.name() for p in alive]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
