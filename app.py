@@ -34,7 +34,8 @@ def home() -> None:
                 "so the credit lands on the input rather than on the reasoning.")
     st.page_link(ui.PAGES["story"], label="See the story of a gallery trace, step by step (for demos)",
                  icon=":material/auto_stories:", query_params={"trace": "gallery:needle"})
-    st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
+    if not ui.read_only():
+        st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
     st.page_link(ui.PAGES["evaluation"], label="Is it faithful? Deletion tests against the baselines",
                  icon=":material/fact_check:")
 

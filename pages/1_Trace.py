@@ -19,6 +19,10 @@ OTHER = "Other: Hugging Face id or local folder"
 ss = st.session_state
 ui.page_setup("Run a trace")
 st.title("Run a trace")
+if ui.read_only():  # the whole page runs models and saves: a read-only demo shows none of it
+    st.info("This is a read-only demo: running a model is switched off. Browse the gallery and the library, "
+            "and export what you see.")
+    st.stop()
 for field in ("prompt", "response"):  # values produced by the previous run (generation), applied before widgets
     if f"pending_{field}" in ss:
         ss[field] = ss.pop(f"pending_{field}")

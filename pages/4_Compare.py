@@ -116,9 +116,11 @@ def methods(ref, trace) -> None:
 picked = ui.trace_page("Compare")
 if picked:
     ref, trace = picked
-    depths_tab, methods_tab = st.tabs(["Hop depths", "Methods"])
-    with depths_tab, ui.shown_errors():
+    read_only = ui.read_only()  # the Methods tab runs models: not in a read-only demo
+    tabs = st.tabs(["Hop depths"] if read_only else ["Hop depths", "Methods"])
+    with tabs[0], ui.shown_errors():
         hop_depths(trace)
-    with methods_tab:
-        methods(ref, trace)
+    if not read_only:
+        with tabs[1]:
+            methods(ref, trace)
     ui.nav_links(ref, "compare")

@@ -41,12 +41,13 @@ st.caption(f"Saved traces in {ui.code_text(str(lib.root))} (set `FLASHTRACE_LIBR
 if ss.get("library_notice"):
     st.success(ss.pop("library_notice"))  # md-ok: built from code_text
 
-with st.expander("Import a trace (JSON)"):
-    upload = st.file_uploader("Trace JSON file", type=["json"], key="import_file")
-    if upload is not None and st.button("Import", key="import"):
-        with ui.shown_errors("Not imported: "):
-            name = lib.import_json(upload.getvalue(), name=upload.name.removesuffix(".json"))
-            st.success(f"Imported as **{ui.plain(name)}**.")
+if not lib.read_only:  # a read-only demo (ui.read_only): no import, rename or delete
+    with st.expander("Import a trace (JSON)"):
+        upload = st.file_uploader("Trace JSON file", type=["json"], key="import_file")
+        if upload is not None and st.button("Import", key="import"):
+            with ui.shown_errors("Not imported: "):
+                name = lib.import_json(upload.getvalue(), name=upload.name.removesuffix(".json"))
+                st.success(f"Imported as **{ui.plain(name)}**.")
 
 with st.expander("Export a gallery trace"):
     items = {item.name: item for item in list_gallery()}
@@ -101,6 +102,8 @@ if entry.readable:
                  query_params={"trace": f"lib:{prefix}{chosen}"})
     export_buttons("export", chosen, lambda: lib.open(chosen))
 
+if lib.read_only:
+    st.stop()
 with st.form(f"rename_{chosen}"):
     new_name = st.text_input("Rename to", value=ui.visible(chosen), key=f"rename_to_{chosen}", max_chars=200,
                              help="letters, digits, '.', '_' and '-'; anything else becomes '-'")

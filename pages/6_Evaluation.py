@@ -42,8 +42,9 @@ with run_col.popover("Run an evaluation", icon=":material/terminal:"):
     st.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
             "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
             language="bash")
-custom = other_col.text_input("Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder",
-                              label_visibility="collapsed")
+custom = "" if ui.read_only() else other_col.text_input(  # a read-only demo reads no folder a visitor names
+    "Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder",
+    label_visibility="collapsed")
 if custom.strip():
     folders = [Path(custom.strip()).expanduser()]
     if not any((folders[0] / "examples").glob("*.json")):

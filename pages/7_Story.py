@@ -65,7 +65,9 @@ def show_caption(panel: Panel) -> None:
 
 def check_run(ref, trace, live_key: str) -> None:
     """The check panel's source, or a button that runs the check live (a trace without a stored one)."""
-    if stored_check(trace) is None and live_key not in st.session_state:
+    if stored_check(trace) is None and live_key not in st.session_state and ui.read_only():
+        st.caption("The check runs the trace's model: switched off in this read-only demo.")
+    elif stored_check(trace) is None and live_key not in st.session_state:
         if st.button(f"Run the check now with {ui.plain(trace.model.name)} (loads the model)", key="story_run_check"):
             with st.spinner("Loading the model and scoring the deletions…"), ui.shown_errors("Check failed: "):
                 st.session_state[live_key] = app_state.live_faithfulness(ref)

@@ -5,10 +5,13 @@
 - One process-wide lock serialises model use (forward passes, generation, attribution): a second tab
   waits for its turn while every tab stays free to browse traces.
 - Traces are addressed by a reference string kept in the URL: ``gallery:NAME`` or ``lib:NAME``.
+- `read_only`: a server started for a shared demo browses and exports only. Its library refuses every
+  write and `cached_model` refuses to load a model, whatever a page, a URL or a session asks for.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -21,6 +24,8 @@ from typing import TYPE_CHECKING
 from ..base.units import time_range  # noqa: F401 - the pages read it from here
 from ..store.gallery import gallery_path, list_gallery
 from ..engine.inputs import ResponseSpans, build_sequence
+from ..base.errors import FlashTraceError
+from ..store.app_files import READ_ONLY_ENV
 from ..store.library import Library
 from ..run.prechecks import check_text_size
 from ..analysis.schema import Trace
@@ -53,14 +58,48 @@ def using_model(message: str = "Waiting for the model: another tab is running a 
         lock.release()
 
 
-@st.cache_resource(show_spinner=False, max_entries=3)
+class ReadOnlyError(FlashTraceError, PermissionError):
+    """The app is a read-only demo: it runs no model and writes nothing."""
+
+
+def read_only() -> bool:
+    """Whether this server is a read-only demo: ``flashtrace app --read-only``, ``$FLASHTRACE_READ_ONLY`` set
+    to 1/true/yes, or ``read_only = true`` under ``[flashtrace]`` in ``.streamlit/secrets.toml`` (Streamlit's
+    place for an app's own settings, also on a hosted deployment). Only the server's own settings count:
+    nothing in a URL or a session can turn it off."""
+    if os.environ.get(READ_ONLY_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    try:
+        value = st.secrets.get("flashtrace", {}).get("read_only", False)
+    except Exception:  # noqa: BLE001 - no secrets file (the usual case), or one Streamlit cannot read
+        return False
+    return value is True or str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def require_writable(what: str) -> None:
+    """`ReadOnlyError` in a read-only demo: the last guard behind every control that runs or writes."""
+    if read_only():
+        raise ReadOnlyError(f"this is a read-only demo: {what} is switched off")
+
+
 def cached_model(name: str) -> LoadedModel:
-    """`load_model(name)`, once per server (errors are not cached, so a fixed name can be retried)."""
+    """`load_model(name)`, once per server (errors are not cached, so a fixed name can be retried); refused in
+    a read-only demo."""
+    require_writable("running a model")
+    return _cached_model(name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=3)
+def _cached_model(name: str) -> LoadedModel:
     return load_model(name)
+
+
+cached_model.clear = _cached_model.clear  # as on any Streamlit cache: drop the loaded models
 
 
 def load_model(name: str) -> LoadedModel:
     """`flashtrace.engine.models.load_model`, importing the engine (torch, transformers) on first use."""
+    require_writable("running a model")
     from ..engine.models import load_model as load
 
     return load(name)
@@ -81,8 +120,9 @@ def cached_prepared(model_name: str, prompt: str, response: str, chat_template: 
 
 
 def library() -> Library:
-    """The library in ``$FLASHTRACE_LIBRARY`` (read on every call so tests can point it elsewhere)."""
-    return Library()
+    """The library in ``$FLASHTRACE_LIBRARY`` (read on every call so tests can point it elsewhere); read-only
+    (it writes nothing to its folder) in a read-only demo."""
+    return Library(read_only=read_only())
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import streamlit as st
 
 from . import screen
-from .state import TraceRef, load_trace, trace_choices
+from .state import TraceRef, load_trace, read_only, trace_choices
 from .glossary import help_link
 from ..analysis.schema import Trace
 from ..analysis.text import counted
@@ -39,7 +39,10 @@ def page_setup(title: str, sidebar: bool = True) -> None:
         return
     with st.sidebar:
         for path, label, icon in NAV:
-            st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
+            if not (read_only() and path == PAGES["trace"]):  # a read-only demo runs no model
+                st.page_link(path, label=label, icon=icon)  # md-ok: the constant NAV
+        if read_only():
+            st.caption("Read-only demo: browse and export; nothing runs a model or changes the library.")
         on = st.toggle("Details", value=st.query_params.get("details") == "1", key="details",
                        help=help_link("rho", "Show the technical details too: sentence ids (P3, S2), token positions "
                                       "and ρ, the hop mass. Off, every view speaks in words."))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent
+READ_ONLY_ENV = "FLASHTRACE_READ_ONLY"  # set by `flashtrace app --read-only`: the app only browses and exports
 CHECKOUT = PACKAGE.parent
 BUNDLED = PACKAGE / "_app"
 

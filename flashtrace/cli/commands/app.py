@@ -12,12 +12,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--port", type=int, default=8501, help="port to serve on")
     parser.add_argument("--address", default="localhost", help="address to bind")
     parser.add_argument("--headless", action="store_true", help="do not open a browser window")
+    parser.add_argument("--read-only", action="store_true",
+                        help="a read-only demo for sharing: browse the gallery and the library and export, but no "
+                             "model runs and no import, rename, delete or save (the controls are not shown, and "
+                             "the server refuses them); also set by FLASHTRACE_READ_ONLY=1 or by 'read_only = true' "
+                             "under [flashtrace] in .streamlit/secrets.toml")
 
 
 def run(args) -> int:
-    from ...store.app_files import app_root
+    from ...store.app_files import READ_ONLY_ENV, app_root
 
     root = app_root()
+    if args.read_only:
+        os.environ[READ_ONLY_ENV] = "1"  # the server (exec'd below) inherits it
     cmd = [sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.port", str(args.port),
            "--server.address", args.address, "--browser.gatherUsageStats", "false",
            "--client.showSidebarNavigation", "false", "--client.toolbarMode", "viewer",

@@ -1,0 +1,140 @@
+"""Issue 30 in a real browser (Playwright + Debian's chromium):
+
+- a library folder seeded with one file of every bad kind found by the probe (an overflowing trace, a
+  memory-amplifying one, truncated, not UTF-8, nested lists, empty, a right-to-left override in its name, a
+  folder, a FIFO and a device link named *.json, garbage in the index file): every page renders, the bad
+  files are listed as unreadable with their reason, and one is deleted from the Library page;
+- ``flashtrace app --read-only``: no control that writes or runs a model on any page, crafted query
+  parameters trigger none, and the library folder and the server's CPU time are unchanged afterwards."""
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from flashtrace.store.library import LIBRARY_ENV, Library
+from tests.bad_files import RTL_NAME, gallery_data, seed_library
+
+from .browser import ROOT, free_port, launch, serving, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+PAGES = ["", "Trace", "Explore", "Hop_graph", "Compare", "Library", "Evaluation", "Story", "Glossary"]
+WRITE_OR_RUN = ["Run trace", "Generate response", "Load preset", "Import", "Rename", "Delete", "Run the comparison",
+                "Run the check now", "Cancel"]
+
+
+def problems(page) -> list[str]:
+    """Tracebacks Streamlit shows (an exception element) on the page."""
+    return [e.inner_text()[:300] for e in page.locator('[data-testid="stException"]').all()]
+
+
+def visit(page, url: str) -> None:
+    page.goto(url, timeout=120_000)
+    settle(page, timeout=120_000)
+
+
+def flashtrace_app(env: dict, *flags: str):
+    """``flashtrace app`` itself (the command users run), headless on a free loopback port."""
+    port = free_port()
+    command = [sys.executable, "-m", "flashtrace.cli", "app", "--headless", "--address", "127.0.0.1", "--port",
+               str(port), *flags]
+    import os
+
+    return serving(command, port, ROOT, {**os.environ, **env})
+
+
+def test_every_page_renders_with_every_kind_of_bad_file(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    folder = tmp_path / "library"
+    listed = seed_library(folder)
+    bad = [name for name, kind in listed.items() if kind == "bad"]
+    with flashtrace_app({LIBRARY_ENV: str(folder)}) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for name in PAGES:
+            for query in ("", "?trace=lib:good", "?trace=lib:overflow", "?trace=gallery:needle&step=4"):
+                visit(page, f"{url}/{name}{query}")
+                assert problems(page) == [], (name, query, problems(page))
+        visit(page, f"{url}/Library")
+        warnings = " ".join(w.inner_text() for w in page.locator('[data-testid="stAlertContentWarning"]').all())
+        for name in bad:
+            shown = name.replace("\u202e", "⟨U+202E⟩")
+            assert f"{shown} is unreadable and skipped:" in warnings, (name, warnings[:2000])
+        assert "⟨U+202E⟩" in warnings and "\u202e" not in page.content()
+        selected = page.locator('[data-testid="stSelectbox"]').filter(has_text="Selected trace").locator("input")
+        selected.click()
+        page.get_by_role("option", name="overflow", exact=True).click()
+        settle(page)
+        page.get_by_text("Yes, delete 'overflow' for good").click()
+        settle(page)
+        page.get_by_role("button", name="Delete", exact=True).click()
+        page.get_by_text("Deleted").wait_for(timeout=60_000)
+        settle(page)
+        assert problems(page) == []
+        browser.close()
+    assert not (folder / "overflow.json").exists()
+    assert {e.name for e in Library(folder).entries()} == set(listed) - {"overflow"}
+    assert (folder / f"{RTL_NAME}.json").exists()
+
+
+def snapshot(folder) -> dict:
+    return {p.name: (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir()}
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of the server process and every process it started."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def server_pid(port_url: str) -> int:
+    port = int(port_url.rsplit(":", 1)[1])
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+            return conn.pid
+    raise RuntimeError(f"no process listens on {port}")
+
+
+CRAFTED = ["?trace=lib:good", "?trace=lib:good&step=5&run=1", "?trace=gallery:needle&node=A&methods=flashtrace",
+           "?trace=lib:good&model_choice=tiny-llama&prompt=hi&response=ok&run=true", "?run_methods=1&tab=Methods",
+           "?trace=lib:good&delete=good&confirm_delete_good_0=true"]
+
+
+def test_read_only_demo_shows_no_write_or_run_control_and_changes_nothing(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    folder = tmp_path / "library"
+    folder.mkdir()
+    import json
+
+    (folder / "good.json").write_text(json.dumps(gallery_data("free-form")), encoding="utf-8")
+    before = snapshot(folder)
+    with flashtrace_app({LIBRARY_ENV: str(folder)}, "--read-only") as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        pid = server_pid(url)
+        for name in PAGES:
+            for query in ["", *CRAFTED]:
+                visit(page, f"{url}/{name}{query}")
+                assert problems(page) == [], (name, query, problems(page))
+                for label in WRITE_OR_RUN:
+                    assert page.get_by_role("button", name=label, exact=True).count() == 0, (name, query, label)
+                assert page.locator('[data-testid="stFileUploader"]').count() == 0, (name, query)
+                assert page.get_by_role("link", name="Trace", exact=True).count() == 0
+        visit(page, f"{url}/Compare?trace=lib:good")
+        assert page.get_by_role("tab", name="Methods").count() == 0
+        settled = cpu_seconds(pid)
+        time.sleep(10)  # a model run or a write started behind the pages would show as CPU time here
+        idle = cpu_seconds(pid) - settled
+        browser.close()
+    assert idle < 1.0, f"the server used {idle:.1f} s of CPU while idle"
+    assert snapshot(folder) == before
+    assert not subprocess.run(["ls", "-A", str(folder)], capture_output=True, text=True).stdout.count(".index")
