@@ -65,6 +65,7 @@ def test_every_page_renders_with_every_kind_of_bad_file(tmp_path):
         assert "⟨U+202E⟩" in warnings and "\u202e" not in page.content()
         selected = page.locator('[data-testid="stSelectbox"]').filter(has_text="Selected trace").locator("input")
         selected.click()
+        page.keyboard.type("overflow")  # the option list is virtualised: filter it so the option is drawn
         page.get_by_role("option", name="overflow", exact=True).click()
         settle(page)
         page.get_by_text("Yes, delete 'overflow' for good").click()
