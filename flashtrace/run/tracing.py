@@ -21,6 +21,7 @@ from ..analysis.compare import HopDepthComparison, compare_depths
 from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
+from ..engine.models.borrow import in_use
 from ..engine.models.generation import generate as generate_text
 from ..analysis.segments import segment_sequence
 from ..analysis.schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
@@ -59,8 +60,9 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     check_text_size(loaded, prompt, None if generate else response)  # before tokenising: a bound on characters
     timings: dict[str, float] = {}
     if generate:
-        generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
-                                  reasoning_instruction=reasoning_instruction)
+        with in_use(loaded.model):  # eval mode for the generation, the model's training flags put back after
+            generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
+                                      reasoning_instruction=reasoning_instruction)
         prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
@@ -272,18 +274,19 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
         planned.append(spec.units(step_weights[step_weights.sum(1) > 0], n_layers))
     tracker = _Progress(progress, planned)
 
-    start = time.perf_counter()
-    base = spec.build(method_source(prepared, segments), tracker.tick, **resolved)
-    aggregate = (lambda w: base(w).clamp_min(0)) if spec.signed else base
-    hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), masks.target, masks.recursive,
-                                     masks.observed, hops=hops, stop_mask=masks.stops)
-    timings = {**prepared.timings, "attribution_s": time.perf_counter() - start}
-    used = set(range(len(hop_list)))
-    step_record = None
-    if steps:
-        step_record = _step_record(tracker.wrap(spec, aggregate, n_layers, call=hops + 1), step_targets, masks.stops,
-                                   timings)
-        used.add(hops + 1)
+    with in_use(prepared.loaded.model):  # eval mode for methods that run the model (IG, perturbation)
+        start = time.perf_counter()
+        base = spec.build(method_source(prepared, segments), tracker.tick, **resolved)
+        aggregate = (lambda w: base(w).clamp_min(0)) if spec.signed else base
+        hop_list, final = recursive_hops(tracker.wrap(spec, aggregate, n_layers), masks.target, masks.recursive,
+                                         masks.observed, hops=hops, stop_mask=masks.stops)
+        timings = {**prepared.timings, "attribution_s": time.perf_counter() - start}
+        used = set(range(len(hop_list)))
+        step_record = None
+        if steps:
+            step_record = _step_record(tracker.wrap(spec, aggregate, n_layers, call=hops + 1), step_targets,
+                                       masks.stops, timings)
+            used.add(hops + 1)
     tracker.finish(used)
     settings = _settings(method, hops, lo, hi, recursive, hop0, stop_tokens, seq, resolved)
     return _record(prepared, settings, hop_list, final, segments, step_record, timings, title, resolved)

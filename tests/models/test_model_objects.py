@@ -53,3 +53,60 @@ def test_an_unsupported_family_is_refused_before_tracing():
 def test_a_supported_gpt2_object_is_accepted():
     model = GPT2LMHeadModel(GPT2Config(vocab_size=49152, n_embd=32, n_layer=1, n_head=2, n_positions=256))
     assert load_model(model, tokenizer=default_tokenizer()).spec.name == "gpt2"
+
+
+def _hooks(model) -> dict:
+    return {name: (list(m._forward_hooks), list(m._forward_pre_hooks), list(m._backward_hooks))
+            for name, m in model.named_modules()}
+
+
+def _flags(model) -> dict:
+    return {name: m.training for name, m in model.named_modules()}
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_a_model_object_is_left_as_found_after_every_use(attention):
+    tokenizer = default_tokenizer()
+    model = build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0, attn_implementation=attention).train()
+    model.model.layers[1].eval()  # a mixed state, as a user may leave it
+    ids = torch.tensor([tokenizer(PROMPT)["input_ids"]])
+    with torch.no_grad():
+        before = model(ids).logits
+    hooks, flags = _hooks(model), _flags(model)
+    loaded = load_model(model, tokenizer=tokenizer)  # the load-time check records one forward pass
+    prepared = flashtrace.prepare(loaded, PROMPT, RESPONSE)
+    flashtrace.attribute(prepared, hops=1, steps=True)
+    flashtrace.attribute(prepared, hops=0, method="perturbation")  # runs the model itself
+    flashtrace.prepare(loaded, PROMPT, generate=True, max_new_tokens=4)
+    assert model.config._attn_implementation == attention
+    assert _flags(model) == flags and model.training
+    assert _hooks(model) == hooks
+    with torch.no_grad():
+        after = model(ids).logits
+    assert torch.equal(before, after)
+
+
+def test_each_use_runs_in_eval_mode_with_flashtrace_attention_and_restores_on_error():
+    from flashtrace.engine.models.borrow import in_use
+    from flashtrace.engine.models.recording import ATTN_IMPLEMENTATION
+
+    model, _ = _user_model()
+    model.set_attn_implementation("eager")
+    model.train()
+    with pytest.raises(RuntimeError, match="inside"):
+        with in_use(model, ATTN_IMPLEMENTATION):
+            assert not any(m.training for m in model.modules())
+            assert model.config._attn_implementation == ATTN_IMPLEMENTATION
+            with in_use(model):  # nested: the inner use leaves the outer one's state alone
+                pass
+            assert not model.training and model.config._attn_implementation == ATTN_IMPLEMENTATION
+            raise RuntimeError("failed inside")
+    assert model.training and model.config._attn_implementation == "eager"
+
+
+def test_a_model_flashtrace_loads_itself_stays_set_up_for_recording():
+    from flashtrace.engine.models.recording import ATTN_IMPLEMENTATION
+
+    loaded = load_model("tiny-llama")
+    flashtrace.trace(loaded, PROMPT, RESPONSE, hops=1)
+    assert loaded.model.config._attn_implementation == ATTN_IMPLEMENTATION and not loaded.model.training

@@ -162,8 +162,10 @@ def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = Non
     """An already-loaded transformers causal LM and its tokenizer, ready to trace.
 
     The weights are used where they are (never copied or moved); the family is checked (an unsupported
-    one raises `UnsupportedModelError`). Recording later switches the model's attention function to
-    FlashTrace's, which computes the same outputs through SDPA; the model is put in eval mode."""
+    one raises `UnsupportedModelError`). The model object stays yours: each use (the load-time check, a
+    recording, an attribution, a generation) puts it in eval mode and, while recording, switches its
+    attention function to FlashTrace's (the same outputs, through SDPA), then puts back the training flags
+    and the attention implementation it found (`flashtrace.engine.models.borrow.in_use`); no hook stays."""
     if getattr(model, "config", None) is None:
         raise ModelLoadError(f"a {type(model).__name__} is not a transformers model (it has no .config); "
                              "pass an AutoModelForCausalLM, or a model name or folder")
@@ -171,7 +173,7 @@ def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = Non
         raise ModelLoadError("pass the model's tokenizer too: load_model(model, tokenizer=tokenizer)")
     spec = spec_for(model)
     label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
-    return LoadedModel(model.eval(), tokenizer, spec, str(label))
+    return LoadedModel(model, tokenizer, spec, str(label))
 
 
 def _local_config(folder: Path, trust_remote_code: bool):

@@ -24,6 +24,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .attention import attention_logits, row_blocks
+from .borrow import in_use
 from .families import FamilySpec
 
 ATTN_IMPLEMENTATION = "ft_record"
@@ -331,13 +332,12 @@ def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: boo
     (`LayerRecord.attention_sum`), which saves ``N × D`` per layer, about a quarter of the recording.
     """
     model, spec = loaded.model, loaded.spec
-    if model.config._attn_implementation != ATTN_IMPLEMENTATION:
-        model.set_attn_implementation(ATTN_IMPLEMENTATION)
     ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(1, -1).to(loaded.device)
     if ids.shape[1] == 0:
         raise ValueError("cannot record an empty sequence")
     start = time.perf_counter()
-    with _recording(spec, model, keep_mid) as recorder:
+    # FlashTrace's attention function and eval mode for this pass only: a model object passed in is left as found
+    with in_use(model, ATTN_IMPLEMENTATION), _recording(spec, model, keep_mid) as recorder:
         kwargs = {} if keep_logits else {"logits_to_keep": 1}
         out = model(input_ids=ids, use_cache=False, **kwargs)
     seconds = time.perf_counter() - start
