@@ -97,17 +97,18 @@ if picked:
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []
             for dst, srcs in full.step_sources(2).items():
-                reads = [f"{named(full, src, 34)} ({full.incoming(dst)[src]:.0%})" for src in srcs]
+                reads = [f"{named(full, src, 34)} ({full.share(src, dst):.0%})" for src in srcs]
                 rows.append({"step": named(full, dst, 40), "reads most": (reads + [""])[0],
                              "then": (reads + ["", ""])[1]})
             st.dataframe(rows, hide_index=True)
         node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
                          format_func=lambda n: n if n == NONE else named(full if n in full.graph else graph, n))
-        if node == OTHER:
-            info = graph.graph.nodes[OTHER]
-            st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together", anchor=False)
+        if node in graph.graph and graph.graph.nodes[node].get("folded"):  # other context, or a run of steps
+            info = graph.graph.nodes[node]
+            st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together" if node == OTHER
+                         else f"{len(info['folded']):d} reasoning steps folded together", anchor=False)
             influence = full.influence()
-            st.dataframe([{"sentence": named(full, n, 80), "influence": influence[n]}
+            st.dataframe([{"sentence" if node == OTHER else "step": named(full, n, 80), "influence": influence[n]}
                           for n in sorted(info["folded"], key=lambda n: -influence[n])], hide_index=True)
         elif node != NONE:
             info = full.graph.nodes[node]
@@ -132,8 +133,7 @@ if picked:
                                  format="%.3f", min_value=0.0, max_value=1.0)})
             else:
                 st.html(tokens_html(trace, token_range=(info["start"], info["end"]), max_height_px=240))
-                used_by = [{"step": named(full, dst, 60), "share": share}
-                           for _src, dst, share in full.graph.out_edges(node, data="share")]
+                used_by = [{"step": named(full, dst, 60), "share": share} for dst, share in full.outgoing(node).items()]
                 depth = full.hop_depths().get(node)
                 st.caption(f"Influence on the answer: {full.influence()[node]:.1%} · fewest hops from the answer: "
                            + (f"{depth:d}" if depth is not None else "not reached"))

@@ -49,9 +49,6 @@ def test_export_refuses_a_graph_threshold_the_graph_would_refuse(tmp_path, capsy
 MAX_COMPLEXITY = 15
 MAX_LINES = 60
 FLOORS = ("base", "engine", "analysis", "store")  # the floors held to the limits (issue 26 item 6)
-PENDING = {  # being split by work in flight (latency: the hop graph; reliability: loading and schema checks)
-    "flashtrace/analysis/graph.py:pruned",
-}
 
 
 def _long_or_complex() -> set[str]:
@@ -71,15 +68,12 @@ def _long_or_complex() -> set[str]:
 
 def test_functions_in_the_lower_floors_are_short_and_simple():
     found = _long_or_complex()
-    assert found <= PENDING, f"over {MAX_LINES} lines or complexity {MAX_COMPLEXITY}: {sorted(found - PENDING)}"
-    assert PENDING <= found, f"split already, take off PENDING: {sorted(PENDING - found)}"
+    assert found == set(), f"over {MAX_LINES} lines or complexity {MAX_COMPLEXITY}: {sorted(found)}"
 
 
 def test_xenon_passes_on_the_lower_floors():
     xenon = Path(sys.executable).with_name("xenon")
-    pending = sorted({p.split(":")[0] for p in PENDING})
     out = subprocess.run([str(xenon), "--max-absolute", "C", "--max-modules", "B", "--max-average", "A",
-                          "--exclude", ",".join(f"*/{p}" for p in pending),
                           *(str(ROOT / "flashtrace" / f) for f in FLOORS)], cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

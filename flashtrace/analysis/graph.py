@@ -18,26 +18,37 @@ answer's attribution that reaches the input. `HopGraph.pruned` keeps what explai
 smallest set of inputs holding a given fraction of the input influence (the rest folded into one "other
 context" node) and the edges carrying a given fraction of the influence that flows along them, with
 their true shares (no renormalisation), so the most influential evidence is shown by construction.
+
+At scale (a long chain of thought: a thousand steps over a long prompt is about a million edges), every
+computation runs on all edges held as arrays (`flashtrace.analysis.graph_edges.Edges`), in time linear
+in them. The networkx ``graph`` holds every edge up to `EDGE_BUDGET`; beyond it, each node's strongest
+incoming edges (at most `KEEP_EDGES`, fewer once they carry `KEEP_MASS` of its incoming share; the node
+says how much they carry) — what a drawing or a path search can use. Influence, evidence, depths,
+strongest paths to a node, incoming shares and `to_dict` always use every edge. The pruned graph folds
+long runs of reasoning steps too, so a drawing has a bounded number of nodes and edges.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import weakref
 from dataclasses import dataclass
 from itertools import islice
 
 import networkx as nx
 import numpy as np
 
+from .graph_edges import Edges
+from .graph_prune import INPUT_ROLES, OTHER, STEPS_ROLE, prune
 from .limits import check_graph_threshold
 from .schema import Trace
 
 _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
-INPUT_ROLES = ("template", "prompt")
-OTHER = "other"  # id of the node that stands for the folded input segments (role "other")
-MAX_IN_EDGES = 64  # a node keeps its strongest incoming edges: the graph grows linearly with the steps
+EDGE_BUDGET = 20_000  # up to this many edges, `HopGraph.graph` holds them all
+KEEP_EDGES, KEEP_MASS = 8, 0.95  # beyond it: each node's strongest incoming edges, until they carry this much
+_BUILT: dict[tuple[int, float], "HopGraph"] = {}  # (id of a live trace, threshold) -> its graph
 
 
 @dataclass(frozen=True)
@@ -67,13 +78,45 @@ def incoming_shares(vector: np.ndarray, bounds: list[tuple[int, int]], before: i
     return np.clip((cum[hi] - cum[lo]) / total, 0.0, None)
 
 
+def _trace_rows(trace: Trace, threshold: float) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``{target index: (sources, shares, raw shares)}``: every edge of the trace's graph at `threshold`."""
+    bounds = [(s.start, s.end) for s in trace.segments]
+    cum_lo, cum_hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    rows = {}
+    for index, dst in enumerate(trace.segments):
+        vector = trace.steps.vectors.get(dst.id)
+        if vector is None or index == 0:
+            continue
+        cum = np.concatenate([[0.0], np.cumsum(np.asarray(vector, dtype=np.float64))])  # [N + 1]
+        total = cum[-1]
+        if total <= 0:
+            continue
+        raw = np.clip((cum[cum_hi[:index]] - cum[cum_lo[:index]]) / total, 0.0, None)  # [index]
+        kept = np.nonzero((raw > 0) & (raw >= threshold))[0]
+        if kept.size:
+            rows[index] = (kept, raw[kept] * (raw.sum() / raw[kept].sum()), raw[kept])
+    return rows
+
+
 class HopGraph:
     """A networkx ``DiGraph`` of segments with ``share`` on each edge src → dst (see the module docstring)."""
 
-    def __init__(self, graph: nx.DiGraph, threshold: float = 0.0):
+    def __init__(self, graph: nx.DiGraph, threshold: float = 0.0, edges: Edges | None = None):
         self.graph = graph
         self.threshold = threshold
         self.pruning: dict | None = None  # the arguments of `pruned`, on a graph it returned
+        self._text_order = sorted(graph.nodes, key=lambda n: (graph.nodes[n]["order"], str(n)))
+        if edges is None:  # any graph: number the nodes in a topological order, text order among equals
+            self._ids = list(nx.lexicographical_topological_sort(graph, key=lambda n: (graph.nodes[n]["order"], str(n))))
+            self._index = {n: i for i, n in enumerate(self._ids)}
+            triples = [(self._index[a], self._index[b], d.get("share", 0.0), d.get("raw_share", d.get("share", 0.0)))
+                       for a, b, d in graph.edges(data=True)]
+            src, dst, share, raw = (np.array(c) for c in zip(*triples)) if triples else (np.zeros(0, int),) * 4
+            edges = Edges.from_triples(len(self._ids), src.astype(np.int64), dst.astype(np.int64), share, raw)
+        else:  # from a trace: the text order is topological
+            self._ids = self._text_order
+            self._index = {n: i for i, n in enumerate(self._ids)}
+        self.edges = edges
 
     # --- construction ------------------------------------------------------------------------------
     @classmethod
@@ -82,35 +125,36 @@ class HopGraph:
 
         `threshold` τ in ``[0, 1)``: edges with share below τ are dropped and each node's surviving
         incoming shares are rescaled to keep its incoming total. Edge attributes: ``share`` (after
-        renormalisation) and ``raw_share`` (before). A node keeps at most `MAX_IN_EDGES` incoming edges, its
-        strongest, so the graph is bounded by construction (800 one-token steps gave 959,600 edges); the share
-        the others carried is the node's ``undrawn_share`` (not rescaled onto the kept edges).
+        renormalisation) and ``raw_share`` (before). Past `EDGE_BUDGET` edges, ``graph`` keeps each node's
+        strongest incoming ones (node attributes ``kept_share`` and ``incoming_share`` say how much of its
+        incoming share they carry); the computations use all of them.
         """
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
             raise ValueError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
+        key = (id(trace), float(threshold))
+        if key not in _BUILT:  # one build per trace and threshold: every view of a trace reads the same graph
+            _BUILT[key] = cls._build(trace, threshold)
+            weakref.finalize(trace, _BUILT.pop, key, None)
+        return _BUILT[key]
+
+    @classmethod
+    def _build(cls, trace: Trace, threshold: float) -> "HopGraph":
         graph = nx.DiGraph(answer=next((s.id for s in trace.segments if s.role == "answer"), None))
-        bounds = [(s.start, s.end) for s in trace.segments]
-        for seg in trace.segments:
-            graph.add_node(seg.id, **{f: getattr(seg, f) for f in NODE_FIELDS})
-        for index, dst in enumerate(trace.segments):
-            vector = trace.steps.vectors.get(dst.id)
-            if vector is None:
-                continue
-            raw = incoming_shares(np.asarray(vector, dtype=np.float64), bounds, index)  # [index]
-            kept = (raw > 0) & (raw >= threshold)
-            if not kept.any():
-                continue
-            scale = raw.sum() / raw[kept].sum()
-            sources = np.nonzero(kept)[0]
-            if len(sources) > MAX_IN_EDGES:
-                strongest = np.sort(sources[np.argsort(-raw[sources], kind="stable")[:MAX_IN_EDGES]])
-                graph.nodes[dst.id]["undrawn_share"] = float((raw[sources].sum() - raw[strongest].sum()) * scale)
-                sources = strongest
-            for src in sources:
-                graph.add_edge(trace.segments[src].id, dst.id, share=float(raw[src] * scale),
-                               raw_share=float(raw[src]))
-        return cls(graph, threshold)
+        graph.add_nodes_from((seg.id, {f: getattr(seg, f) for f in NODE_FIELDS}) for seg in trace.segments)
+        edges = Edges.from_rows(len(trace.segments), _trace_rows(trace, threshold))
+        ids = [s.id for s in trace.segments]
+        keep = np.ones(edges.count, dtype=bool)
+        if edges.count > EDGE_BUDGET:
+            keep = edges.strongest_into(KEEP_EDGES, KEEP_MASS)
+            for j in np.nonzero(np.diff(edges.indptr))[0]:
+                sl = edges.into(j)
+                graph.nodes[ids[j]].update(incoming_share=float(edges.share[sl].sum()),
+                                           kept_share=float(edges.share[sl][keep[sl]].sum()))
+        dst = edges.dst()
+        graph.add_edges_from((ids[edges.src[e]], ids[dst[e]], {"share": float(edges.share[e]), "raw_share": float(edges.raw[e])})
+                             for e in np.nonzero(keep)[0])
+        return cls(graph, threshold, edges)
 
     # --- views -------------------------------------------------------------------------------------
     @property
@@ -120,13 +164,13 @@ class HopGraph:
 
     def nodes(self, role: str | None = None) -> list[str]:
         """Node ids in text order, optionally only those with `role`."""
-        ids = sorted(self.graph.nodes, key=lambda n: self.graph.nodes[n]["order"])
-        return [n for n in ids if role is None or self.graph.nodes[n]["role"] == role]
+        return [n for n in self._text_order if role is None or self.graph.nodes[n]["role"] == role]
 
     def strongest_paths(self, k: int = 5, through_reasoning: bool = False) -> list[HopPath]:
         """The `k` paths from the answer back to any prompt segment with the largest product of shares,
-        strongest first (Yen's k-shortest paths on ``-log share``). `through_reasoning`: only paths that
-        pass through at least one reasoning step (no direct answer → prompt edge)."""
+        strongest first (Yen's k-shortest paths on ``-log share``, over the edges ``graph`` holds).
+        `through_reasoning`: only paths that pass through at least one reasoning step (no direct answer →
+        prompt edge)."""
         prompt = set(self.nodes("prompt"))
         if self.answer is None or not prompt or k <= 0:
             return []
@@ -149,14 +193,25 @@ class HopGraph:
 
     def hop_depths(self) -> dict[str, int | None]:
         """Each prompt segment's hop depth: the fewest edges from the answer back to it (None: unreachable)."""
-        reached = {}
-        if self.answer is not None:
-            reached = nx.single_source_shortest_path_length(self.graph.reverse(copy=False), self.answer)
-        return {p: reached.get(p) for p in self.nodes("prompt")}
+        depth = self.edges.depths(self._index[self.answer]) if self.answer is not None else None
+        return {p: (int(depth[self._index[p]]) if depth is not None and np.isfinite(depth[self._index[p]]) else None)
+                for p in self.nodes("prompt")}
 
     def incoming(self, node: str) -> dict[str, float]:
         """``{src: share}`` of the edges into `node`."""
-        return {src: share for src, _, share in self.graph.in_edges(node, data="share")}
+        sl = self.edges.into(self._index[node])
+        return {self._ids[i]: float(s) for i, s in zip(self.edges.src[sl], self.edges.share[sl])}
+
+    def share(self, src: str, dst: str) -> float:
+        """The share of the edge src → dst (0 when there is none)."""
+        sl = self.edges.into(self._index[dst])
+        hit = np.nonzero(self.edges.src[sl] == self._index[src])[0]
+        return float(self.edges.share[sl][hit[0]]) if hit.size else 0.0
+
+    def outgoing(self, node: str) -> dict[str, float]:
+        """``{dst: share}`` of the edges out of `node`."""
+        targets, shares = self.edges.out_of(self._index[node])
+        return {self._ids[j]: float(s) for j, s in zip(targets, shares)}
 
     # --- influence -------------------------------------------------------------------------------
     def influence(self) -> dict[str, float]:
@@ -165,14 +220,10 @@ class HopGraph:
         `pruned`, from the full graph) takes precedence over what the edges here give."""
         if all("influence" in data for _, data in self.graph.nodes(data=True)):
             return {n: float(i) for n, i in self.graph.nodes(data="influence")}
-        out = dict.fromkeys(self.graph.nodes, 0.0)
         if self.answer is None:
-            return out
-        out[self.answer] = 1.0
-        for node in reversed(list(nx.topological_sort(self.graph))):  # every successor is done before node
-            if node != self.answer:
-                out[node] = sum(share * out[dst] for _, dst, share in self.graph.out_edges(node, data="share"))
-        return out
+            return dict.fromkeys(self.graph.nodes, 0.0)
+        values = self.edges.influence(self._index[self.answer])
+        return {n: float(values[i]) for i, n in enumerate(self._ids)}
 
     def evidence(self, k: int | None = None) -> list[tuple[str, float]]:
         """Prompt segments with positive influence, most influential first: ``[(id, influence)]``."""
@@ -183,33 +234,34 @@ class HopGraph:
 
     def strongest_path_to(self, node: str) -> HopPath | None:
         """The path from the answer back to `node` with the largest product of shares (None: no path)."""
-        if self.answer is None or node not in self.graph:
+        if self.answer is None or node not in self.graph or node == self.answer:
             return None
-        best: dict[str, tuple[float, str | None]] = {self.answer: (1.0, None)}  # node -> (strength, next hop)
-        for n in reversed(list(nx.topological_sort(self.graph))):
-            options = [(share * best[dst][0], dst) for _, dst, share in self.graph.out_edges(n, data="share")
-                       if dst in best]
-            if n != self.answer and options:
-                best[n] = max(options, key=lambda o: o[0])
-        if node not in best or node == self.answer:
+        best, nxt = self.edges.strongest(self._index[self.answer])
+        at = self._index[node]
+        if best[at] <= 0:
             return None
         nodes = [node]
         while nodes[-1] != self.answer:
-            nodes.append(best[nodes[-1]][1])
-        return HopPath(tuple(reversed(nodes)), best[node][0])
+            nodes.append(self._ids[nxt[self._index[nodes[-1]]]])
+        return HopPath(tuple(reversed(nodes)), float(best[at]))
 
     def step_sources(self, k: int = 2) -> dict[str, list[str]]:
         """``{step: [prompt ids]}``: for each reasoning step and the answer, the `k` prompt segments its
         edges give the largest shares (largest first)."""
+        is_prompt = np.array([self.graph.nodes[n]["role"] == "prompt" for n in self._ids], dtype=bool)
         out = {}
         for dst in self.nodes("reasoning") + self.nodes("answer"):
-            incoming = [(src, share) for src, share in self.incoming(dst).items()
-                        if self.graph.nodes[src]["role"] == "prompt" and share > 0]
-            out[dst] = [src for src, _ in sorted(incoming, key=lambda kv: -kv[1])[:k]]
+            sl = self.edges.into(self._index[dst])
+            src, share = self.edges.src[sl], self.edges.share[sl]
+            usable = is_prompt[src] & (share > 0)
+            src, share = src[usable], share[usable]
+            order = np.argsort(-share, kind="stable")[:k]
+            out[dst] = [self._ids[i] for i in src[order]]
         return out
 
     def pruned(self, node_threshold: float = 0.8, edge_threshold: float = 0.98, max_inputs: int | None = 12,
-               fold: bool = True, step_sources: int = 2) -> "HopGraph":
+               fold: bool = True, step_sources: int = 2, max_steps: int | None = None,
+               max_edges: int | None = None) -> "HopGraph":
         """The graph reduced to what explains the answer (influences from this graph).
 
         Inputs (template and prompt segments), at most `max_inputs` of them: the most influential prompt
@@ -218,75 +270,33 @@ class HopGraph:
         influential others until the kept inputs hold `node_threshold` of all input influence. The rest
         fold into one node `OTHER` (role ``"other"``, attribute ``folded``: their ids) whose edge into a
         node carries the sum of their shares; a single leftover input is kept rather than folded. With
-        ``fold=False`` every input is kept. Reasoning steps and the answer are always kept.
+        ``fold=False`` every input and step is kept. The answer is always kept, and the reasoning steps up
+        to `max_steps` (default `graph_prune.MAX_STEPS`): beyond it, the most influential steps stay and
+        each run of the others folds into one node of role `STEPS_ROLE` ("N more steps", ``folded``).
 
         Edges: those from each step's kept sources and the strongest edge out of every node, then the
         others by the influence they carry (share × the influence of their target) until `edge_threshold`
-        of it all is carried. Shares are not renormalised; every node keeps its full-graph ``influence``
-        as an attribute (the folded node: the sum of its members').
+        of it all is carried, at most `max_edges` (default `graph_prune.MAX_EDGES`). Shares are not
+        renormalised; every node keeps its full-graph ``influence`` as an attribute (a folded node: the
+        sum of its members').
         """
-        if not 0 < node_threshold <= 1 or not 0 < edge_threshold <= 1:
-            raise ValueError("node and edge thresholds must be in (0, 1]")
-        influence = self.influence()
-        inputs = [n for n in self.nodes() if self.graph.nodes[n]["role"] in INPUT_ROLES]
-        sources = self.step_sources(step_sources)
-        cap = len(inputs) if max_inputs is None or not fold else max_inputs
-        rounds = [[srcs[r] for srcs in sources.values() if r < len(srcs)] for r in range(step_sources)]
-        ranked = sorted(inputs, key=lambda n: (-influence[n], self.graph.nodes[n]["order"]))
-        keep: list[str] = []
-        for node in [*[n for n, _ in self.evidence(1)], *(n for r in rounds for n in r)]:
-            if node not in keep and len(keep) < cap:
-                keep.append(node)
-        held, total = sum(influence[n] for n in keep), sum(influence[n] for n in inputs)
-        for node in ranked:
-            if len(keep) >= cap or held >= node_threshold * total * (1 - 1e-9):
-                break
-            if node not in keep:
-                keep.append(node)
-                held += influence[node]
-        folded = [n for n in inputs if n not in set(keep)] if fold else []
-        if len(folded) == 1:
-            folded = []
-        graph = nx.DiGraph(**self.graph.graph)
-        for node, data in self.graph.nodes(data=True):
-            if node not in folded:
-                graph.add_node(node, **{**data, "influence": influence[node]})
-        if folded:
-            members = [self.graph.nodes[n] for n in folded]
-            graph.add_node(OTHER, id=OTHER, role="other", text=f"other context ({len(folded)} sentences)",
-                           start=min(m["start"] for m in members), end=max(m["end"] for m in members),
-                           order=max(m["order"] for m in members), folded=folded,
-                           influence=sum(influence[n] for n in folded))
-        flows: dict[tuple[str, str], float] = {}
-        shares: dict[tuple[str, str], float] = {}
-        for src, dst, share in self.graph.edges(data="share"):
-            key = (OTHER if src in folded else src, dst)
-            shares[key] = shares.get(key, 0.0) + share
-            flows[key] = flows.get(key, 0.0) + share * influence[dst]
-        chosen = {(src, dst) for dst, srcs in sources.items() for src in srcs if src not in folded}
-        strongest_out: dict[str, tuple[str, str]] = {}
-        for key, flow in flows.items():
-            if flow > 0 and (key[0] not in strongest_out or flow > flows[strongest_out[key[0]]]):
-                strongest_out[key[0]] = key
-        chosen |= set(strongest_out.values())
-        carried, budget = sum(flows[e] for e in chosen), edge_threshold * sum(flows.values()) * (1 - 1e-9)
-        for key in sorted(flows, key=lambda e: -flows[e]):
-            if carried >= budget or flows[key] <= 0:
-                break
-            if key not in chosen:
-                chosen.add(key)
-                carried += flows[key]
-        for key in chosen:
-            graph.add_edge(*key, share=shares[key], raw_share=shares[key])
+        graph, pruning = prune(self, node_threshold, edge_threshold, max_inputs, fold, step_sources, max_steps,
+                               max_edges)
         out = HopGraph(graph, self.threshold)
-        out.pruning = {"node_threshold": node_threshold, "edge_threshold": edge_threshold,
-                       "max_inputs": max_inputs, "fold": fold, "step_sources": step_sources}
+        out.pruning = pruning
         return out
 
     # --- serialisation -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """Node-link data (networkx ``node_link_data`` with key ``edges``) plus the threshold (and the pruning)."""
-        out = {"threshold": self.threshold, "graph": nx.node_link_data(self.graph, edges="edges")}
+        """Node-link data (networkx ``node_link_data`` with key ``edges``, every edge) plus the threshold (and
+        the pruning)."""
+        dst = self.edges.dst()
+        data = {"directed": True, "multigraph": False, "graph": dict(self.graph.graph),
+                "nodes": [{**self.graph.nodes[n], "id": n} for n in self._ids],
+                "edges": [{"share": float(self.edges.share[e]), "raw_share": float(self.edges.raw[e]),
+                           "source": self._ids[self.edges.src[e]], "target": self._ids[dst[e]]}
+                          for e in range(self.edges.count)]}
+        out = {"threshold": self.threshold, "graph": data}
         if self.pruning is not None:
             out["pruning"] = self.pruning
         return out
@@ -318,4 +328,4 @@ class HopGraph:
         return cls.from_dict(json.loads(text))
 
 
-__all__ = ["HopGraph", "HopPath", "INPUT_ROLES", "OTHER", "incoming_shares"]
+__all__ = ["HopGraph", "HopPath", "INPUT_ROLES", "OTHER", "STEPS_ROLE", "EDGE_BUDGET", "incoming_shares"]

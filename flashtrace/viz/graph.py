@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 import plotly.graph_objects as go
 
-from ..analysis.graph import INPUT_ROLES, OTHER, HopGraph, HopPath
+from ..analysis.graph import INPUT_ROLES, OTHER, STEPS_ROLE, HopGraph, HopPath
 from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from ..analysis.text import distinct_labels, flat, short_text
@@ -25,9 +25,10 @@ from .colors import GOLD, PROMPT, REASONING, ROLE_COLORS, TEMPLATE
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
 SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the outline of the selected node
 OTHER_COLOR = "#8b95a5"
-NODE_COLORS = {**ROLE_COLORS, "other": OTHER_COLOR}
+NODE_COLORS = {**ROLE_COLORS, "other": OTHER_COLOR, STEPS_ROLE: ROLE_COLORS["reasoning"]}
 ROLE_NAMES = {"template": "chat template", "prompt": "prompt sentence", "reasoning": "reasoning step",
-              "answer": "answer", "other": "other context (folded)"}
+              "answer": "answer", "other": "other context (folded)", STEPS_ROLE: "reasoning steps (folded)"}
+MAX_DRAWN_NODES = 120  # a graph with more nodes is drawn pruned (`HopGraph.pruned`: folded inputs and steps)
 WIDTH_LEVELS = 8
 CURVE_POINTS = 14
 EVIDENCE_PATHS = 3
@@ -61,8 +62,12 @@ def node_labels(graph: HopGraph, max_chars: int = LABEL_CHARS) -> dict[str, str]
                                                                     graph.graph.nodes[n]["role"] in roles]
             texts = distinct_labels([graph.graph.nodes[n]["text"] for n in nodes], max_chars)
             labels.update(zip(nodes, texts))
-        for i, n in enumerate(graph.nodes("reasoning"), start=1):
-            labels[n] = f"step {i}: {labels[n]}"
+        number = 0  # steps keep their number in the whole chain when runs of others are folded
+        for n in graph.nodes():
+            role = graph.graph.nodes[n]["role"]
+            number += len(graph.graph.nodes[n]["folded"]) if role == STEPS_ROLE else role == "reasoning"
+            if role == "reasoning":
+                labels[n] = f"step {number}: {labels[n]}"
         for n in graph.nodes("template"):
             labels[n] = f"template: {labels[n]}"
         labels.update({n: graph.graph.nodes[n]["text"] for n in graph.graph.nodes if n not in labels})
@@ -95,7 +100,7 @@ def layout_positions(graph: HopGraph) -> dict[str, tuple[float, float]]:
     inputs = [n for n in graph.nodes() if graph.graph.nodes[n]["role"] in INPUT_ROLES]
     if OTHER in graph.graph:
         inputs.append(OTHER)
-    steps = graph.nodes("reasoning")
+    steps = [n for n in graph.nodes() if graph.graph.nodes[n]["role"] in ("reasoning", STEPS_ROLE)]
     pos = {}
     for i, node in enumerate(inputs):
         pos[node] = (0.0, i / max(len(inputs) - 1, 1))
@@ -127,7 +132,7 @@ def _edge_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
             continue
         xs, ys = _curve(pos[src], pos[dst])
         role = graph.graph.nodes[src]["role"]
-        color = REASONING if role == "reasoning" else PROMPT if role == "prompt" else TEMPLATE
+        color = REASONING if role in ("reasoning", STEPS_ROLE) else PROMPT if role == "prompt" else TEMPLATE
         level = min(WIDTH_LEVELS, max(1, math.ceil(share * WIDTH_LEVELS)))
         gx, gy = groups.setdefault((color, level), ([], []))
         gx.extend([*xs.tolist(), None])
@@ -188,6 +193,10 @@ def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict
         folded = data.get("folded", [])
         return (f"{head} · {len(folded)} input sentences folded together<br>together {influence.get(node, 0):.1%}"
                 " of the answer's attribution reaches them<br>(switch on “Show every input sentence”, or click it for the list)")
+    if role == STEPS_ROLE:
+        return (f"{head} · {len(data['folded'])} steps folded together ({plain(data['folded'][0])} to "
+                f"{plain(data['folded'][-1])}), less influential than the steps shown<br>together "
+                f"{influence.get(node, 0):.1%} influence on the answer (click it for the list)")
     parts = [head, f"tokens {data['start']}:{data['end']}"]
     if role != "answer":
         parts.append(f"influence on the answer {influence.get(node, 0):.1%}")
@@ -207,6 +216,8 @@ def figure_height(n_inputs: int) -> int:
 def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None) -> go.Figure:
     """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
     the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id."""
+    if graph.pruning is None and graph.graph.number_of_nodes() > MAX_DRAWN_NODES:
+        graph = graph.pruned()  # thousands of nodes cannot be read (nor drawn quickly): draw what explains most
     pos = layout_positions(graph)
     influence = graph.influence()
     depths = graph.hop_depths()
@@ -218,7 +229,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     fig = go.Figure(_edge_traces(graph, pos))
     fig.add_traces(_path_traces(graph, pos, trace))
     label_size = 12 if n_inputs <= 15 else 10
-    for role in ("template", "prompt", "other", "reasoning", "answer"):
+    for role in ("template", "prompt", "other", "reasoning", STEPS_ROLE, "answer"):
         nodes = [n for n in graph.nodes(role) if n in pos]
         if not nodes:
             continue
@@ -233,12 +244,13 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
             x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text",
             name=ROLE_NAMES[role], meta=role,
             text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
-            textposition={"reasoning": "middle right", "answer": "bottom center"}.get(role, "middle left"),
+            textposition={"reasoning": "middle right", STEPS_ROLE: "middle right",
+                          "answer": "bottom center"}.get(role, "middle left"),
             textfont={"size": label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
             customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass)
                                          + ("<br><b>known evidence (gold)</b>" if n in gold else "") for n in nodes],
             hovertemplate="%{hovertext}<extra></extra>",
-            marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role == "other" else "circle",
+            marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role in ("other", STEPS_ROLE) else "circle",
                     "line": {"width": [5 if n == selected else 3 if n in gold else 1 for n in nodes],
                              "color": [SELECTED_COLOR if n == selected else GOLD if n in gold else "rgba(255,255,255,0.7)"
                                        for n in nodes]}}))

@@ -75,3 +75,37 @@ def settle(page, timeout: float = 90_000) -> None:
     page.wait_for_timeout(400)
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="hidden", timeout=timeout)
     page.wait_for_timeout(600)
+
+
+def server_pid(url: str) -> int:
+    """The process of the app server at `url` (the one whose command line serves its port)."""
+    port = url.rsplit(":", 1)[1].encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"streamlit" in b" ".join(cmd) and port in cmd:
+            return int(proc.name)
+    raise RuntimeError(f"no server process for {url}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process (all its threads) has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A process's resident memory now (``VmRSS``) or at its peak (``VmHWM``), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
+def reset_peak_memory(pid: int) -> None:
+    """Start a process's peak resident memory (``VmHWM``) over from what it holds now (Linux ``clear_refs``)."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")

@@ -2,48 +2,25 @@
 Cancel stops it: control comes back within 2 s, the text so far becomes the response, and the server's
 process uses no CPU afterwards (no worker left busy)."""
 
-import os
 import re
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from flashtrace.store.library import LIBRARY_ENV
 
-from .browser import app_server, launch, settle
+from .browser import app_server, cpu_seconds, launch, server_pid, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _server_pid(port: int) -> int:
-    """The app server's process: the one whose command line serves `port`."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"streamlit" in b" ".join(cmd) and str(port).encode() in cmd:
-            return int(proc.name)
-    raise AssertionError(f"no server process on port {port}")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds the process (all its threads) has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _cpu_over(pid: int, seconds: float) -> float:
     """CPU seconds the process uses in the next `seconds` of wall time. A busy worker takes about one core
     (one CPU second per second on an idle machine); an idle server, a few hundredths."""
-    start = _cpu_seconds(pid)
+    start = cpu_seconds(pid)
     time.sleep(seconds)
-    return _cpu_seconds(pid) - start
+    return cpu_seconds(pid) - start
 
 
 @contextmanager
@@ -55,7 +32,7 @@ def _opened(tmp_path, path: str):
         page = chromium.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(f"{url}{path}", timeout=90_000)
         try:
-            yield page, _server_pid(int(url.rsplit(":", 1)[1]))
+            yield page, server_pid(url)
         finally:
             chromium.close()
 

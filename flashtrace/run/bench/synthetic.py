@@ -120,3 +120,45 @@ def amplified_trace_data(base: dict, kind: str, size: int) -> dict:
     else:
         raise ValueError(f"unknown amplifier {kind!r}; one of {', '.join(AMPLIFIERS)}")
     return data
+
+
+def long_reasoning_trace(n_tokens: int, n_steps: int, sentence_tokens: int = 1, seed: int = 0) -> dict:
+    """A valid trace (JSON-ready dict) of `n_tokens` with `n_steps` one-token reasoning steps and a one-token
+    answer after a prompt of sentences of `sentence_tokens` tokens: the shape of a long chain of thought.
+    Every step and the answer has a step vector over the tokens before it (random, decaying with distance,
+    rounded to 6 digits as traces are stored), so the hop graph has an edge from every earlier segment."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n_prompt = n_tokens - n_steps - 2  # the template token, the prompt, the steps, the answer
+    if n_prompt < 1:
+        raise ValueError("n_tokens must exceed n_steps + 2")
+    texts = ["<|im_start|>"] + [f" w{i}" for i in range(n_prompt)] + [f"\ns{i}" for i in range(n_steps)] + ["\n7"]
+    roles = ["template"] + ["prompt"] * n_prompt + ["reasoning"] * n_steps + ["answer"]
+    bounds = [(0, 1)] + [(lo, min(lo + sentence_tokens, 1 + n_prompt)) for lo in range(1, 1 + n_prompt, sentence_tokens)]
+    bounds += [(i, i + 1) for i in range(1 + n_prompt, n_tokens)]
+    segments, vectors = [], {}
+    for order, (lo, hi) in enumerate(bounds):
+        role = roles[lo]
+        sid = {"template": "T", "prompt": "P", "reasoning": "S", "answer": "A"}[role] + (str(order) if role != "answer" else "")
+        segments.append({"id": sid, "role": role, "text": "".join(texts[lo:hi]), "start": lo, "end": hi, "order": order})
+        if role in ("reasoning", "answer"):
+            vec = np.zeros(n_tokens)
+            vec[:lo] = rng.random(lo) * np.exp(-np.arange(lo)[::-1] / max(lo / 4, 1.0))  # nearer tokens weigh more
+            vectors[sid] = [float(f"{v:.6g}") for v in vec / vec.sum()]
+    scores = [0.0] + [float(f"{v:.6g}") for v in rng.random(n_prompt) / n_prompt] + [0.0] * (n_steps + 1)
+    raw = [float(f"{v:.6g}") for v in rng.random(n_tokens)]
+    target = [0.0] * (n_tokens - 1) + [1.0]
+    prompt_sum = sum(scores)
+    return {
+        "prompt": "".join(texts[1:1 + n_prompt]), "response": "".join(texts[1 + n_prompt:]),
+        "model": {"name": "synthetic", "family": "llama", "n_layers": 1, "n_heads": 1, "n_kv_heads": 1,
+                  "hidden_size": 4, "vocab_size": 10, "n_params": 1, "dtype": "float32"},
+        "settings": {"method": "flashtrace", "hops": 0, "target": [n_tokens - 1, n_tokens]},
+        "tokens": [{"text": t, "role": r, "id": 1} for t, r in zip(texts, roles)],
+        "spans": {"prompt": [1, 1 + n_prompt], "reasoning": [1 + n_prompt, n_tokens - 1],
+                  "answer": [n_tokens - 1, n_tokens], "rule": "last-line"},
+        "scores": {"final": scores, "prompt": [v / prompt_sum for v in scores]},
+        "hops": [{"k": 0, "rho": 0.5, "weights": target, "raw": raw, "contribution": scores}],
+        "segments": segments, "steps": {"vectors": vectors, "seconds": 0.0},
+    }
