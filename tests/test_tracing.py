@@ -135,7 +135,7 @@ def test_settings_round_trip(prepared):
     assert again.settings == tr.settings and again.settings.assumed == []
     assert (again.settings.stop_tokens, again.settings.hop0, again.settings.recursive) == ([",", "?"], "generation",
                                                                                            "reasoning")
-    assert again.schema_version == 2 and again.settings.describe_assumed() == ""
+    assert again.schema_version == 3 and again.settings.describe_assumed() == ""
 
 
 @pytest.mark.parametrize("old_stops, expected, assumed", [("default", "punctuation", ["stop_tokens", "hop0"]),

@@ -25,6 +25,7 @@ def check_trace(tr) -> None:
         raise ValueError("steps needs segments: a step vector belongs to a segment")
     if tr.segments is not None:
         check_segments(tr.segments, n, tr.steps)
+    check_interventions(tr)
     check_vectors(_vectors(tr), n)
     check_ranges(tr, n)
     check_sums(tr)
@@ -120,6 +121,18 @@ def check_segments(segments: list, n: int, steps) -> None:
     if steps is not None and not set(steps.vectors) <= set(ids):
         unknown = sorted(set(steps.vectors) - set(ids))[:3]
         raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
+
+
+def check_interventions(tr) -> None:
+    """Every segment an intervention names is a prompt sentence or reasoning step of the trace."""
+    if tr.interventions is None:
+        return
+    editable = {seg.id for seg in tr.segments or [] if seg.role in ("prompt", "reasoning")}
+    for i, edit in enumerate(tr.interventions.edits):
+        unknown = [s for s in edit.segments if s not in editable]
+        if unknown:
+            raise ValueError(f"interventions.edits[{i}] names {unknown[:3]}, which are not prompt sentences or "
+                             "reasoning steps of this trace")
 
 
 def check_extra(extra: dict) -> None:

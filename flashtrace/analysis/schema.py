@@ -31,8 +31,9 @@ from .limits import (HOP0_SPANS, MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_FILE_BYTE
                      MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT, MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, REL_TOL,
                      RECURSIVE_SPANS, STOP_PRESETS)
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1 traces are migrated on load (see `Settings`)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # older traces are migrated on load (version 1: see `Settings`; 2: no interventions)
+MAX_EDITS = 1_000  # interventions stored in one trace
 MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
@@ -100,6 +101,11 @@ class Settings(_Strict):
         return f"written before these settings were recorded; the defaults then were {parts}"
 
 
+def _migrate_v2(data: dict) -> dict:
+    """A version-2 trace has every field of version 3 but `interventions` (absent means none were run)."""
+    return {**data, "schema_version": SCHEMA_VERSION}
+
+
 def _migrate_v1(data: dict) -> dict:
     """A version-1 trace: `stop_tokens` 'default' meant the punctuation rule, and hop 0 always covered
     the target span. Fill both in and remember that they were assumed."""
@@ -160,6 +166,35 @@ class StepRecord(_Strict):
     seconds: float = Field(ge=0)
 
 
+EditKind = Literal["step", "top", "random", "gold", "edit"]
+
+
+class EditRecord(_Strict):
+    """One intervention: the segments removed (or, with `replacement`, the first replaced by that text and the
+    others removed) and the target's teacher-forced log-probability afterwards (summed over its tokens).
+    `kind`: ``step`` (one reasoning step removed), ``top`` (the top evidence sentence), ``random`` (a random
+    prompt sentence), ``gold`` (the gold sentences), ``edit`` (the user's choice). `answer`: the answer the
+    model generated greedily after the edit, when asked for."""
+
+    kind: EditKind
+    segments: list[Annotated[str, Field(min_length=1, max_length=20)]] = Field(min_length=1, max_length=MAX_TOKENS,
+                                                                               fail_fast=True)
+    replacement: str | None = Field(default=None, max_length=MAX_TEXT)
+    logprob: float
+    answer: str | None = Field(default=None, max_length=MAX_TEXT)
+
+
+class InterventionRecord(_Strict):
+    """Interventions on a trace (`flashtrace.run.interventions`): the target's log-probability unedited
+    (`before`) and after each edit, with the model, the random seed and the seconds they took."""
+
+    before: float
+    edits: list[EditRecord] = Field(max_length=MAX_EDITS, fail_fast=True)
+    model: str = Field(max_length=500)
+    seed: int | None = None
+    seconds: float = Field(ge=0)
+
+
 class Trace(_Strict):
     schema_version: int = SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
@@ -177,6 +212,7 @@ class Trace(_Strict):
                                                                         fail_fast=True)
     segments: list[SegmentRecord] | None = Field(default=None, max_length=MAX_TOKENS, fail_fast=True)
     steps: StepRecord | None = None
+    interventions: InterventionRecord | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -189,6 +225,8 @@ class Trace(_Strict):
                                  f"versions {', '.join(map(str, READABLE_VERSIONS))}")
             if version == 1:
                 return _migrate_v1(data)
+            if version == 2:
+                return _migrate_v2(data)
         return data
 
     @model_validator(mode="after")

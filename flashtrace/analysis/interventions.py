@@ -1,0 +1,176 @@
+"""What a trace's stored interventions say (torch-free): step influence by intervention next to the hop
+graph's, and the prompt-sentence removals side by side.
+
+A *drop* is ``before - after``: how much the target's log-probability (summed over its tokens, in nats)
+fell when a segment was removed; positive when removing it made the original answer less likely.
+
+Step influence: each reasoning step's drop, against its influence in the hop graph (`GraphFacts.influence`,
+of the answer's attribution). The two agree when their Spearman rank correlation is at least `AGREE`, are
+opposed at ``-AGREE`` or below, and are unrelated in between; with fewer than `MIN_STEPS` steps no
+correlation is claimed. Their top steps differ only beyond a margin: the intervention's top step must cost
+more than `LOGPROB_MARGIN` nats more than the graph's top step does, and the graph's top step must lead the
+intervention's by more than `MARGIN` of the answer's attribution; otherwise the two are tied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .check import Check, summarise_check
+from .compare import spearman
+from .facts import MARGIN, OF_ANSWER, analyse
+from .schema import Trace
+
+AGREE = 0.5  # |Spearman| at which step influence by intervention and by the hop graph agree (or are opposed)
+MIN_STEPS = 3  # fewer steps: no rank correlation is claimed
+LOGPROB_MARGIN = 0.1  # nats: a removal's drop leads another's only by more than this
+DROP = "fall of the answer's log-probability (nats) when removed"
+
+
+@dataclass(frozen=True)
+class StepInfluence:
+    """Per reasoning step (text order): the drop when it is removed and its hop-graph influence."""
+
+    ids: tuple[str, ...]
+    labels: tuple[str, ...]
+    drops: tuple[float, ...]  # nats (DROP)
+    graph: tuple[float, ...]  # OF_ANSWER through the hop graph (0 when the trace has no step graph)
+    spearman: float | None
+    verdict: str  # agree | opposed | unrelated | too-few | no-graph
+    top: str  # same | tie | differ | none
+    top_drop: str | None  # id of the step whose removal costs most
+    top_graph: str | None  # id of the step with the most hop-graph influence
+    sentence: str
+
+
+@dataclass(frozen=True)
+class SentenceRemoval:
+    """The prompt-evidence removals: top sentence, random sentences, gold sentences (drops in nats)."""
+
+    before: float
+    top: tuple[str, float] | None  # (sentence id, drop)
+    randoms: tuple[tuple[str, float], ...]
+    gold: tuple[tuple[str, ...], float] | None  # (sentence ids, drop)
+    check: Check | None  # the top sentence's drop against the random draws (verdict as the deletion check's)
+    sentence: str
+
+    @property
+    def random_drops(self) -> tuple[float, ...]:
+        return tuple(d for _, d in self.randoms)
+
+
+@dataclass(frozen=True)
+class InterventionFacts:
+    before: float
+    model: str
+    steps: StepInfluence | None
+    removal: SentenceRemoval | None
+
+
+def _label(trace: Trace, seg_id: str) -> str:
+    seg = next(s for s in trace.segments if s.id == seg_id)
+    text = " ".join(seg.text.split())
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def _top_clause(ids, drops, graph, labels) -> tuple[str, str | None, str | None, str]:
+    a, b = int(np.argmax(drops)), int(np.argmax(graph))
+    if a == b:
+        return "same", ids[a], ids[b], f"both put \u201c{labels[a]}\u201d first"
+    lead_drop, lead_graph = drops[a] - drops[b], graph[b] - graph[a]
+    if lead_drop > LOGPROB_MARGIN and lead_graph > MARGIN:
+        return "differ", ids[a], ids[b], (f"removal puts \u201c{labels[a]}\u201d first, the hop graph "
+                                          f"\u201c{labels[b]}\u201d")
+    return "tie", ids[a], ids[b], (f"their top steps (\u201c{labels[a]}\u201d and \u201c{labels[b]}\u201d) are "
+                                   "within the margin of each other: a tie")
+
+
+def _verdict(ids, labels, drops, graph, influence) -> tuple[float | None, str, tuple, str]:
+    """(rank correlation, verdict, (top kind, top by removal, top by graph), sentence)."""
+    if not influence:
+        best = labels[int(np.argmax(drops))]
+        return None, "no-graph", ("none", ids[int(np.argmax(drops))], None), (
+            f"Removing \u201c{best}\u201d lowers the answer's log-probability most; this trace has no hop graph "
+            "to compare with.")
+    top, top_drop, top_graph, clause = _top_clause(ids, drops, graph, labels)
+    tops = (top, top_drop, top_graph)
+    rho = spearman(drops, graph) if len(ids) >= MIN_STEPS else None
+    if rho is None:
+        steps = f"{len(ids)} step{'s' * (len(ids) != 1)}"
+        return None, "too-few", tops, f"With {steps} no rank correlation is claimed; {clause}."
+    verdict = "agree" if rho >= AGREE else "opposed" if rho <= -AGREE else "unrelated"
+    words = {"agree": "agree on the order of the steps", "opposed": "order the steps in opposite ways",
+             "unrelated": "do not agree on the order of the steps"}[verdict]
+    return rho, verdict, tops, (f"Removal and the hop graph {words} (rank correlation {rho:+.2f} over {len(ids)} "
+                                f"steps); {clause}.")
+
+
+def step_influence(trace: Trace) -> StepInfluence | None:
+    """Step influence by intervention against the hop graph's (None when no step removal is stored)."""
+    record = trace.interventions
+    rows = [e for e in record.edits if e.kind == "step" and len(e.segments) == 1] if record else []
+    if not rows:
+        return None
+    facts = analyse(trace)
+    ids = tuple(e.segments[0] for e in rows)
+    labels = tuple(_label(trace, i) for i in ids)
+    drops = tuple(record.before - e.logprob for e in rows)
+    influence = facts.graph.influence if facts.graph is not None else {}
+    graph = tuple(float(influence.get(i, 0.0)) for i in ids)
+    rho, verdict, (top, top_drop, top_graph), sentence = _verdict(ids, labels, drops, graph, influence)
+    return StepInfluence(ids, labels, drops, graph, rho, verdict, top, top_drop, top_graph, sentence)
+
+
+def sentence_removal(trace: Trace) -> SentenceRemoval | None:
+    """The stored prompt-sentence removals (None when none is stored)."""
+    record = trace.interventions
+    if record is None:
+        return None
+    drop = {e.kind: [] for e in record.edits}
+    for e in record.edits:
+        drop[e.kind].append((tuple(e.segments), record.before - e.logprob))
+    top = (drop["top"][0][0][0], drop["top"][0][1]) if drop.get("top") else None
+    randoms = tuple((ids[0], d) for ids, d in drop.get("random", []))
+    gold = drop["gold"][0] if drop.get("gold") else None
+    if top is None and not randoms and gold is None:
+        return None
+    check = None
+    if top is not None and randoms:
+        check = summarise_check({"fraction": 1.0, "n_deleted": 1, "before": record.before,
+                                 "top": record.before - top[1], "random": [record.before - d for _, d in randoms]})
+    return SentenceRemoval(record.before, top, randoms, gold, check, _removal_sentence(top, randoms, gold, check))
+
+
+_VERDICT = {"not-lower": "does not lower it", "below-random": "lowers it less than every random sentence does",
+            "within-random": "lowers it within the range of the random sentences",
+            "above-draws": "lowers it more than every random sentence, but not by two of their standard deviations",
+            "clearly-above": "lowers it clearly more than the random sentences (two standard deviations or more)"}
+
+
+def _removal_sentence(top, randoms, gold, check) -> str:
+    parts = []
+    if top is not None:
+        tail = f": it {_VERDICT[check.verdict]}" if check is not None else ""
+        parts.append(f"Removing the top evidence sentence lowers the answer's log-probability by {top[1]:.2f} nats"
+                     f"{tail}")
+    if randoms:
+        values = [d for _, d in randoms]
+        parts.append(f"{len(values)} random sentence{'s' * (len(values) != 1)}: {np.mean(values):.2f} nats on "
+                     f"average ({min(values):.2f} to {max(values):.2f})")
+    if gold is not None:
+        parts.append(f"the gold sentence{'s' * (len(gold[0]) != 1)}: {gold[1]:.2f} nats")
+    return "; ".join(parts) + "."
+
+
+def intervention_facts(trace: Trace) -> InterventionFacts | None:
+    """Everything the views show about a trace's stored interventions (None when it has none)."""
+    record = trace.interventions
+    if record is None:
+        return None
+    return InterventionFacts(record.before, record.model, step_influence(trace), sentence_removal(trace))
+
+
+__all__ = ["InterventionFacts", "StepInfluence", "SentenceRemoval", "intervention_facts", "step_influence",
+           "sentence_removal", "AGREE", "MIN_STEPS", "LOGPROB_MARGIN", "DROP", "OF_ANSWER"]

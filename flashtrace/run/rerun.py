@@ -1,0 +1,119 @@
+"""Edit and re-run: one edit of the user's (segments removed or replaced), the answer's log-probability
+before and after, and optionally the answer the model now writes (greedy) and a trace of it.
+
+The log-probabilities come from `interventions.score` on the trace's own token ids. The new answer is
+generated from the edited ids: from the start of the response when only prompt sentences were edited
+(the model writes its whole response again), from the start of the target when a reasoning step was
+(the edited reasoning is kept and the model answers after it). The new trace tokenises the edited text
+afresh and is attributed with the original trace's settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..analysis.schema import Trace
+from ..engine.models.generation import generate_response
+from .interventions import Edited, Progress, _check_model, _chosen, edit_ids, fitted_replacement, score, unedited
+from .tracing import attribute, prepare
+
+DEFAULT_NEW_TOKENS = 128
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What one edit did: the target's log-probability `before` and `after` (teacher-forced), the text the
+    model generated after the edit (None when not asked), and the new trace (None when not asked)."""
+
+    edited: Edited
+    before: float
+    after: float
+    generated: str | None = None
+    prompt: str | None = None  # the edited prompt and response texts the new trace was made from
+    response: str | None = None
+    trace: Trace | None = None
+
+    @property
+    def change(self) -> float:
+        """``after - before``: negative when the edit made the original target less likely."""
+        return self.after - self.before
+
+
+def _edited_text(text: str, ranges: list[tuple[int, int]], replacement: str | None) -> tuple[str, Callable[[int], int]]:
+    """`text` with the character `ranges` cut (the first replaced by `replacement`), and a map from an
+    original character offset (outside the ranges) to its offset in the new text."""
+    pieces, last = [], 0
+    for i, (lo, hi) in enumerate(ranges):
+        pieces.append(text[last:lo])
+        if i == 0 and replacement:
+            pieces.append(replacement)
+        last = hi
+    pieces.append(text[last:])
+
+    def moved(offset: int) -> int:
+        out = offset
+        for i, (lo, hi) in enumerate(ranges):
+            if hi <= offset:
+                out -= hi - lo
+                if i == 0 and replacement:
+                    out += len(replacement)
+        return out
+
+    return "".join(pieces), moved
+
+
+def edited_texts(trace: Trace, segment_ids: Sequence[str], replacement: str | None = None) -> tuple[str, str]:
+    """The trace's prompt and response texts with the segments cut (the first replaced by `replacement`,
+    fitted with `fitted_replacement`)."""
+    chosen = _chosen(trace, segment_ids)
+    replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
+    if any(s.char_start is None or s.char_end is None for s in chosen):
+        raise ValueError("the edited segments have no character offsets; this trace cannot be re-run as text")
+    texts = []
+    for role, text in (("prompt", trace.prompt), ("reasoning", trace.response)):
+        ranges = [(s.char_start, s.char_end) for s in chosen if s.role == role]
+        texts.append(_edited_text(text, ranges, replacement if chosen[0].role == role else None)[0])
+    return texts[0], texts[1]
+
+
+def _answer_prefix(trace: Trace, segment_ids: Sequence[str], replacement: str | None) -> str:
+    """The edited response up to the start of the target (what is kept when a reasoning step is edited)."""
+    chosen = [s for s in _chosen(trace, segment_ids) if s.role == "reasoning"]
+    first = _chosen(trace, segment_ids)[0]
+    ranges = [(s.char_start, s.char_end) for s in chosen]
+    text, moved = _edited_text(trace.response, ranges, replacement if first.role == "reasoning" else None)
+    start = trace.tokens[trace.settings.target[0]].start
+    return text[: moved(start)] if start is not None else text
+
+
+def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
+         regenerate: bool = False, retrace: bool = False, max_new_tokens: int = DEFAULT_NEW_TOKENS,
+         progress: Progress | None = None) -> EditResult:
+    """Remove `segment_ids` (prompt sentences or reasoning steps) from `trace`, or replace the first by
+    `replacement` text and remove the others; score the original target before and after. With
+    `regenerate`, the model (greedy) writes a new response or answer after the edit; with `retrace` (which
+    implies `regenerate`), the edited prompt and the new response are traced with the trace's settings."""
+    _check_model(loaded, trace)
+    replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
+    insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
+    edited = edit_ids(trace, segment_ids, insert, replacement)
+    before, after = score(loaded, [unedited(trace), edited], progress=progress)
+    if not (regenerate or retrace):
+        return EditResult(edited, before, after)
+    steps_edited = any(s.role == "reasoning" for s in _chosen(trace, segment_ids))
+    start = edited.target[0] if steps_edited else edited.response_start
+    generated = generate_response(loaded, list(edited.ids[:start]), max_new_tokens=max_new_tokens)
+    prompt, _ = edited_texts(trace, segment_ids, replacement)
+    response = (_answer_prefix(trace, segment_ids, replacement) if steps_edited else "") + generated
+    new_trace = None
+    if retrace and response.strip():
+        s = trace.settings
+        prepared = prepare(loaded, prompt, response, chat_template=s.chat_template, hops=s.hops)
+        new_trace = attribute(prepared, hops=s.hops, method=s.method, recursive=s.recursive, hop0=s.hop0,
+                              stop_tokens=s.stop_tokens, threshold=s.threshold, steps=trace.steps is not None,
+                              title=f"{trace.title} (edited)"[:200])
+    return EditResult(edited, before, after, generated, prompt, response, new_trace)
+
+
+__all__ = ["EditResult", "edit", "edited_texts", "DEFAULT_NEW_TOKENS"]
