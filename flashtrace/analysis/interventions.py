@@ -21,8 +21,11 @@ import numpy as np
 from .check import Check, summarise_check
 from .compare import spearman
 from .facts import MARGIN, OF_ANSWER, analyse
-from .schema import Trace
+from .invariants import check_interventions
+from .schema import SCHEMA_VERSION, InterventionRecord, Trace
 
+DEFAULT_RANDOM = 5  # random prompt sentences removed, one at a time
+DEFAULT_NEW_TOKENS = 128  # tokens the model may write after an edit
 AGREE = 0.5  # |Spearman| at which step influence by intervention and by the hop graph agree (or are opposed)
 MIN_STEPS = 3  # fewer steps: no rank correlation is claimed
 LOGPROB_MARGIN = 0.1  # nats: a removal's drop leads another's only by more than this
@@ -164,6 +167,13 @@ def _removal_sentence(top, randoms, gold, check) -> str:
     return "; ".join(parts) + "."
 
 
+def with_interventions(trace: Trace, record: InterventionRecord) -> Trace:
+    """A copy of `trace` holding `record` (replacing any stored before), at the current schema version."""
+    out = trace.model_copy(update={"interventions": record, "schema_version": SCHEMA_VERSION})
+    check_interventions(out)
+    return out
+
+
 def intervention_facts(trace: Trace) -> InterventionFacts | None:
     """Everything the views show about a trace's stored interventions (None when it has none)."""
     record = trace.interventions
@@ -172,5 +182,5 @@ def intervention_facts(trace: Trace) -> InterventionFacts | None:
     return InterventionFacts(record.before, record.model, step_influence(trace), sentence_removal(trace))
 
 
-__all__ = ["InterventionFacts", "StepInfluence", "SentenceRemoval", "intervention_facts", "step_influence",
-           "sentence_removal", "AGREE", "MIN_STEPS", "LOGPROB_MARGIN", "DROP", "OF_ANSWER"]
+__all__ = ["InterventionFacts", "with_interventions", "StepInfluence", "SentenceRemoval", "intervention_facts", "step_influence",
+           "sentence_removal", "DEFAULT_RANDOM", "DEFAULT_NEW_TOKENS", "AGREE", "MIN_STEPS", "LOGPROB_MARGIN", "DROP", "OF_ANSWER"]

@@ -24,14 +24,13 @@ from typing import Callable, Sequence
 import torch
 
 from ..analysis.facts import analyse
-from ..analysis.invariants import check_interventions
-from ..analysis.schema import SCHEMA_VERSION, EditRecord, InterventionRecord, Trace
+from ..analysis.interventions import DEFAULT_RANDOM, with_interventions  # noqa: F401 - re-exported
+from ..analysis.schema import EditRecord, InterventionRecord, Trace
 from ..engine.estimate import generation_seconds, scoring_seconds
 from ..engine.models.progress import each_layer
 
 Progress = Callable[[int, int], None]  # (units done, units in all); a unit is one sequence through one layer
 EDITABLE = ("prompt", "reasoning")
-DEFAULT_RANDOM = 5
 
 
 @dataclass(frozen=True)
@@ -217,13 +216,13 @@ def plan(trace: Trace, steps: bool = True, sentences: bool = True, n_random: int
     return (step_edits(trace) if steps else []) + (sentence_edits(trace, n_random, seed) if sentences else [])
 
 
-def estimate_seconds(loaded, trace: Trace, n_edits: int, new_tokens: int = 0) -> float:
+def estimate_seconds(model, trace: Trace, n_edits: int, new_tokens: int = 0) -> float:
     """Predicted seconds to score `n_edits` edits and the unedited sequence (and to generate `new_tokens`
-    after one of them)."""
+    after one of them); `model` is the `LoadedModel`, or ``trace.model`` before any model is loaded."""
     n = len(trace.tokens)
-    seconds = scoring_seconds(loaded.model, n, n_edits + 1)
+    seconds = scoring_seconds(model, n, n_edits + 1)
     if new_tokens:
-        seconds += generation_seconds(loaded.model, n, new_tokens)
+        seconds += generation_seconds(model, n, new_tokens)
     return seconds
 
 
@@ -240,13 +239,6 @@ def intervene(loaded, trace: Trace, *, steps: bool = True, sentences: bool = Tru
         before=values[0], model=trace.model.name, seed=seed if sentences else None,
         seconds=time.perf_counter() - start,
         edits=[EditRecord(kind=e.kind, segments=list(e.segments), logprob=v) for e, v in zip(edits, values[1:])])
-
-
-def with_interventions(trace: Trace, record: InterventionRecord) -> Trace:
-    """A copy of `trace` holding `record` (replacing any stored before), at the current schema version."""
-    out = trace.model_copy(update={"interventions": record, "schema_version": SCHEMA_VERSION})
-    check_interventions(out)
-    return out
 
 
 __all__ = ["Edited", "edit_ids", "fitted_replacement", "unedited", "score", "step_edits", "sentence_edits", "plan",
