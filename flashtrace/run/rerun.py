@@ -13,12 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..analysis.interventions import DEFAULT_NEW_TOKENS
 from ..analysis.schema import Trace
 from ..engine.models.generation import generate_response
 from .interventions import Edited, Progress, _check_model, _chosen, edit_ids, fitted_replacement, score, unedited
 from .tracing import attribute, prepare
-
-DEFAULT_NEW_TOKENS = 128
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,164 @@
+"""``flashtrace intervene``: remove reasoning steps and prompt sentences from a saved trace and score its
+answer again (step influence by intervention; top, random and gold sentence removal), or run one edit."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = ("remove reasoning steps and prompt sentences from a saved trace and score the answer again: step influence "
+        "by intervention beside the hop graph's, top/random/gold sentence removal, or one edit (--remove)")
+
+
+def add_arguments(parser) -> None:
+    from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM
+
+    parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
+    parser.add_argument("--model", default=None,
+                        help="the model the trace was made with (default: the name the trace records)")
+    parser.add_argument("--remove", action="append", default=[], metavar="ID",
+                        help="one edit instead of the standard set: remove this segment (a prompt sentence P3 or a "
+                             "reasoning step S1, as `flashtrace show` and the app's Details name them; repeatable)")
+    parser.add_argument("--replace", default=None, metavar="TEXT",
+                        help="with --remove: put TEXT in place of the first removed segment")
+    parser.add_argument("--regenerate", action="store_true",
+                        help="with --remove: let the model write its answer again after the edit (greedy)")
+    parser.add_argument("--retrace", type=Path, default=None, metavar="OUT",
+                        help="with --remove: trace the edited prompt and the new response (implies --regenerate) "
+                             "with the trace's settings and write that trace to OUT")
+    parser.add_argument("--max-new-tokens", type=int, default=DEFAULT_NEW_TOKENS,
+                        help="with --regenerate/--retrace: most tokens the model may write")
+    parser.add_argument("--no-steps", action="store_true", help="standard set: do not remove the reasoning steps")
+    parser.add_argument("--no-sentences", action="store_true",
+                        help="standard set: do not remove the top, random and gold prompt sentences")
+    parser.add_argument("--random", type=int, default=DEFAULT_RANDOM, metavar="N",
+                        help="standard set: how many random prompt sentences to remove, one at a time")
+    parser.add_argument("--seed", type=int, default=0, help="standard set: seed of the random sentences")
+    parser.add_argument("--batch-size", type=int, default=8, help="edited sequences scored per forward pass")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="standard set: write the trace with the results stored in it (schema version 3)")
+    parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
+    parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _check_arguments(args) -> None:
+    from ...base.fileio import check_destination
+    from ...engine.models.memory import check_device
+
+    if args.random < 0:
+        raise ValueError(f"--random must be at least 0, got {args.random}")
+    if args.batch_size < 1:
+        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+    if args.max_new_tokens < 1:
+        raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    single = (("--replace", args.replace is not None), ("--regenerate", args.regenerate),
+              ("--retrace", args.retrace is not None))
+    for flag, given in single:
+        if given and not args.remove:
+            raise ValueError(f"{flag} needs --remove (the segment to edit)")
+    if args.remove and args.out:
+        raise ValueError("--out stores the standard set; with --remove use --retrace to save the new trace")
+    if args.no_steps and args.no_sentences and not args.remove:
+        raise ValueError("--no-steps and --no-sentences leave nothing to run")
+    check_device(args.device)
+    for flag, path in (("--out", args.out), ("--retrace", args.retrace)):
+        if path:
+            check_destination(path, flag)
+
+
+def _bar(args, desc: str):
+    from tqdm import tqdm
+
+    if args.no_progress:
+        return None, None
+    bar = tqdm(desc=desc, unit="layer", leave=False)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, progress
+
+
+def _note(seconds: float, what: str) -> None:
+    print(f"{what}: about {seconds:.0f} s predicted", file=sys.stderr)
+
+
+def _write(trace, path: Path, flag: str) -> None:
+    from ...base.fileio import atomic_write_text
+
+    try:
+        atomic_write_text(path, trace.to_json(), flag)
+    except OSError as exc:
+        raise OSError(f"cannot write {flag} {path}: {exc.strerror or exc}") from None
+    print(f"trace written to {path}")
+
+
+def _print_standard(trace) -> None:
+    from ...analysis.interventions import intervention_facts
+
+    facts = intervention_facts(trace)
+    print(f"answer log-probability, unedited: {facts.before:.3f} (summed over the target's tokens, nats)")
+    if facts.steps is not None:
+        info = facts.steps
+        print("\nstep influence: fall of the answer's log-probability when the step is removed, beside the hop "
+              "graph's influence (of the answer's attribution)")
+        print(f"  {'step':6} {'drop (nats)':>11} {'graph':>7}  text")
+        for seg_id, label, drop, graph in zip(info.ids, info.labels, info.drops, info.graph):
+            print(f"  {seg_id:6} {drop:11.3f} {graph:7.1%}  {label}")
+        print(info.sentence)
+    if facts.removal is not None:
+        print("\nprompt sentences removed (fall of the answer's log-probability, nats)")
+        print(facts.removal.sentence)
+
+
+def _standard(args, trace, loaded) -> None:
+    from ...run.interventions import estimate_seconds, intervene, plan, with_interventions
+
+    edits = plan(trace, not args.no_steps, not args.no_sentences, args.random, args.seed)
+    _note(estimate_seconds(loaded, trace, len(edits)), f"{len(edits)} edits of a {trace.n_tokens}-token trace")
+    bar, progress = _bar(args, "interventions")
+    record = intervene(loaded, trace, steps=not args.no_steps, sentences=not args.no_sentences, n_random=args.random,
+                       seed=args.seed, batch_size=args.batch_size, progress=progress)
+    if bar is not None:
+        bar.close()
+    trace = with_interventions(trace, record)
+    _print_standard(trace)
+    if args.out:
+        _write(trace, args.out, "--out")
+
+
+def _single(args, trace, loaded) -> None:
+    from ...run.interventions import estimate_seconds
+    from ...run.rerun import edit
+
+    regenerate = args.regenerate or args.retrace is not None
+    _note(estimate_seconds(loaded, trace, 1, args.max_new_tokens if regenerate else 0), "the edit")
+    bar, progress = _bar(args, "scoring")
+    result = edit(loaded, trace, args.remove, args.replace, regenerate=regenerate, retrace=args.retrace is not None,
+                  max_new_tokens=args.max_new_tokens, progress=progress)
+    if bar is not None:
+        bar.close()
+    what = "replaced" if args.replace is not None else "removed"
+    print(f"{', '.join(result.edited.segments)} {what}")
+    print(f"answer log-probability: {result.before:.3f} before, {result.after:.3f} after "
+          f"(change {result.change:+.3f} nats)")
+    if result.generated is not None:
+        print("the model now writes:")
+        print(result.generated)
+    if args.retrace is not None:
+        if result.trace is None:
+            raise ValueError("the model wrote nothing after the edit; there is no new trace to write")
+        _write(result.trace, args.retrace, "--retrace")
+
+
+def run(args) -> int:
+    from ...analysis.schema import Trace
+    from ...engine.models import load_model
+
+    _check_arguments(args)
+    trace = Trace.load(args.trace)
+    loaded = load_model(args.model or trace.model.name, device=args.device, dtype=args.dtype)
+    (_single if args.remove else _standard)(args, trace, loaded)
+    return 0
