@@ -5,6 +5,7 @@ import streamlit as st
 from flashtrace.app import state as app_state, ui
 from flashtrace.app.export import export_buttons
 from flashtrace.app.glossary import help_link
+from flashtrace.app.interventions import intervention_panel
 from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.analysis.graph import OTHER
 from flashtrace.analysis.story import graph_words, path_words
@@ -94,6 +95,9 @@ if picked:
                              "strongest path": st.column_config.TextColumn(width="medium")})
             st.caption(f"share: {ui.plain(OF_PROMPT)} after all hops (the ranking every page shows) · graph: influence "
                        "through the step graph, a share of all the prompt influence it carries")
+        with st.expander("Step influence by intervention: how far the answer's log-probability falls when each step "
+                         "is removed, beside the hop graph's influence", expanded=trace.interventions is not None):
+            intervention_panel(ref, trace)
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []
             for dst, srcs in full.step_sources(2).items():

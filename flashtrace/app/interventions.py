@@ -1,0 +1,110 @@
+"""The Hop graph's intervention panel: step influence by removal beside the hop graph's influence, with their
+rank correlation, from the trace when it stores them, else computed here with the trace's model (estimate
+first, progress by layer, Cancel) and kept for the session.
+
+Every number comes from `flashtrace.analysis.interventions`; every text from the trace is plain text.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..analysis.interventions import DROP, intervention_facts, with_interventions
+from ..analysis.schema import InterventionRecord, Trace
+from ..base.units import time_range
+from . import state as app_state, ui
+
+RUN, CANCELLED = "interventions_run", "interventions_cancelled"
+
+
+def _key(ref) -> str:
+    return f"interventions_{ref}"
+
+
+def _shown(ref, trace: Trace) -> tuple[Trace, bool]:
+    """The trace with its interventions (stored, or computed in this session) and whether they were stored."""
+    if trace.interventions is not None:
+        return trace, True
+    live = st.session_state.get(_key(ref))
+    return (with_interventions(trace, InterventionRecord.model_validate(live)) if live else trace), False
+
+
+def _table(info) -> None:
+    rows = [{"step": f"{seg_id}: {label}" if ui.details() else label, "drop": drop, "graph": graph}
+            for seg_id, label, drop, graph in zip(info.ids, info.labels, info.drops, info.graph)]
+    st.dataframe(rows, hide_index=True, key="intervention_table", column_config={
+        "step": st.column_config.TextColumn("reasoning step", width="large"),
+        "drop": st.column_config.NumberColumn("drop when removed", format="%.3f", help=f"{DROP}"),
+        "graph": st.column_config.NumberColumn("hop-graph influence", format="percent",
+                                               help="influence through the step graph, of the answer's attribution")})
+
+
+def _run(ref, trace: Trace, seconds: float) -> None:
+    """Compute the interventions with the trace's model; Cancel stops at the next layer of a forward pass."""
+    from ..run.interventions import intervene
+
+    ss = st.session_state
+    cancel = st.empty()
+    cancel.button("Cancel", key="cancel_interventions", help="stops within a second",
+                  on_click=lambda: ss.update({CANCELLED: True}))
+    try:
+        with app_state.using_model():
+            loaded = app_state.cached_model(trace.model.name)
+            progress = app_state.Progress("Removing each step and sentence…", seconds)
+
+            def tick(done: int, total: int) -> None:
+                _ = CANCELLED in ss  # a point where Streamlit stops the run when Cancel was clicked
+                progress(done, total)
+
+            record = intervene(loaded, trace, progress=tick)
+        ss[_key(ref)] = record.model_dump()
+    finally:
+        ss[RUN] = None
+        cancel.empty()
+    st.rerun()
+
+
+def _offer(ref, trace: Trace) -> None:
+    """The button that computes the interventions (estimate first), or why there is none."""
+    from ..run.interventions import estimate_seconds, plan
+
+    ss = st.session_state
+    if ui.read_only():
+        st.caption("Step influence by intervention runs the trace's model: switched off in this read-only demo.")
+        return
+    edits = plan(trace)
+    if not any(e.kind == "step" for e in edits):
+        st.caption("This trace has no reasoning step before its answer to remove.")
+        return
+    seconds = estimate_seconds(trace.model, trace, len(edits))
+    st.caption(ui.plain(f"Removes each of the {sum(e.kind == 'step' for e in edits):d} reasoning steps and the "
+                        f"top, random and gold prompt sentences in turn, and scores the answer each time with "
+                        f"{trace.model.name}: about {time_range(seconds / 2, seconds * 2)} (plus the model load on "
+                        "first use)."))
+    if st.button("Compute step influence by intervention", key="run_interventions"):
+        ss[RUN], ss[CANCELLED] = str(ref), False
+    if ss.get(RUN) == str(ref) and not ss.get(CANCELLED):
+        with ui.shown_errors("Intervention failed: "):
+            _run(ref, trace, seconds)
+    elif ss.get(CANCELLED):
+        st.info("Cancelled: nothing was kept. Compute again to finish.")
+
+
+def intervention_panel(ref, trace: Trace) -> None:
+    """Step influence by intervention beside the hop graph's (with the sentence removals), or the offer to
+    compute it."""
+    shown, stored = _shown(ref, trace)
+    facts = intervention_facts(shown)
+    if facts is None or facts.steps is None:
+        _offer(ref, trace)
+        return
+    _table(facts.steps)
+    st.caption(ui.plain(facts.steps.sentence))
+    if facts.removal is not None:
+        st.caption(ui.plain(facts.removal.sentence))
+    source = "stored in the trace" if stored else "computed just now"
+    st.caption(ui.plain(f"drop: {DROP}, with {facts.model} ({source}); answer log-probability unedited "
+                        f"{facts.before:.3f}."))
+
+
+__all__ = ["intervention_panel"]
