@@ -20,9 +20,10 @@ import numpy as np
 
 from .check import Check, summarise_check
 from .compare import spearman
-from .facts import MARGIN, OF_ANSWER, analyse
+from .facts import LABEL_CHARS, MARGIN, OF_ANSWER, analyse
 from .invariants import check_interventions
 from .schema import SCHEMA_VERSION, InterventionRecord, Trace
+from .text import distinct_labels
 
 DEFAULT_RANDOM = 5  # random prompt sentences removed, one at a time
 DEFAULT_NEW_TOKENS = 128  # tokens the model may write after an edit
@@ -72,10 +73,10 @@ class InterventionFacts:
     removal: SentenceRemoval | None
 
 
-def _label(trace: Trace, seg_id: str) -> str:
-    seg = next(s for s in trace.segments if s.id == seg_id)
-    text = " ".join(seg.text.split())
-    return text if len(text) <= 48 else text[:47] + "…"
+def _labels(trace: Trace, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Short labels of the segments `ids`, no two alike (`distinct_labels`)."""
+    text = {s.id: s.text for s in trace.segments or []}
+    return tuple(distinct_labels([text.get(i, i) for i in ids], LABEL_CHARS))
 
 
 def _top_clause(ids, drops, graph, labels) -> tuple[str, str | None, str | None, str]:
@@ -118,7 +119,7 @@ def step_influence(trace: Trace) -> StepInfluence | None:
         return None
     facts = analyse(trace)
     ids = tuple(e.segments[0] for e in rows)
-    labels = tuple(_label(trace, i) for i in ids)
+    labels = _labels(trace, ids)
     drops = tuple(record.before - e.logprob for e in rows)
     influence = facts.graph.influence if facts.graph is not None else {}
     graph = tuple(float(influence.get(i, 0.0)) for i in ids)
