@@ -95,9 +95,6 @@ if picked:
                              "strongest path": st.column_config.TextColumn(width="medium")})
             st.caption(f"share: {ui.plain(OF_PROMPT)} after all hops (the ranking every page shows) · graph: influence "
                        "through the step graph, a share of all the prompt influence it carries")
-        with st.expander("Step influence by intervention: how far the answer's log-probability falls when each step "
-                         "is removed, beside the hop graph's influence", expanded=trace.interventions is not None):
-            intervention_panel(ref, trace)
         with st.expander("The chain: what each reasoning step and the answer read most in the prompt"):
             rows = []
             for dst, srcs in full.step_sources(2).items():
@@ -105,6 +102,9 @@ if picked:
                 rows.append({"step": named(full, dst, 40), "reads most": (reads + [""])[0],
                              "then": (reads + ["", ""])[1]})
             st.dataframe(rows, hide_index=True)
+        with st.expander("Step influence by intervention: how far the answer's log-probability falls when each step "
+                         "is removed, beside the hop graph's influence", expanded=trace.interventions is not None):
+            intervention_panel(ref, trace)
         node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
                          format_func=lambda n: n if n == NONE else named(full if n in full.graph else graph, n))
         if node in graph.graph and graph.graph.nodes[node].get("folded"):  # other context, or a run of steps
