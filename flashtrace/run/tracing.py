@@ -16,13 +16,14 @@ from ..engine.attribution import get_method, recursive_hops
 from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
+from ..engine.inputs.chat import Prompt, is_messages, prompt_text
 from ..engine.inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
 from ..analysis.compare import HopDepthComparison, compare_depths
 from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.borrow import in_use
-from ..engine.models.generation import generate as generate_text
+from ..engine.models.generation import Sampling, generate as generate_text
 from ..analysis.segments import segment_sequence
 from ..analysis.schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
                     normalised)
@@ -38,16 +39,27 @@ class Prepared:
     sequence: TokenSequence
     recording: Recording
     timings: dict
+    generation: dict | None = None  # how the response was generated (`Sampling.record`), None when given
 
 
 def _loaded(model: LoadedModel | str) -> LoadedModel:
     return load_model(model) if isinstance(model, str) else model
 
 
-def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
+def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = None, *, generate: bool = False,
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
-            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1) -> Prepared:
+            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
+            do_sample: bool = False, temperature: float | None = None, top_p: float | None = None,
+            seed: int | None = None) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
+
+    `prompt` is a string or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
+    the model's chat template; the trace's prompt is the contents joined by a blank line, the list is kept
+    in ``trace.extra["messages"]``).
+
+    With `generate`, the response is the model's: greedy, or sampled with ``do_sample=True`` (and
+    `temperature`, `top_p`; `seed` makes it repeatable), at most `max_new_tokens` tokens; these settings
+    are recorded in ``trace.extra["generation"]``.
 
     With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
     (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
@@ -56,14 +68,19 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
     `reasoning_instruction` (off by default) appends `REASONING_INSTRUCTION` to the prompt before
     generating, for models without a thinking mode; its tokens get the template role, so evidence,
     shares and Recovery never count what the tool itself wrote."""
+    sampling = Sampling(do_sample, temperature, top_p, seed)
+    if not generate and sampling != Sampling():
+        raise ValueError("do_sample, temperature, top_p and seed apply only with generate=True")
     loaded = _loaded(model)
-    check_text_size(loaded, prompt, None if generate else response)  # before tokenising: a bound on characters
+    check_text_size(loaded, prompt_text(prompt), None if generate else response)  # before tokenising
     timings: dict[str, float] = {}
+    generation = None
     if generate:
         with in_use(loaded.model):  # eval mode for the generation, the model's training flags put back after
             generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
-                                      reasoning_instruction=reasoning_instruction)
+                                      reasoning_instruction=reasoning_instruction, sampling=sampling)
         prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
+        generation = sampling.record(max_new_tokens)
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
@@ -75,7 +92,7 @@ def prepare(model: LoadedModel | str, prompt: str, response: str | None = None, 
         on_estimate(predicted)
     recording = record_forward(loaded, sequence.ids)
     timings["forward_s"] = recording.forward_seconds
-    return Prepared(loaded, sequence, recording, timings)
+    return Prepared(loaded, sequence, recording, timings, generation)
 
 
 def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
@@ -220,6 +237,11 @@ def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch
     seq = prepared.sequence
     final_list = final.tolist()
     options = {k: v for k, v in resolved.items() if k != "threshold"}
+    extra = {"method_options": options} if options else {}
+    if seq.messages is not None:
+        extra["messages"] = seq.messages
+    if prepared.generation is not None:
+        extra["generation"] = prepared.generation
     return Trace(
         title=title or seq.prompt.strip().splitlines()[0][:80], prompt=seq.prompt, response=seq.response,
         model=ModelInfo(**prepared.loaded.info()), settings=settings,
@@ -232,10 +254,10 @@ def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch
         timings=timings,
         segments=[SegmentRecord(id=s.id, role=s.role, text=s.text, start=s.start, end=s.end, order=s.order,
                                 char_start=s.char_start, char_end=s.char_end) for s in segments],
-        steps=step_record, extra={"method_options": options} if options else {})
+        steps=step_record, extra=extra)
 
 
-def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
+def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
               threshold: float | None = None, title: str = "",
@@ -258,7 +280,14 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     scores. `hop0` = ``answer`` attributes the target span at hop 0 (the paper's formulation);
     ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
     as the code behind the paper's tables (flashtrace 0.1.1) did.
+
+    A list of `Prepared` gives a list of Traces, one each, with the same settings.
     """
+    if isinstance(prepared, (list, tuple)):
+        settings = dict(target=target, target_chars=target_chars, hops=hops, method=method, recursive=recursive,
+                        stop_tokens=stop_tokens, hop0=hop0, threshold=threshold, title=title, steps=steps,
+                        segment_boundaries=segment_boundaries, progress=progress, options=options)
+        return [attribute(p, **settings) for p in prepared]
     check_options(hops=hops, title=title, recursive=recursive, hop0=hop0)  # the threshold: the method's option
     seq, n_layers = prepared.sequence, len(prepared.recording.layers)
     spec, resolved = _method(method, hops, steps, threshold, options)
@@ -292,20 +321,31 @@ def attribute(prepared: Prepared, *, target: TargetSpec = "answer", target_chars
     return _record(prepared, settings, hop_list, final, segments, step_record, timings, title, resolved)
 
 
-def trace(model: LoadedModel | str, prompt: str, response: str | None = None, *, generate: bool = False,
-          max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
-          **options) -> Trace:
+def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str | list[str | None] | None = None,
+          *, generate: bool = False, max_new_tokens: int = 256, chat_template: bool = True,
+          reasoning_instruction: bool = False, do_sample: bool = False, temperature: float | None = None,
+          top_p: float | None = None, seed: int | None = None, **options) -> Trace | list[Trace]:
     """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first);
-    `reasoning_instruction` as in `prepare`."""
+    `reasoning_instruction`, the chat-messages prompt and the generation settings (`do_sample`, `temperature`,
+    `top_p`, `seed`, `max_new_tokens`) as in `prepare`.
+
+    A list of prompts (strings or chat-messages lists), with a list of as many responses (or None to
+    generate them), gives a list of Traces in the same order; the model is loaded once."""
     check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
     method_options = dict(options.get("options") or {})
     if options.get("threshold") is not None:
         method_options["threshold"] = options["threshold"]
     get_method(options.get("method", "flashtrace")).resolve_options(method_options)
-    prepared = prepare(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
-                       chat_template=chat_template, reasoning_instruction=reasoning_instruction,
-                       hops=options.get("hops", 1))
-    return attribute(prepared, **options)
+    settings = dict(generate=generate, max_new_tokens=max_new_tokens, chat_template=chat_template,
+                    reasoning_instruction=reasoning_instruction, hops=options.get("hops", 1), do_sample=do_sample,
+                    temperature=temperature, top_p=top_p, seed=seed)
+    if isinstance(prompt, (list, tuple)) and not is_messages(prompt):
+        responses = [None] * len(prompt) if response is None else response
+        if isinstance(responses, str) or len(responses) != len(prompt):
+            raise ValueError(f"{len(prompt)} prompts need a list of {len(prompt)} responses (or None to generate)")
+        loaded = _loaded(model)
+        return [attribute(prepare(loaded, p, r, **settings), **options) for p, r in zip(prompt, responses)]
+    return attribute(prepare(model, prompt, response, **settings), **options)
 
 
 def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:

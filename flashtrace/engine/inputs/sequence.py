@@ -10,6 +10,7 @@ import string
 import unicodedata
 from dataclasses import dataclass, field
 
+from .chat import Prompt, check_messages, content_pieces, is_messages, prompt_text
 from .spans import CharRange, ResponseSpans, detect_spans
 
 ROLES = ("template", "prompt", "reasoning", "answer")
@@ -32,6 +33,7 @@ class TokenSequence:
     tokens: list[Token]
     chat_template: bool
     spans: ResponseSpans = field(default=ResponseSpans(None, None, "empty"))
+    messages: list[dict] | None = None  # the chat-messages list the prompt came from (`inputs.chat`), if any
 
     @property
     def ids(self) -> list[int]:
@@ -94,38 +96,51 @@ def scaffold_range(prompt: str) -> tuple[int, int] | None:
     return None
 
 
-def _prompt_tokens(tokenizer, prompt: str, chat_template: bool) -> tuple[list[Token], bool]:
+def _prompt_tokens(tokenizer, prompt: Prompt, chat_template: bool) -> tuple[list[Token], bool]:
     """The prompt's tokens inside the chat template (when the tokenizer has one and `chat_template`): the
-    user's text is ``prompt``, the template around it and the tool's scaffold ``template``."""
+    user's text is ``prompt``, the template around it and the tool's scaffold ``template``. A chat-messages
+    list (`inputs.chat`) is rendered whole; each message's content maps into `prompt_text(prompt)`."""
     use_template = bool(chat_template and getattr(tokenizer, "chat_template", None))
+    text = prompt_text(prompt)
+    if is_messages(prompt):
+        if not use_template:
+            raise ValueError("a chat-messages prompt needs the model's chat template (chat_template=True and a "
+                             "tokenizer that has one); pass a prompt string instead")
+        messages = check_messages(prompt)
+    else:
+        messages = [{"role": "user", "content": prompt}]
     if use_template:
-        rendered = tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                                 add_generation_prompt=True, tokenize=False)
-        offset = rendered.rfind(prompt)
+        rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        pieces = content_pieces(rendered, messages)
         ids, offsets = _encode(tokenizer, rendered, add_special_tokens=False)
     else:
-        offset = 0
-        ids, offsets = _encode(tokenizer, prompt, add_special_tokens=True)
-    scaffold = scaffold_range(prompt)
-    user_end = scaffold[0] if scaffold else len(prompt)
+        pieces = [(0, 0, len(text))]
+        ids, offsets = _encode(tokenizer, text, add_special_tokens=True)
+    scaffold = scaffold_range(text)
+    user_end = scaffold[0] if scaffold else len(text)
     tokens = []
     for tid, label, (s, e) in zip(ids, _labels(tokenizer, ids), offsets):
-        if offset >= 0 and e > s and s < offset + len(prompt) and e > offset:
-            lo, hi = max(s - offset, 0), min(e - offset, len(prompt))
-            first = next((c for c in range(lo, hi) if not prompt[c].isspace()), lo)
-            tokens.append(Token(tid, label, "prompt" if first < user_end else "template", "prompt", lo, hi))
-        else:
+        piece = next((p for p in pieces if e > s and s < p[0] + p[2] and e > p[0]), None)
+        if piece is None:
             tokens.append(Token(tid, label, "template", None, None, None))
+            continue
+        at, start, length = piece
+        lo, hi = start + max(s - at, 0), start + min(e - at, length)
+        first = next((c for c in range(lo, hi) if not text[c].isspace()), lo)
+        tokens.append(Token(tid, label, "prompt" if first < user_end else "template", "prompt", lo, hi))
     return tokens, use_template
 
 
-def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bool = True,
+def build_sequence(tokenizer, prompt: Prompt, response: str = "", chat_template: bool = True,
                    spans: ResponseSpans | None = None) -> TokenSequence:
     """Tokenise `prompt` (inside the chat template when it has one and `chat_template`) followed by
     `response`; roles from `spans` (detected from the response when not given). Text the tool added to
     the prompt (`scaffold_range`: the reasoning instruction) gets the template role, like the chat
-    template around it: it is not the user's prompt, and evidence never counts it."""
-    if not prompt.strip():
+    template around it: it is not the user's prompt, and evidence never counts it. `prompt` may be a
+    chat-messages list (`inputs.chat`): the sequence's prompt is then its `prompt_text`, and
+    `messages` keeps the list."""
+    text = prompt_text(prompt)
+    if not text.strip():
         raise ValueError("the prompt is empty")
     tokens, use_template = _prompt_tokens(tokenizer, prompt, chat_template)
     spans = spans or detect_spans(response)
@@ -135,7 +150,8 @@ def build_sequence(tokenizer, prompt: str, response: str = "", chat_template: bo
         for tid, label, (s, e) in zip(r_ids, _labels(tokenizer, r_ids), r_offsets):
             in_answer = answer is not None and s < answer[1] and e > answer[0]
             tokens.append(Token(tid, label, "answer" if in_answer else "reasoning", "response", s, e))
-    return TokenSequence(prompt=prompt, response=response, tokens=tokens, chat_template=use_template, spans=spans)
+    return TokenSequence(prompt=text, response=response, tokens=tokens, chat_template=use_template, spans=spans,
+                         messages=check_messages(prompt) if is_messages(prompt) else None)
 
 
 _PUNCT = set(string.punctuation)

@@ -1,4 +1,5 @@
-"""Optional generation step: let the model write a response (reasoning, then answer) greedily."""
+"""Optional generation step: let the model write a response (reasoning, then answer), greedily unless
+`Sampling` asks for sampling."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Callable
 
 import torch
 
+from ..inputs.chat import Prompt, check_messages, is_messages, with_last_user_text
 from ..inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION  # noqa: F401 - re-exported
 
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
@@ -17,9 +19,38 @@ _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", r
 
 @dataclass(frozen=True)
 class Generated:
-    prompt: str  # the prompt as the model saw it (with the reasoning instruction when one was added)
+    prompt: Prompt  # the prompt as the model saw it (with the reasoning instruction when one was added)
     response: str
     seconds: float
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How to pick each new token: greedy (the default), or sampled with `temperature` / `top_p`; `seed` makes a
+    sampled response repeatable (the global RNG is left as it was)."""
+
+    do_sample: bool = False
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self):
+        if not self.do_sample and (self.temperature is not None or self.top_p is not None):
+            raise ValueError("temperature and top_p apply only when sampling: pass do_sample=True too")
+        if self.temperature is not None and not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    def generate_kwargs(self) -> dict:
+        """The keywords for transformers' ``generate``."""
+        chosen = {"temperature": self.temperature, "top_p": self.top_p}
+        return {"do_sample": self.do_sample, **{k: v for k, v in chosen.items() if v is not None}}
+
+    def record(self, max_new_tokens: int) -> dict:
+        """What a `Trace` records of the generation (``extra["generation"]``)."""
+        return {"max_new_tokens": max_new_tokens, "do_sample": self.do_sample, "temperature": self.temperature,
+                "top_p": self.top_p, "seed": self.seed}
 
 
 def context_length(loaded) -> int | None:
@@ -33,10 +64,15 @@ def has_thinking_mode(tokenizer) -> bool:
     return "<think>" in (getattr(tokenizer, "chat_template", None) or "")
 
 
-def prompt_for_generation(tokenizer, prompt: str, reasoning_instruction: bool = False) -> str:
+def prompt_for_generation(tokenizer, prompt: Prompt, reasoning_instruction: bool = False) -> Prompt:
     """The prompt as traced. With `reasoning_instruction`, `REASONING_INSTRUCTION` is appended for models
     without a thinking mode, unless the prompt already asks for step-by-step reasoning or an answer
-    format; its tokens get the template role (`inputs.scaffold_range`), so no evidence ever counts them."""
+    format; its tokens get the template role (`inputs.scaffold_range`), so no evidence ever counts them.
+    For a chat-messages list the instruction goes at the end of the last (user) message."""
+    if is_messages(prompt):
+        messages = check_messages(prompt)
+        last = prompt_for_generation(tokenizer, messages[-1]["content"], reasoning_instruction)
+        return with_last_user_text(messages, last)
     if reasoning_instruction and not has_thinking_mode(tokenizer) and not _ASKS_ALREADY.search(prompt):
         return f"{prompt.rstrip()}{INSTRUCTION_SEPARATOR}{REASONING_INSTRUCTION}"
     return prompt
@@ -63,20 +99,25 @@ class TextStream:
 
 @torch.no_grad()
 def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
-                      on_text: Callable[[str, int], None] | None = None) -> str:
-    """Greedy (by default) continuation of `input_ids`, decoded without special tokens; `on_text` sees the
-    text so far after each new token (`TextStream`)."""
+                      on_text: Callable[[str, int], None] | None = None, sampling: Sampling | None = None) -> str:
+    """Greedy (by default, or as `sampling` says) continuation of `input_ids`, decoded without special tokens;
+    `on_text` sees the text so far after each new token (`TextStream`)."""
+    sampling = sampling or Sampling(do_sample=do_sample)
     ids = torch.tensor([input_ids], device=loaded.device)
     tok = loaded.tokenizer
     streamer = TextStream(tok, on_text) if on_text else None
-    out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                do_sample=do_sample, pad_token_id=tok.pad_token_id or tok.eos_token_id,
-                                streamer=streamer)
+    cuda = [loaded.device] if loaded.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda, enabled=sampling.seed is not None):
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+        out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                    pad_token_id=tok.pad_token_id or tok.eos_token_id, streamer=streamer,
+                                    **sampling.generate_kwargs())
     return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
 
-def generation_ids(loaded, prompt: str, max_new_tokens: int = 256, chat_template: bool = True,
-                   reasoning_instruction: bool = False) -> tuple[str, list[int]]:
+def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_template: bool = True,
+                   reasoning_instruction: bool = False) -> tuple[Prompt, list[int]]:
     """``(prompt as generated from, its token ids)``; refuses when the prompt plus `max_new_tokens` would not
     fit the model's context."""
     from ..inputs import build_sequence
@@ -92,12 +133,14 @@ def generation_ids(loaded, prompt: str, max_new_tokens: int = 256, chat_template
     return prompt, list(ids)
 
 
-def generate(loaded, prompt: str, *, max_new_tokens: int = 256, chat_template: bool = True,
-             reasoning_instruction: bool = False, on_text: Callable[[str, int], None] | None = None) -> Generated:
+def generate(loaded, prompt: Prompt, *, max_new_tokens: int = 256, chat_template: bool = True,
+             reasoning_instruction: bool = False, on_text: Callable[[str, int], None] | None = None,
+             sampling: Sampling | None = None) -> Generated:
     """Let the model answer `prompt` (with its chat template when `chat_template`); refuses before generating
     when the prompt plus `max_new_tokens` would not fit the model's context. `on_text(text, n_tokens)` sees
-    the response as it grows, one call per new token, and may raise to stop the generation."""
+    the response as it grows, one call per new token, and may raise to stop the generation. `sampling`:
+    greedy when not given."""
     prompt, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
     start = time.perf_counter()
-    response = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text)
+    response = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text, sampling=sampling)
     return Generated(prompt, response, time.perf_counter() - start)

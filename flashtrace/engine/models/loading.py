@@ -59,15 +59,32 @@ class LoadedModel:
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
+AUTO = "auto"  # dtype="auto": the dtype the checkpoint's config names (float32 when it names none)
+DType = str | torch.dtype | None
 
 
-def _dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+def _dtype(dtype: DType) -> torch.dtype | None:
+    """A torch dtype for `dtype` (a torch.dtype, a name such as ``bfloat16``/``bf16``/``torch.float16``), None for
+    ``"auto"``; float32 when not given."""
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype or torch.float32
+    name = str(dtype).removeprefix("torch.")
+    if name == AUTO:
+        return None
+    found = _DTYPES.get(name, getattr(torch, name, None) if name.isidentifier() else None)
+    if not isinstance(found, torch.dtype) or not found.is_floating_point:
+        raise ModelLoadError(f"unknown dtype {dtype!r}; use 'auto', a torch floating dtype, or one of "
+                             f"{', '.join(_DTYPES)}")
+    return found
+
+
+def _config_dtype(config) -> torch.dtype:
+    """The dtype a checkpoint's config names (``dtype``, formerly ``torch_dtype``), float32 when none."""
+    named = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None)
     try:
-        return _DTYPES[dtype]
-    except KeyError:
-        raise ModelLoadError(f"unknown dtype '{dtype}'; use one of {', '.join(_DTYPES)}") from None
+        return _dtype(named) or torch.float32
+    except ModelLoadError:
+        return torch.float32
 
 
 def default_tokenizer():
@@ -79,13 +96,16 @@ def default_tokenizer():
 def load_model(
     name: str | torch.nn.Module = DEFAULT_ALIAS,
     device: str | None = None,
-    dtype: str | torch.dtype | None = None,
+    dtype: DType = None,
     trust_remote_code: bool = False,
     device_map: str | None = None,
     seed: int = 0,
     allow_pickle: bool = False,
     tokenizer: object | None = None,
     verify: bool = True,
+    *,
+    revision: str | None = None,
+    **from_pretrained_kwargs,
 ) -> LoadedModel:
     """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
@@ -94,15 +114,30 @@ def load_model(
     allocated. Remote code and pickle-based weight files are refused unless `trust_remote_code` /
     `allow_pickle` is set.
 
+    `dtype`: a torch dtype or its name (``"bfloat16"``, ``"bf16"``, ``"torch.float16"``), or ``"auto"`` for the
+    dtype the checkpoint's config names; float32 when not given (``torch_dtype=`` is accepted as its old name).
+    `revision` (a branch, tag or commit of a hub model) and any other keyword (``attn_implementation``,
+    ``low_cpu_mem_usage``, a config override, ...) go to transformers' ``from_pretrained``.
+
     `name` may also be a model you already loaded (a transformers causal LM), passed with its
-    `tokenizer`: see `wrap_model`; the other arguments are then ignored.
+    `tokenizer`: see `wrap_model`. It is used as it is: a `dtype` or `device` other than the model's is
+    refused (`ModelLoadError`), as are `revision`, `device_map` and ``from_pretrained`` keywords.
 
     With `verify` (default) the decomposition identity is checked on a short input before the model
     is returned (`models.verify`, one short forward pass); a model whose attention output it does not
     reproduce raises `UnsupportedModelError`. `verify=False` skips it for speed-critical use."""
     if isinstance(name, LoadedModel):
         return name
-    loaded = _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, tokenizer)
+    if "torch_dtype" in from_pretrained_kwargs:  # transformers' former name for dtype
+        if dtype is not None:
+            raise ModelLoadError("pass dtype= or torch_dtype= (its former name), not both")
+        dtype = from_pretrained_kwargs.pop("torch_dtype")
+    if isinstance(name, torch.nn.Module):
+        _check_object_arguments(name, device, dtype, device_map, revision, from_pretrained_kwargs)
+        loaded = wrap_model(name, tokenizer)
+    else:
+        hub = dict(from_pretrained_kwargs, revision=revision) if revision else dict(from_pretrained_kwargs)
+        loaded = _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, hub)
     if verify:
         from .verify import verify_decomposition
 
@@ -114,48 +149,62 @@ def load_model(
     return loaded
 
 
-def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, tokenizer) -> LoadedModel:
-    if isinstance(name, torch.nn.Module):
-        return wrap_model(name, tokenizer)
-    from transformers import AutoConfig
+def _check_object_arguments(model, device, dtype, device_map, revision, kwargs: dict) -> None:
+    """`ModelLoadError` for arguments that would change a model object passed in (it is used as it is)."""
+    given = [k for k, v in (("device_map", device_map), ("revision", revision)) if v] + sorted(kwargs)
+    if given:
+        raise ModelLoadError(f"{', '.join(given)} apply when loading by name or folder; this model object is "
+                             "already loaded (pass the model's name instead, or leave them out)")
+    have = next(model.parameters()).dtype
+    want = _dtype(dtype) if dtype is not None else None
+    if want is not None and want != have:
+        raise ModelLoadError(f"the model you passed is {str(have).removeprefix('torch.')}, not "
+                             f"{str(want).removeprefix('torch.')}: FlashTrace does not convert a model object; "
+                             f"convert it yourself (model.to({want})) or leave dtype out")
+    where = next(model.parameters()).device
+    if device is not None and torch.device(device).type != where.type:
+        raise ModelLoadError(f"the model you passed is on {where}, not {device}: FlashTrace does not move a model "
+                             f"object; move it yourself (model.to('{device}')) or leave device out")
+
+
+def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle, hub: dict) -> LoadedModel:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     torch_dtype = _dtype(dtype)
     check_device(device)
-    if name in TINY_ALIASES:
-        tokenizer = default_tokenizer()
-        model = build_tiny_model(TINY_ALIASES[name], tokenizer, seed=seed).to(torch_dtype)
-        loaded = LoadedModel(model, tokenizer, spec_for(model), name)
-        return _place(loaded, device)
-    if name in SHAPED_CONFIGS:
-        check_weights_fit(name, shaped_config(name), torch_dtype, device)
-        model = build_shaped_model(name, torch_dtype, device)
-        return LoadedModel(model, default_tokenizer(), spec_for(model), name)
+    if name in TINY_ALIASES or name in SHAPED_CONFIGS:
+        return _built(name, torch_dtype or torch.float32, device, seed)
     source = str(ensure_default_model()) if name == DEFAULT_ALIAS else name
     local = Path(source).expanduser()
     offline_hint = (f"'{name}' is neither a local folder nor a model available offline; "
                     f"use the built-in '{DEFAULT_ALIAS}', a tiny-<family> model, or a folder with config.json")
     if not local.is_dir() and not _hub_reachable(source):
         raise ModelLoadError(offline_hint + " (the Hugging Face hub cannot be reached)")
-    if local.is_dir():
-        config = _local_config(local, trust_remote_code)
-    else:
-        try:
-            config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
+    config = _config(local, source, trust_remote_code, hub.get("revision"), offline_hint)
     spec_for_model_type(getattr(config, "model_type", "unknown"))
+    torch_dtype = torch_dtype or _config_dtype(config)
     kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=ATTN_IMPLEMENTATION,
                   use_safetensors=_has_safetensors(local, allow_pickle) if local.is_dir() else None)
     if not device_map:
         check_weights_fit(name, config, torch_dtype, device)
     if device_map:
         kwargs["device_map"] = device_map
-    model, tokenizer = _read_model(str(local) if local.is_dir() else source, local.is_dir(), kwargs,
+    model, tokenizer = _read_model(str(local) if local.is_dir() else source, local.is_dir(), {**kwargs, **hub},
                                    trust_remote_code, offline_hint)
     loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), DEFAULT_ALIAS if name == DEFAULT_ALIAS else name)
     return loaded if device_map else _place(loaded, device)
+
+
+def _built(name: str, torch_dtype: torch.dtype, device: str | None, seed: int) -> LoadedModel:
+    """A random-weight model built here: ``tiny-<family>`` or a real-shaped ``random-...`` one."""
+    if name in TINY_ALIASES:
+        tokenizer = default_tokenizer()
+        model = build_tiny_model(TINY_ALIASES[name], tokenizer, seed=seed).to(torch_dtype)
+        return _place(LoadedModel(model, tokenizer, spec_for(model), name), device)
+    check_weights_fit(name, shaped_config(name), torch_dtype, device)
+    model = build_shaped_model(name, torch_dtype, device)
+    return LoadedModel(model, default_tokenizer(), spec_for(model), name)
 
 
 def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = None) -> LoadedModel:
@@ -174,6 +223,18 @@ def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = Non
     spec = spec_for(model)
     label = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
     return LoadedModel(model, tokenizer, spec, str(label))
+
+
+def _config(local: Path, source: str, trust_remote_code: bool, revision: str | None, offline_hint: str):
+    """The config of a local folder (`_local_config`) or of a hub model at `revision`."""
+    from transformers import AutoConfig
+
+    if local.is_dir():
+        return _local_config(local, trust_remote_code)
+    try:
+        return AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code, revision=revision)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{offline_hint} ({type(exc).__name__})") from None
 
 
 def _local_config(folder: Path, trust_remote_code: bool):
@@ -224,7 +285,8 @@ def _read_model(where: str, local: bool, kwargs: dict, trust_remote_code: bool, 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # transformers' multi-line load report would precede our one line
     try:
-        tokenizer = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code,
+                                                  revision=kwargs.get("revision"))
         model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except OSError as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
