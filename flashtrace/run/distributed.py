@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
+from ..base.install import extra_hint
 
 FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
 CONNECT_TIMEOUT_S = 5.0  # a cluster address must accept a TCP connection within this
@@ -79,7 +80,7 @@ def _import_ray():
     try:
         import ray
     except ImportError:
-        raise RayUnavailableError("--ray needs Ray: pip install 'flashtrace-studio[ray]'") from None
+        raise RayUnavailableError(f"--ray needs Ray; {extra_hint('ray')}") from None
     return ray
 
 

@@ -1,6 +1,6 @@
 """Where the Streamlit app's files are: the top level of a source checkout (``app.py``, ``pages/``,
 ``.streamlit/``, ``assets/gallery/``), or the copy of them a wheel carries in ``flashtrace/_app/``
-(made by ``setup.py`` when the wheel is built), so ``pip install flashtrace-studio`` then
+(made by ``setup.py`` when the wheel is built), so installing the built wheel then
 ``flashtrace app`` works outside a checkout."""
 
 from __future__ import annotations

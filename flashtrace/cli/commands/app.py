@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -20,8 +21,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ...base.install import extra_hint
     from ...store.app_files import READ_ONLY_ENV, app_root
 
+    if importlib.util.find_spec("streamlit") is None:
+        raise RuntimeError(f"the app needs Streamlit; {extra_hint('app')}")
     root = app_root()
     if args.read_only:
         os.environ[READ_ONLY_ENV] = "1"  # the server (exec'd below) inherits it

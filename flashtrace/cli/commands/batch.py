@@ -44,7 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads without --ray (on a busy "
                         "machine 1 can be much faster than 2; a Ray worker uses --num-cpus-per-worker threads)")
     parser.add_argument("--device", default=None, help="torch device without --ray (Ray GPU workers use their GPU)")
-    ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
+    ray = parser.add_argument_group("Ray (the ray extra: README, Install)")
     ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                      help="run on Ray: alone, a cluster started on this machine for the run; 'auto' joins the "
                           "cluster of `ray start --head`; or ray://HOST:10001")

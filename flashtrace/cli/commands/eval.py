@@ -40,7 +40,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--report-only", action="store_true", help="only rebuild the summary and charts of --out")
     parser.add_argument("--no-plots", action="store_true", help="skip the charts (report.html, metrics.png, deletion_curves.png)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ray = parser.add_argument_group("Ray (pip install 'flashtrace-studio[ray]')")
+    ray = parser.add_argument_group("Ray (the ray extra: README, Install)")
     ray.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                      help="run the examples on Ray: alone, a cluster started on this machine for the run; 'auto' "
                           "joins the cluster of `ray start --head`; or ray://HOST:10001")

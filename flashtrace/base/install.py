@@ -1,0 +1,25 @@
+"""What is installed: the package's version (from its metadata) and how to add an optional extra."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+DISTRIBUTION = "flashtrace-studio"
+
+
+def version() -> str:
+    """The installed version of flashtrace-studio ("0+unknown" when run from a checkout never installed)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def extra_hint(extra: str) -> str:
+    """The command that adds an optional extra (``app``, ``eval``, ``ray``): the wheel installed again with
+    ``[extra]`` (the package is not on PyPI; README, Install)."""
+    wheel = f"flashtrace_studio-{version()}-py3-none-any.whl"
+    return f"install the wheel again with the {extra} extra: pip install '{wheel}[{extra}]' (README, Install)"
+
+
+__all__ = ["version", "extra_hint", "DISTRIBUTION"]
