@@ -32,9 +32,16 @@ def _notebook_view(name: str):
     return view
 
 
+def _repr_line(trace: Trace) -> str:
+    from .analysis.summary import trace_line  # numpy and the analysis load when a trace is first shown
+
+    return trace_line(trace)
+
+
+register_views(repr=_repr_line)
 register_views(**{view: _notebook_view(function) for view, function in (
     ("html", "trace_html"), ("heatmap", "heatmap"), ("hop_graph", "hop_graph"), ("compare_depths", "compare_depths"),
-    ("to_pandas", "to_pandas"))})
+    ("to_pandas", "to_pandas"), ("show", "show"))})
 
 
 def trace(*args, **kwargs) -> Trace:

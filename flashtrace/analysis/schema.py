@@ -262,6 +262,36 @@ class Trace(_Strict):
         """A pandas table, one row per token: text, role, offsets, final and prompt scores, per-hop contributions."""
         return _view("to_pandas")(self)
 
+    def show(self, k: int = 10, console=None) -> None:
+        """Display the trace: the HTML view in a notebook, coloured text (``rich``) in a terminal or on `console`."""
+        return _view("show")(self, k, console)
+
+    def scores_array(self, which: Literal["final", "prompt"] = "final"):
+        """The scores as a NumPy array ``[n_tokens]`` (float64): ``final`` (the combined attribution over
+        every token) or ``prompt`` (normalised over the user's prompt tokens, 0 elsewhere)."""
+        import numpy as np
+
+        if which not in ("final", "prompt"):
+            raise ValueError(f"which must be 'final' or 'prompt', got {which!r}")
+        return np.asarray(getattr(self.scores, which), dtype=np.float64)
+
+    def hop_array(self, field: Literal["contribution", "weights", "raw"] = "contribution"):
+        """The hops as a NumPy array ``[n_hops + 1, n_tokens]`` (float64): row k is hop k's ``contribution``
+        (its additive share of the final scores), ``weights`` (what it attributed) or ``raw`` attribution."""
+        import numpy as np
+
+        if field not in ("contribution", "weights", "raw"):
+            raise ValueError(f"field must be 'contribution', 'weights' or 'raw', got {field!r}")
+        return np.asarray([getattr(h, field) for h in self.hops], dtype=np.float64).reshape(len(self.hops),
+                                                                                            self.n_tokens)
+
+    def __repr__(self) -> str:
+        """One line (at most 200 characters): model, tokens, hops, target and the top prompt sentence."""
+        line = _VIEWS.get("repr")  # `analysis.summary.trace_line`, registered when flashtrace is imported
+        return line(self) if line else f"<Trace {self.model.name[:60]} · {self.n_tokens:,} tokens>"
+
+    __str__ = __repr__
+
     def top_prompt_tokens(self, k: int = 10) -> list[tuple[int, str, float]]:
         """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``."""
         ranked = sorted(self.positions("prompt"), key=lambda i: -self.scores.prompt[i])

@@ -65,6 +65,13 @@ def chip_color(cls: str, t: float) -> str:
     return f"rgba({r},{g},{b},{_ramp(CHIP_ALPHA, t):.3f})"
 
 
+def chip_solid(cls: str, t: float) -> str:
+    """`chip_color` made opaque over white, as ``rgb(r,g,b)`` (for a terminal, which has no alpha)."""
+    alpha = _ramp(CHIP_ALPHA, t)
+    r, g, b = (round(255 + alpha * (c - 255)) for c in hex_to_rgb(CHIP_BASE[cls]))
+    return f"rgb({r},{g},{b})"
+
+
 def chip_gradient(cls: str) -> str:
     """A CSS linear gradient through the text view's colours of `cls`, from 0 to the top of the scale."""
     return "linear-gradient(to right, " + ", ".join(f"{chip_color(cls, t)} {t * 100:.0f}%" for t, _a in CHIP_ALPHA) + ")"

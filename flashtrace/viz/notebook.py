@@ -25,10 +25,11 @@ def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
     prompt attribution. Every piece of text is escaped; nothing is fetched from outside."""
     from .tokens import tokens_html
 
-    s, m, facts = trace.settings, trace.model, analyse(trace)
+    from .terminal import about_line
+
+    facts = analyse(trace)
     title = trace.title or "FlashTrace trace"
-    about = (f"{m.name} · {s.method} · {s.hops} hop{'s' if s.hops != 1 else ''} · {trace.n_tokens:,} tokens · "
-             f"target tokens {s.target[0]}–{s.target[1] - 1}")
+    about = about_line(trace)
     cell = "padding:2px 8px;text-align:left"
     last = len(facts.depths) - 1
     tokens = [{"position": str(i), "token": repr(trace.tokens[i].text),
@@ -76,15 +77,16 @@ def compare_depths(trace: Trace, view: str = "added", shared: bool = True):
 
 def to_pandas(trace: Trace):
     """One row per token: position, text, role, character offsets, the final attribution, the prompt
-    score (normalised over the user's prompt; 0 elsewhere) and each hop's additive contribution."""
+    score (normalised over the user's prompt; 0 elsewhere) and each hop's additive contribution. The
+    offsets are nullable integers (``Int64``): a template token has none (``<NA>``)."""
     import pandas as pd
 
     table = pd.DataFrame({
         "position": range(trace.n_tokens),
         "token": [t.text for t in trace.tokens],
         "role": [t.role for t in trace.tokens],
-        "start": [t.start for t in trace.tokens],
-        "end": [t.end for t in trace.tokens],
+        "start": pd.array([t.start for t in trace.tokens], dtype="Int64"),  # None (template tokens): <NA>
+        "end": pd.array([t.end for t in trace.tokens], dtype="Int64"),
         "final": trace.scores.final,
         "prompt_score": trace.scores.prompt,
     })
@@ -93,4 +95,11 @@ def to_pandas(trace: Trace):
     return table.set_index("position")
 
 
-__all__ = ["trace_html", "heatmap", "hop_graph", "compare_depths", "to_pandas"]
+def show(trace: Trace, k: int = 10, console=None) -> None:
+    """`terminal.show`: the HTML view in a notebook, coloured text (rich) in a terminal."""
+    from .terminal import show as draw
+
+    draw(trace, k, console)
+
+
+__all__ = ["show", "trace_html", "heatmap", "hop_graph", "compare_depths", "to_pandas"]
