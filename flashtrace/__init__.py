@@ -44,11 +44,20 @@ register_views(**{view: _notebook_view(function) for view, function in (
     ("to_pandas", "to_pandas"), ("show", "show"))})
 
 
-def trace(*args, **kwargs) -> Trace:
-    """`flashtrace.run.tracing.trace`: prepare and attribute in one call (imports the engine on first use)."""
+def trace(model, prompt, response=None, *, generate=False, max_new_tokens=256, chat_template=True,
+          reasoning_instruction=False, do_sample=False, temperature=None, top_p=None, seed=None, **options):
+    """Prepare and attribute in one call (`flashtrace.run.tracing.trace`; imports the engine on first use).
+
+    `model`: a `LoadedModel` or a name for `load_model`. `prompt`: a string, a chat-messages list, or a list
+    of those (then `response` is a list too, or None to generate, and a list of Traces is returned).
+    `generate=True` lets the model write the response (greedy, or sampled with ``do_sample=True`` and
+    `temperature`, `top_p`, `seed`; at most `max_new_tokens`). `options` go to `attribute`: ``hops``,
+    ``target``, ``method``, ``steps``, ``stop_tokens``, ``hop0``, ``title``, ``options``, ... ."""
     from .run.tracing import trace as run
 
-    return run(*args, **kwargs)
+    return run(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
+               chat_template=chat_template, reasoning_instruction=reasoning_instruction, do_sample=do_sample,
+               temperature=temperature, top_p=top_p, seed=seed, **options)
 
 
 __version__ = _version()  # from the installed metadata (pyproject.toml is the one source)

@@ -27,3 +27,15 @@ def test_dir_lists_loaded_and_lazy_names_and_unknown_names_are_refused():
     assert names == sorted(names) and {"span_aggregate", "recursive_hops", "__name__"} <= set(names)
     with pytest.raises(AttributeError, match=r"^module 'flashtrace.engine.attribution' has no attribute 'nope'$"):
         package.nope  # noqa: B018
+
+
+def test_flashtrace_trace_has_the_real_signature():
+    import inspect
+
+    import flashtrace
+    from flashtrace.run.tracing import trace as real
+
+    def shape(function):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    assert shape(flashtrace.trace) == shape(real)
