@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .limits import MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_SCORE, REL_TOL
 
 # The functions take a `schema.Trace` (and its records) but do not import schema, which imports them.
@@ -46,9 +48,12 @@ def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
     for name, vec in vectors.items():
         if len(vec) != n:
             raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
-        if any(v < 0 for v in vec):
+        if not vec:
+            continue
+        values = np.asarray(vec, dtype=np.float64)  # one pass in C: a 10,000-token trace has 10M step values
+        if values.min() < 0:
             raise ValueError(f"{name} has negative values")
-        if any(v > MAX_SCORE for v in vec):
+        if values.max() > MAX_SCORE:
             raise ValueError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
 
 
