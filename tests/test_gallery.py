@@ -82,6 +82,19 @@ def test_gallery_traces_carry_the_story_faithfulness_check():
         assert all(v <= 0 for v in [check["before"], check["top"], *check["random"]])  # log-probabilities
 
 
+def test_gallery_traces_store_step_influence_by_intervention():
+    for item in list_gallery():
+        trace = load_gallery_trace(item.name)
+        lo = trace.settings.target[0]
+        steps = [s.id for s in trace.segments if s.role == "reasoning" and s.end <= lo]
+        record = trace.interventions
+        assert record is not None and record.model == trace.model.name, item.name
+        assert [e.segments for e in record.edits if e.kind == "step"] == [[s] for s in steps], item.name
+        assert [e.kind for e in record.edits].count("random") == min(5, len(analyse(trace).pieces) - 1)
+        # scored unedited, the answer's log-probability is the deletion check's (another code path)
+        assert record.before == pytest.approx(trace.extra[FAITHFULNESS_KEY]["before"], abs=1e-4), item.name
+
+
 def test_unknown_gallery_name_is_refused():
     with pytest.raises(ValueError, match="no gallery trace named"):
         load_gallery_trace("../../etc/passwd")
@@ -111,6 +124,7 @@ def test_builder_with_a_tiny_model(tmp_path):
     row = json.loads((tmp_path / "index.json").read_text())[0]
     assert row["overlap"] == pytest.approx(_top10_overlap(trace)) and row["note"] == card_note(analyse(trace))
     assert trace.extra[FAITHFULNESS_KEY]["model"] == "tiny-llama"
+    assert trace.interventions.model == "tiny-llama" and trace.interventions.edits
     assert all(v == float(f"{v:.6g}") for v in trace.scores.final + trace.hops[1].raw)  # rounded, still valid
     with pytest.raises(ValueError, match="unknown gallery entries"):
         build_gallery(tmp_path, model="tiny-llama", only=["nope"])

@@ -2,7 +2,8 @@
 each task family, a free-form prompt, a long retrieval trace of more than 2,000 tokens, and four
 examples where deeper hops visibly change the prompt attribution, all from SmolLM2-135M-Instruct with
 step-level attribution (for the hop graph) and `HOPS` hops (for the hop-depth comparison). Each trace
-also stores the Story page's faithfulness check. Floats are rounded to 6 significant digits to keep the
+also stores the Story page's faithfulness check and the interventions (step influence by removal; top, random
+and gold sentence removal). Floats are rounded to 6 significant digits to keep the
 files small. `flashtrace.store.gallery` lists and opens what this writes.
 """
 
@@ -96,10 +97,11 @@ def round_floats(value, digits: int = 6):
 def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors), with
     its description (the card adds what the hops change, from the analysis), and the Story page's faithfulness
-    check (answer log-probability after deleting the top 10 % of prompt tokens vs 10 % at random)."""
+    check (answer log-probability after deleting the top 10 % of prompt tokens vs 10 % at random), and the
+    interventions (each reasoning step removed; the top, 5 random and the gold prompt sentences removed)."""
+    from ..run.interventions import intervene
     from ..run.tracing import attribute, prepare  # torch: only when building
     from .faithfulness import FAITHFULNESS_KEY, faithfulness_check
-
 
     extra = {"task": spec.task or "free-form", "description": spec.description}
     if spec.task:
@@ -115,6 +117,7 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
     data["extra"] = {"gallery": extra}
     rounded = Trace.from_dict(data)  # what ships: the check below reads exactly these numbers
     data["extra"][FAITHFULNESS_KEY] = round_floats(faithfulness_check(loaded, rounded))
+    data["interventions"] = round_floats(intervene(loaded, rounded).model_dump())
     return Trace.from_dict(data)
 
 
