@@ -39,9 +39,9 @@ def amplifying(path: Path, kind: str, size: int) -> Path:
 
 
 def without_segments(path: Path) -> Path:
-    """Defect 13: a valid trace with no segments (and so no step vectors)."""
+    """Defect 13: a valid trace with no segments (and so no step vectors and no interventions)."""
     data = gallery_data("free-form")
-    data["segments"], data["steps"] = None, None
+    data["segments"], data["steps"], data["interventions"] = None, None, None
     return _write(path, data)
 
 
