@@ -34,7 +34,7 @@ def _table(info) -> None:
             for seg_id, label, drop, graph in zip(info.ids, info.labels, info.drops, info.graph)]
     st.dataframe(rows, hide_index=True, key="intervention_table", column_config={
         "step": st.column_config.TextColumn("reasoning step", width="large"),
-        "drop": st.column_config.NumberColumn("drop when removed", format="%.3f", help=f"{DROP}"),
+        "drop": st.column_config.NumberColumn("drop when removed", format="%.3f", help=ui.plain(DROP)),
         "graph": st.column_config.NumberColumn("hop-graph influence", format="percent",
                                                help="influence through the step graph, of the answer's attribution")})
 

@@ -109,8 +109,8 @@ class LiveProgress:
         share = done / total if total else 1.0
         what = "attribution" if phase == "attribution" else f"deletion curve {share:.0%}"
         overall = (self.index + (0.1 if phase == "attribution" else 0.1 + 0.9 * share)) / self.count
-        self.bar.progress(min(overall, 1.0), text=f"{method} ({self.index + 1:d} of {self.count:d}): {what}"
-                          + self._left(phase, share, now))  # md-ok: registry names and numbers
+        self.bar.progress(min(overall, 1.0), text=f"{method} ({self.index + 1:d} of {self.count:d}): {what}"  # md-ok
+                          + self._left(phase, share, now))  # md-ok: registry names, a phase and numbers
 
 
 def comparison_plan(trace, pending: list[str], first: bool, warm: bool):

@@ -12,7 +12,7 @@ from flashtrace.app.ui import WORD_JOINER, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")),  # every page, and every module that draws
-         *(p for p in sorted((ROOT / "flashtrace").glob("*.py")) if "import streamlit" in p.read_text(encoding="utf-8"))]
+         *(p for p in sorted((ROOT / "flashtrace").rglob("*.py")) if "import streamlit" in p.read_text(encoding="utf-8"))]
 # elements whose first argument is rendered as Markdown
 BODY_SINKS = {"caption", "error", "warning", "info", "success", "markdown", "subheader", "header", "title", "toast",
               "expander", "status", "spinner", "button", "checkbox", "toggle", "radio", "selectbox", "multiselect",
