@@ -62,7 +62,9 @@ def test_hostile_trace_fields_show_as_literal_text(tmp_path, listener):
         "title": bad["title"], "model": base.model.model_copy(update={"name": bad["model"], "family": bad["family"]}),
         "settings": base.settings.model_copy(update={"method": bad["method"]}),
         "segments": [s.model_copy(update={"id": renamed[s.id]}) for s in base.segments],
-        "steps": base.steps.model_copy(update={"vectors": {renamed[k]: v for k, v in base.steps.vectors.items()}})})
+        "steps": base.steps.model_copy(update={"vectors": {renamed[k]: v for k, v in base.steps.vectors.items()}}),
+        "interventions": base.interventions.model_copy(update={"edits": [  # its edits name the segments too
+            e.model_copy(update={"segments": [renamed[i] for i in e.segments]}) for e in base.interventions.edits]})})
     library = tmp_path / "library"
     name = Library(library).save(trace, "hostile_name_")
     (library / "broken.json").write_text('{"schema_version": "![e](http://127.0.0.1:%d/error.png) :red[E]"}' % port)
