@@ -32,12 +32,14 @@ GPU_SPEEDUP = 40.0  # rough factor for CUDA devices (uncalibrated; shown as such
 WARMUP_S = 0.3  # a process's first forward pass and attribution (allocator, kernels, lazy imports)
 LOAD_BASE_S = 0.3  # reading a model's config and tokenizer, building the module
 LOAD_BYTES_PER_S = 1.5e9  # reading safetensors weights
-RUN_OVERHEAD_S = 0.005  # tokenising, segments, building and validating the Trace
+RUN_OVERHEAD_S = 0.25  # tokenising, the chat template, segments, building and validating the Trace
+# (benchmarks/estimate_accuracy.py, idle: a 66-token trace took 0.44 s where 0.005 s predicted 0.16 s)
 PER_TOKEN_OVERHEAD_S = 2e-5
 THREAD_WAIT_S = 0.13  # per layer and unit of load per core, per extra thread, on an oversubscribed CPU
 SCORE_FLOPS_PER_S = 7.0e10  # forward passes that only score: no recording, no autograd, batched
 DECODE_BYTES_PER_S = 2.0e10  # a generation step reads every weight once
-DECODE_LAYER_OVERHEAD_S = 4e-4  # per layer per generation step: kernel launches, the key/value cache, Python
+DECODE_LAYER_OVERHEAD_S = 1.6e-3  # per layer per generation step: kernel launches, the key/value cache, Python
+# (estimate_accuracy, idle: 64 new tokens ran 2.2-3.1 s longer than 4e-4 predicted, at 113 to 2,039 tokens)
 RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by this
 
 
