@@ -49,19 +49,17 @@ class GallerySpec:
 _ANSWER_ONLY = ("Traced with hop 0 over the answer alone (the paper's formulation, the API's default) to show what "
                 "the hops do when hop 0 does not read the reasoning.")
 
+
+def _vartrack_answer(seed: int, links: int = 4) -> GallerySpec:
+    """A variable-tracking trace with hop 0 over the answer alone (the gallery's hop-story group)."""
+    extra = "" if links == 4 else f", {links} links"
+    return GallerySpec(f"vartrack-answer-{seed}", f"Variable tracking, hop 0 over the answer (seed {seed}{extra})",
+                       f"A chain of {links} variable assignments among distractor chains. " + _ANSWER_ONLY,
+                       task="vartrack", seed=seed, length=300, options={"hops": links}, hop0="answer")
+
+
 GALLERY: tuple[GallerySpec, ...] = (
-    GallerySpec("vartrack-answer-11", "Variable tracking, hop 0 over the answer (seed 11)",
-                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
-                seed=11, length=300, options={"hops": 4}, hop0="answer"),
-    GallerySpec("vartrack-answer-15", "Variable tracking, hop 0 over the answer (seed 15)",
-                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
-                seed=15, length=300, options={"hops": 4}, hop0="answer"),
-    GallerySpec("vartrack-answer-35", "Variable tracking, hop 0 over the answer (seed 35)",
-                "A chain of 4 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
-                seed=35, length=300, options={"hops": 4}, hop0="answer"),
-    GallerySpec("vartrack-answer-44", "Variable tracking, hop 0 over the answer (seed 44, 3 links)",
-                "A chain of 3 variable assignments among distractor chains. " + _ANSWER_ONLY, task="vartrack",
-                seed=44, length=300, options={"hops": 3}, hop0="answer"),
+    _vartrack_answer(11), _vartrack_answer(15), _vartrack_answer(35), _vartrack_answer(44, links=3),
     GallerySpec("arithmetic", "Arithmetic word problem", "A 3-step word problem among distractor quantities; "
                 "gold = the numbers the answer depends on.", task="arithmetic", seed=3, length=220, options={"steps": 3}),
     GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; the "
