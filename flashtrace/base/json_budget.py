@@ -13,7 +13,7 @@ refused it. Here:
   upper estimate from the counts of values, strings, numbers and containers) taking more than
   ``PARSE_FACTOR`` times its size plus ``PARSE_CONSTANT``.
 
-The shape is read from a skeleton: string contents removed (found chunk by chunk with numpy, so the
+The shape is read from a skeleton: string contents removed (one regular-expression pass, so the
 skeleton never takes more than the text), then the innermost arrays and objects counted and collapsed
 to one placeholder, one regular-expression pass per nesting level.
 """
@@ -23,21 +23,22 @@ from __future__ import annotations
 import codecs
 import re
 
-import numpy as np
 
 MAX_DEPTH = 48  # a trace nests 4 levels, plus 16 in its free-form `extra`
 MAX_ELEMENTS = 1_000_000  # values in one array or object
 PARSE_FACTOR = 8  # the parsed objects may take this many times the text's size, plus PARSE_CONSTANT (valid
 PARSE_CONSTANT = 4 * 2**20  # traces are estimated at 4.5-6.5 times: a token record ~12 times its JSON, a float ~4)
 SHARED_KEYS = 64  # objects with at most this many members are records whose keys repeat (not counted)
-CHUNK = 1 << 16  # bytes decoded or scanned at a time (the scan takes ~25 times a chunk in numpy temporaries)
+CHUNK = 1 << 16  # bytes decoded at a time
 _INNERMOST = re.compile(rb"[\[{][^\[\]{}]*[\]}]")
 _NOT_SPACE = re.compile(rb"[^ \t\r\n]")
-_CHILD = b"@"  # a collapsed container (never in a skeleton: strings are blanked, '@' is not JSON syntax)
+_CONTENT = re.compile(rb'[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*', re.DOTALL)  # a string's content, escapes and all
+_STRING = re.compile(rb'"' + _CONTENT.pattern + rb'(?:"|\Z)', re.DOTALL)  # a string, to its closing quote or the end
+_BACKSLASH = ord("\\")
+_CHILD = b"@"  # a collapsed container (never in a skeleton outside strings, '@' is not JSON syntax)
 # CPython sizes on 64-bit: a list slot, a dict entry (with its share of the hash table), an int or float, a
 # str header, a list and a dict header
 _SLOT, _ENTRY, _NUMBER, _STR, _LIST, _DICT = 8, 48, 32, 56, 56, 64
-_QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
 class JsonBudgetError(ValueError):
@@ -67,39 +68,36 @@ def json_text(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _real_quotes(chunk: np.ndarray, carry_backslashes: int) -> np.ndarray:
-    """Positions of the quotes in `chunk` that are not escaped (an even run of backslashes before them);
-    `carry_backslashes`: the run of backslashes that ended the previous chunk."""
-    quotes = np.flatnonzero(chunk == _QUOTE)
-    if not len(quotes):
-        return quotes
-    backslash = chunk == _BACKSLASH
-    index = np.arange(len(chunk), dtype=np.int32)
-    last_other = np.maximum.accumulate(np.where(backslash, -1, index))  # last position that is not a backslash
-    before = quotes - 1
-    run = np.where(before >= 0, before - last_other[np.maximum(before, 0)], 0)
-    run = np.where(before - run < 0, run + carry_backslashes, run)  # the run reaches back into the last chunk
-    return quotes[run % 2 == 0]
+def _chunk_end(data: bytes, end: int) -> int:
+    """`end`, moved on until the byte before it is not a backslash (or the data ends), so no escape is cut."""
+    while end < len(data) and data[end - 1] == _BACKSLASH:
+        end += 1
+    return end
 
 
 def skeleton(data: bytes) -> tuple[bytearray, int]:
-    """`data` with every string's content removed (``"..."`` becomes ``""``), and the number of strings."""
-    array = np.frombuffer(data, dtype=np.uint8)
-    out, inside, quotes, carry = bytearray(), False, 0, 0
-    for start in range(0, len(array), CHUNK):
-        chunk = array[start:start + CHUNK]
-        real = _real_quotes(chunk, carry)
-        toggles = np.zeros(len(chunk) + 1, dtype=np.int8)
-        toggles[real + 1] = 1  # a position after an odd number of real quotes is inside a string
-        state = (np.cumsum(toggles[:-1], dtype=np.int32) + inside) % 2 == 1
-        keep = ~state
-        keep[real] = True
-        out += chunk[keep].tobytes()
-        quotes += len(real)
-        inside = bool((inside + len(real)) % 2)
-        others = np.flatnonzero(chunk != _BACKSLASH)
-        carry = len(chunk) - 1 - int(others[-1]) if len(others) else carry + len(chunk)  # backslashes ending it
-    return out, quotes // 2
+    """`data` with every string's content removed (``"..."`` becomes ``""``), and the number of strings.
+
+    A chunk at a time (so the pieces a substitution makes stay small), each by one regular-expression pass:
+    from an opening quote `_STRING` reads ordinary characters and escapes up to the closing quote or the end,
+    so a match never fails and never restarts inside what it read (linear time, whatever the text). Whether
+    a chunk ends inside a string is read from a sentinel ``"\\x00`` appended to it: its quote closes the open
+    string (the NUL byte stays) or opens one that runs to the end (and is dropped)."""
+    out, n, pos, inside = bytearray(), 0, 0, False
+    while pos < len(data):
+        end = _chunk_end(data, min(pos + CHUNK, len(data)))
+        chunk, pos = data[pos:end], end
+        if inside:
+            rest = _CONTENT.match(chunk).end()
+            if rest == len(chunk):
+                continue
+            out += b'"'
+            chunk, inside = chunk[rest + 1:], False
+        piece, count = _STRING.subn(b'""', chunk + b'"\x00')
+        inside = piece.endswith(b"\x00")
+        out += memoryview(piece)[:-2]  # inside: the open string's quote stays
+        n += count if inside else count - 1
+    return out, n
 
 
 def parsed_bytes(text: bytes, max_containers: int) -> int:
