@@ -26,7 +26,7 @@ browser:
 	@tools/ensure-chromium
 
 test: browser setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
