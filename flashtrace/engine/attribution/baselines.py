@@ -57,10 +57,12 @@ def attention_rollout(recording: Recording, weights: torch.Tensor, block: int = 
 def target_logprob(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange, batch_size: int = 16
                    ) -> torch.Tensor:
     """Summed log-probability of the tokens ``ids[:, lo:hi]`` given what precedes them, for a batch of
-    sequences ``[B, N]``: ``[B]``. Only the logits predicting the target are computed."""
+    sequences ``[B, N]``: ``[B]``. Only the logits predicting the target are computed, and the tokens after
+    the target (which a causal model's target does not see) are not run."""
     lo, hi = target
     if lo < 1:
         raise ValueError("the target must start after the first token")
+    ids = ids[:, :hi]
     n = ids.shape[1]
     device = next(model.parameters()).device
     out = []
