@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.flashtrace-installed
 PORT ?= 8501
 
-.PHONY: setup app test test-fast clean-venv browser mutation
+.PHONY: setup app test test-fast clean-venv browser mutation docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: browser setup
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+# the documentation site with the API reference from the docstrings (site/); any warning fails the build
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # mutation testing of the engine, analysis, storage and base floors (only modules changed since the last run)
 mutation: $(STAMP)

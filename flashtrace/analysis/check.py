@@ -29,6 +29,7 @@ class Check:
 
     @property
     def drop_random_mean(self) -> float:
+        """The mean log-probability drop over the random deletions."""
         return float(np.mean(self.drops_random))
 
     @property

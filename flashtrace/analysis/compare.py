@@ -80,6 +80,7 @@ class HopDepthComparison:
     top: list[list[int]] = field(default_factory=list)  # [depth]: the top-k prompt positions
 
     def to_dict(self) -> dict:
+        """The comparison as plain JSON-ready data (nested dicts and lists)."""
         return asdict(self)
 
 
@@ -196,6 +197,7 @@ class HopAdditions:
         return np.sum(np.asarray(self.added[: depth + 1]), axis=0).tolist()
 
     def to_dict(self) -> dict:
+        """The additions as plain JSON-ready data (nested dicts and lists)."""
         return asdict(self)
 
 

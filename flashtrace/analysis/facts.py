@@ -148,6 +148,7 @@ class GraphFacts:
 
     @property
     def agrees(self) -> bool:
+        """Whether the hop graph's influence matches the trace's final scores (within 1e-6)."""
         return self.difference <= 1e-6
 
 
@@ -176,6 +177,7 @@ class TraceFacts:
 
     @property
     def final(self) -> Depth:
+        """The deepest depth: the trace's final attribution."""
         return self.depths[-1]
 
     @property
@@ -186,6 +188,7 @@ class TraceFacts:
 
     @property
     def of_answer(self) -> str:
+        """"of the answer's attribution", with the target's own label (answer or response)."""
         return OF_ANSWER.replace("answer", self.target_label)
 
     def evidence(self, n: int | None = None) -> list[tuple[Piece, float]]:

@@ -60,10 +60,12 @@ class HopPath:
 
     @property
     def end(self) -> str:
+        """The last node of the path."""
         return self.nodes[-1]
 
     @property
     def hops(self) -> int:
+        """The number of edges the path takes."""
         return len(self.nodes) - 1
 
 
@@ -302,6 +304,7 @@ class HopGraph:
         return out
 
     def to_json(self, indent: int | None = None) -> str:
+        """The graph as JSON text (`to_dict`; NaN and infinity refused)."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
@@ -325,6 +328,7 @@ class HopGraph:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "HopGraph":
+        """Read a graph written by `to_json`."""
         return cls.from_dict(json.loads(text))
 
 

@@ -25,10 +25,12 @@ class Edges:
 
     @property
     def n(self) -> int:
+        """The number of nodes."""
         return self.indptr.shape[0] - 1
 
     @property
     def count(self) -> int:
+        """The number of edges."""
         return int(self.src.shape[0])
 
     @classmethod
@@ -54,6 +56,7 @@ class Edges:
         return cls(indptr, src[order].astype(np.int32), share[order].astype(np.float64), raw[order].astype(np.float64))
 
     def into(self, j: int) -> slice:
+        """The slice of the edge arrays holding the edges into node `j`."""
         return slice(int(self.indptr[j]), int(self.indptr[j + 1]))
 
     def dst(self) -> np.ndarray:

@@ -62,11 +62,14 @@ class SentenceRemoval:
 
     @property
     def random_drops(self) -> tuple[float, ...]:
+        """The drops of the random sentence removals, without their sentence ids."""
         return tuple(d for _, d in self.randoms)
 
 
 @dataclass(frozen=True)
 class InterventionFacts:
+    """What the stored interventions of a trace say: the unedited log-probability, the model they ran on,
+    the step influence and the sentence removals (either may be missing)."""
     before: float
     model: str
     steps: StepInfluence | None

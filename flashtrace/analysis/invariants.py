@@ -45,6 +45,7 @@ def _vectors(tr) -> dict[str, list[float]]:
 
 
 def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
+    """Raise ValueError unless each named score vector has `n` values, none negative, none above float32's largest."""
     for name, vec in vectors.items():
         if len(vec) != n:
             raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")

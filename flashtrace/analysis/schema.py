@@ -52,6 +52,8 @@ class _Strict(BaseModel):
 
 
 class TokenRecord(_Strict):
+    """One token: its text, role (template, prompt, reasoning, answer), vocabulary id and its character
+    offsets into the prompt or response (None for template tokens)."""
     text: str = Field(max_length=1000)
     role: Role
     id: int = Field(ge=0)
@@ -60,6 +62,8 @@ class TokenRecord(_Strict):
 
 
 class ModelInfo(_Strict):
+    """The model a trace was made with: name, family, sizes (layers, heads, hidden size, vocabulary,
+    parameters) and dtype."""
     name: str = Field(max_length=500)
     family: str = Field(max_length=50)
     n_layers: int = Field(ge=0)
@@ -126,6 +130,8 @@ def _migrate_v1(data: dict) -> dict:
 
 
 class Spans(_Strict):
+    """The token ranges of the prompt, the reasoning and the answer (None where absent), and the rule
+    that found them."""
     prompt: TokenRange | None
     reasoning: TokenRange | None
     answer: TokenRange | None
@@ -133,6 +139,8 @@ class Spans(_Strict):
 
 
 class HopRecord(_Strict):
+    """One hop `k`: rho (the share still on the reasoning after it), the weights it started from, its raw
+    attribution and its contribution to the final scores (one value per token)."""
     k: int = Field(ge=0, le=MAX_HOPS)
     rho: float = Field(ge=0, le=1)
     weights: Vector
@@ -141,6 +149,7 @@ class HopRecord(_Strict):
 
 
 class Scores(_Strict):
+    """The final attribution: `final` over all positions, `prompt` normalised to sum 1 over the prompt."""
     final: Vector  # over all positions (non-zero on prompt positions only)
     prompt: Vector  # final normalised to sum 1 over prompt positions
 
@@ -196,6 +205,8 @@ class InterventionRecord(_Strict):
 
 
 class Trace(_Strict):
+    """The record of one attribution: texts, tokens, model, settings, spans, scores and hops (schema
+    version `SCHEMA_VERSION`). Validated on creation and on load; `flashtrace.trace` makes one."""
     schema_version: int = SCHEMA_VERSION
     id: str = Field(default_factory=lambda: uuid4().hex[:12], max_length=64)
     created: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
@@ -237,9 +248,11 @@ class Trace(_Strict):
     # --- convenience views -------------------------------------------------------------------------
     @property
     def n_tokens(self) -> int:
+        """The number of tokens."""
         return len(self.tokens)
 
     def positions(self, *roles: str) -> list[int]:
+        """The positions of the tokens whose role is one of `roles` ("prompt", "reasoning", ...)."""
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
     # --- notebook views (drawn by the presentation floor, registered with `register_views`) -------
@@ -299,6 +312,7 @@ class Trace(_Strict):
 
     # --- serialisation -----------------------------------------------------------------------------
     def to_json(self, indent: int | None = None) -> str:
+        """The trace as JSON text (what `save` writes)."""
         return self.model_dump_json(indent=indent)
 
     @classmethod
@@ -336,6 +350,7 @@ class Trace(_Strict):
 
     @classmethod
     def from_dict(cls, data: Any) -> "Trace":
+        """Validate parsed JSON data as a Trace; raise TraceValidationError saying what is wrong."""
         if not isinstance(data, dict):
             raise TraceValidationError(f"a trace must be a JSON object, got {type(data).__name__}")
         try:

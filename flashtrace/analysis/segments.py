@@ -36,6 +36,7 @@ class Segment:
 
     @property
     def n_tokens(self) -> int:
+        """The number of tokens in the segment."""
         return self.end - self.start
 
 
@@ -70,6 +71,7 @@ class WholeSplitter:
     """The whole text is one piece."""
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
+        """One piece, starting at the first non-space character of `text[lo:hi]`."""
         first = _first_non_space(text, lo, hi)
         return [lo if first is None else first]
 
@@ -96,6 +98,7 @@ class LineSplitter:
         self.min_pieces = min_pieces
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
+        """One piece per line of `text[lo:hi]`; None when fewer than `min_pieces` lines have content."""
         found, content = _line_starts(text, lo, hi, lambda s, e: True)
         return found if content >= self.min_pieces else None
 
@@ -107,6 +110,7 @@ class SentenceSplitter:
     """One piece per sentence (a ``. ! ?`` followed by a space, or CJK full stops), lines always cut."""
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
+        """One piece per sentence of each line of `text[lo:hi]`; None when there is no text."""
         found: list[int] = []
         for s, e in _lines(text, lo, hi):
             pos = s
@@ -131,6 +135,8 @@ class StepSplitter:
         self.min_steps = min_steps
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
+        """One piece per numbered or bulleted step line (and the "Answer:" line) of `text[lo:hi]`, plus the
+        text before the first step; None when there are fewer than `min_steps` steps."""
         def is_step(s: int, e: int) -> bool:
             return bool(_STEP_MARKER.match(text, s, e) or _ANSWER_PREFIX.match(text, s, e))
 
@@ -148,6 +154,7 @@ class FirstMatch:
         self.rules = rules
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
+        """The pieces of the first rule that finds any, else None."""
         for rule in self.rules:
             found = rule.starts(text, lo, hi)
             if found:

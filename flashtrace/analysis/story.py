@@ -39,19 +39,24 @@ class Ranked:
 
     @property
     def key(self) -> str:
+        """The piece's id (a segment id or a token position)."""
         return self.piece.key
 
     @property
     def text(self) -> str:
+        """The piece's text."""
         return self.piece.text
 
     @property
     def label(self) -> str:
+        """The piece's short label."""
         return self.piece.label
 
 
 @dataclass(frozen=True)
 class Panel:
+    """One panel of the story view: its key (one of STEPS), title, caption (plain text) and the data
+    its figure draws."""
     key: str  # one of STEPS
     title: str
     caption: str  # plain text, shown literally
@@ -111,6 +116,7 @@ def asked(trace: Trace, question: str | None = None) -> str:
 
 
 def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    """The first panel: the question, what the model answered, and whether it reasoned first."""
     lo, hi = trace.settings.target
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
     reasoning = _text_of(trace, ("reasoning",))
@@ -143,6 +149,8 @@ def _top_claim(facts: TraceFacts, depth: int, what: str) -> str:
 
 
 def direct_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    """Hop 0: how the target's attribution splits between the prompt, the model's own text and the
+    template, with the prompt words and sentences it reads most."""
     shares = facts.direct
     sentences, words = ranked(facts, 0), top_words(trace, facts, 0)
     caption = (f"Read directly (hop 0), the {facts.target_label} draws {pct(shares['prompt'])} of its attribution "
@@ -228,6 +236,7 @@ def _ordinal(n: int | None) -> str:
 
 
 def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    """The hops: how much of the attribution each depth carries back to the prompt, and what each adds."""
     data = {"reached": [d.reached for d in facts.depths], "added": list(facts.input_share),
             "top": [ranked(facts, d.k, 1)[0] if d.top is not None else None for d in facts.depths]}
     if len(facts.depths) <= 1:
@@ -247,6 +256,7 @@ def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
 
 
 def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
+    """After all hops: the prompt sentences (or tokens) the target rests on most, with their shares."""
     last = len(facts.depths) - 1
     sentences, words = ranked(facts, last, 3), top_words(trace, facts, last, 8)
     data = {"sentences": sentences, "tokens": words, "scores": trace.scores.prompt, "gold": gold_at(facts, last)}
@@ -282,6 +292,8 @@ CHECK_VERDICTS = {
 
 
 def check_words(check: Check) -> str:
+    """The deletion check in words: the drop from deleting the top tokens against random deletions,
+    and the verdict."""
     drops = check.drops_random
     return (f"Deleting the {check.n_deleted} prompt tokens the attribution ranks highest (the top {pct(check.fraction)}) "
             f"moves the answer's log-probability from {check.before:.2f} to {check.top:.2f}, a drop of "

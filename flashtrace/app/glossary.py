@@ -14,6 +14,7 @@ PAGE = "Glossary"  # the Glossary page's URL path (pages/8_Glossary.py)
 
 @dataclass(frozen=True)
 class Term:
+    """A glossary entry: its anchor key, its name as the app writes it, and its plain-text explanation."""
     key: str  # URL anchor: /Glossary#key
     name: str  # as written in the app
     text: str  # plain text (shown literally)

@@ -142,12 +142,14 @@ class TraceRef:
 
     @classmethod
     def parse(cls, text: str) -> "TraceRef":
+        """Read a reference written as `gallery:NAME` or `lib:NAME` (`lib:COLLECTION/NAME`); ValueError otherwise."""
         source, sep, name = (text or "").partition(":")
         if not sep or source not in ("gallery", "lib") or not name:
             raise ValueError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
         return cls(source, name)
 
     def path(self):
+        """The trace file this reference names (in the gallery or the library)."""
         if self.source == "gallery":
             return gallery_path(self.name)
         collection, sep, name = self.name.rpartition("/")  # lib:COLLECTION/NAME: a trace in a collection

@@ -86,6 +86,8 @@ def visible(value: object) -> str:
 
 
 def error_message(exc: BaseException) -> str:
+    """An exception as one line for the user: its message, prefixed with its type unless it is a
+    ValueError, OSError or RuntimeError."""
     text = str(exc).strip() or type(exc).__name__
     return text if isinstance(exc, (ValueError, OSError, RuntimeError)) else f"{type(exc).__name__}: {text}"
 
@@ -197,6 +199,7 @@ def nav_links(ref: TraceRef | str, here: str) -> None:
 
 
 def hop_options(trace: Trace) -> list[str]:
+    """The hop choices of a trace's views: "combined" and each hop's number."""
     return ["combined"] + [str(h.k) for h in trace.hops]
 
 

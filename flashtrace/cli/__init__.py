@@ -55,6 +55,7 @@ def _command_in(argv: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `flashtrace` command line on `argv` (default: `sys.argv[1:]`) and return its exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(only=_command_in(argv))
     args, extra = parser.parse_known_args(argv)

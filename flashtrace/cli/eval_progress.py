@@ -34,6 +34,8 @@ class EvalBars:
         return self.plan.get(ex_id, {}).get("methods", {}).get(method, (0.0, 0.0))
 
     def method_step(self, ex_id: str, method: str, phase: str, done: int, total: int) -> None:
+        """Advance the method bar for one progress report of `method` on example `ex_id` (attribution or
+        deletion phase, `done` of `total`)."""
         if ex_id != self.current:
             self.current, self.finished = ex_id, set()
             self.methods.reset()
@@ -52,6 +54,7 @@ class EvalBars:
         self.methods.update(0)  # redraws at most every tenth of a second
 
     def example_done(self, ex_id: str, record: dict) -> None:
+        """Count example `ex_id` as done (or kept from an earlier run) and report a failure if it had one."""
         if "error" in record:
             self.examples.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
         if ex_id != self.current:  # kept, or run elsewhere (Ray): count its whole estimate now
@@ -62,6 +65,7 @@ class EvalBars:
         self.examples.update(1)
 
     def close(self) -> None:
+        """Close both progress bars."""
         self.methods.close()
         self.examples.close()
 

@@ -46,6 +46,8 @@ RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by
 
 @dataclass(frozen=True)
 class Shape:
+    """The sizes of a model that the cost estimate needs: layers, heads, KV heads, head and hidden
+    sizes, MLP width, vocabulary, parameter count and bytes per value."""
     n_layers: int
     n_heads: int
     n_kv_heads: int
@@ -59,6 +61,8 @@ class Shape:
 
 @dataclass(frozen=True)
 class Estimate:
+    """The estimated cost of one trace: seconds per part (load, warm-up, forward, attribution, steps,
+    overhead, already scaled by `slowdown`) and the recording's and the peak's bytes."""
     n_tokens: int
     n_target: int
     hops: int
@@ -81,6 +85,7 @@ class Estimate:
 
     @property
     def seconds(self) -> float:
+        """The estimated total time in seconds (every part added)."""
         return self.load_s + self.warmup_s + self.forward_s + self.attribution_s + self.steps_s + self.overhead_s
 
     def range(self) -> tuple[float, float]:
@@ -88,6 +93,7 @@ class Estimate:
         return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
 
     def describe(self) -> str:
+        """The estimate in one line: its range, the parts, and the peak memory."""
         lo, hi = self.range()
         parts = [f"forward {_fmt_s(self.forward_s)}", f"attribution {_fmt_s(self.attribution_s + self.steps_s)}"]
         parts = ([f"load {_fmt_s(self.load_s)}"] if self.load_s else []) + (

@@ -39,14 +39,17 @@ class RunEstimate:
     examples: list[dict] = field(default_factory=list)  # [{"recording": s, "methods": {name: (attr s, del s)}}]
 
     def example_seconds(self, i: int) -> float:
+        """The estimated seconds of example `i`: its recording plus each method's attribution and deletion."""
         ex = self.examples[i]
         return ex["recording"] + sum(a + d for a, d in ex["methods"].values())
 
     @property
     def seconds(self) -> float:
+        """The estimated seconds of the whole run (setup and every example)."""
         return self.setup + sum(self.example_seconds(i) for i in range(len(self.examples)))
 
     def range(self) -> tuple[float, float]:
+        """The estimate as a (low, high) range of seconds."""
         return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
 
 

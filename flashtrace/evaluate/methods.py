@@ -39,9 +39,11 @@ class EvalContext:
 
     @property
     def ids(self) -> torch.Tensor:
+        """The input ids of the recorded forward pass."""
         return self.prepared.recording.input_ids
 
     def target_weights(self) -> torch.Tensor:
+        """Weights over all positions: 1 on the target's tokens, 0 elsewhere."""
         w = torch.zeros(len(self.prepared.sequence))
         w[self.target[0]:self.target[1]] = 1.0
         return w
@@ -52,6 +54,7 @@ class EvalContext:
 
 
 def replacement_id(tokenizer) -> int:
+    """The token id deletions put in place of a prompt token (pad, else EOS); ValueError when there is none."""
     tid = _replacement_id(tokenizer)
     if tid is None:
         raise ValueError("the tokenizer has neither a pad nor an EOS token to delete with")

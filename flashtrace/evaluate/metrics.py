@@ -83,6 +83,8 @@ def recovery(scores: torch.Tensor, gold: torch.Tensor, fraction: float = 0.1) ->
 
 @dataclass
 class DeletionResult:
+    """One deletion curve: the target's log-probabilities as prompt tokens are deleted (raw and
+    normalised), the attribution mass left, and the RISE and MAS scores."""
     s: list[float]  # [k+1] raw target log-probabilities
     n: list[float]  # [k+1] normalised, non-increasing
     d: list[float]  # [k+1] attribution mass remaining

@@ -23,9 +23,11 @@ class Example:
     meta: dict = field(default_factory=dict)
 
     def gold_texts(self) -> list[str]:
+        """The prompt text of each gold span."""
         return [self.prompt[a:b] for a, b in self.gold]
 
     def to_dict(self) -> dict:
+        """The example as plain JSON-ready data."""
         return asdict(self)
 
 
@@ -66,6 +68,7 @@ _TAILS = ["", "", " every autumn", " without a sound", " as the light fades", " 
 
 
 def filler_sentence(rng: random.Random) -> str:
+    """A random distractor sentence drawn with `rng`."""
     return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
 
 

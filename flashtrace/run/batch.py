@@ -61,6 +61,7 @@ class BatchLine(BaseModel):
 
 
 def check_target(spec: str) -> None:
+    """Raise ValueError unless `spec` is answer, response, reasoning or START:END with 0 <= START < END."""
     if spec in ("answer", "response", "reasoning"):
         return
     try:
@@ -92,6 +93,8 @@ class BatchSettings:
     device: str | None = None  # where it runs: not part of an example's key
 
     def keyed(self) -> dict:
+        """The settings that make an example's key (the device is left out, and the reasoning instruction
+        when it is off, so keys match folders written before it)."""
         data = dict(vars(self))
         data.pop("device")
         if not data["reasoning_instruction"]:  # off (the default): keys stay those of folders written before it
@@ -101,6 +104,7 @@ class BatchSettings:
 
 @dataclass
 class BadLine:
+    """An input line that could not be read: its number and the error."""
     line: int
     error: str
 
@@ -235,16 +239,20 @@ class TraceWorker:
 
 @dataclass
 class BatchResult:
+    """The outcome of a batch: the output folder, one record per example, the bad input lines and the
+    time taken."""
     out: Path
     records: list[dict]
     bad: list[BadLine]
     seconds: float
 
     def count(self, status: str) -> int:
+        """The number of records with status `status` ("done", "skipped" or "failed")."""
         return sum(r["status"] == status for r in self.records)
 
     @property
     def ok(self) -> bool:
+        """Whether every input line was read and no example failed."""
         return not self.bad and not self.count("failed")
 
 

@@ -94,6 +94,8 @@ def _worker_env() -> dict:
 
 
 class RayPool:
+    """Workers on a Ray cluster (a local one unless `address` names another), each built with
+    `factory(*args)`, that run jobs with retries (`map`); `close` stops them."""
     def __init__(self, factory: Callable, args: tuple, *, address: str = "local", workers: int | None = None,
                  num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2, jobs: int | None = None):
         if num_cpus <= 0 and num_gpus <= 0:
@@ -141,6 +143,7 @@ class RayPool:
         return self.remote.remote(self.factory, self.args, "cuda" if self.num_gpus > 0 else None)
 
     def describe(self) -> dict:
+        """The pool's settings: workers, CPUs and GPUs per worker, retries."""
         return {"workers": self.n_workers, "num_cpus_per_worker": self.num_cpus,
                 "num_gpus_per_worker": self.num_gpus, "max_retries": self.max_retries}
 
@@ -176,6 +179,7 @@ class RayPool:
             yield job, result, attempt
 
     def close(self) -> None:
+        """Stop the workers, shut down the cluster this pool started and restore the SIGTERM handler."""
         for actor in getattr(self, "actors", []):
             try:
                 self.ray.kill(actor, no_restart=True)

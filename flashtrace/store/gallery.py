@@ -86,6 +86,7 @@ def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
 
 
 def gallery_path(name: str, folder: Path | None = None) -> Path:
+    """The file of gallery trace `name`; ValueError naming the entries when there is none."""
     folder = folder or gallery_dir()
     known = {it.name for it in list_gallery(folder)}
     if name not in known:
@@ -94,6 +95,7 @@ def gallery_path(name: str, folder: Path | None = None) -> Path:
 
 
 def load_gallery_trace(name: str, folder: Path | None = None) -> Trace:
+    """Load gallery trace `name`."""
     return Trace.load(gallery_path(name, folder))
 
 

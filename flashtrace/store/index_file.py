@@ -46,6 +46,7 @@ def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
 
 
 def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction of `conn`, if any (errors ignored: there is nothing to undo)."""
     try:
         conn.execute("ROLLBACK")
     except sqlite3.Error:  # no transaction open, or the connection is unusable: nothing to undo

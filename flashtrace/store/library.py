@@ -35,6 +35,7 @@ class LibraryError(FlashTraceError, ValueError):
 
 
 def default_root() -> Path:
+    """The library's folder: $FLASHTRACE_LIBRARY when set, else the user's data folder."""
     env = os.environ.get(LIBRARY_ENV)
     if env:
         return Path(env).expanduser()
@@ -73,9 +74,11 @@ class Entry:
 
     @property
     def readable(self) -> bool:
+        """Whether the trace file could be read."""
         return self.error is None
 
     def matches(self, query: str) -> bool:
+        """Whether every word of `query` occurs (ignoring case) in the name, title, model, method or prompt."""
         words = query.lower().split()
         haystack = " ".join((self.name, self.title, self.model, self.method, self.prompt_head)).lower()
         return all(w in haystack for w in words)
@@ -144,9 +147,11 @@ class Library:
                       and any(q.suffix == ".json" and not q.name.startswith(".") for q in p.iterdir()))
 
     def exists(self, name: str) -> bool:
+        """Whether a trace named `name` is in the library."""
         return self.path(name).is_file()
 
     def open(self, name: str) -> Trace:
+        """Load the trace `name`; LibraryError when there is none."""
         path = self.path(name)
         if not path.is_file():
             raise LibraryError(f"no trace named '{name}' in the library")
@@ -203,6 +208,7 @@ class Library:
         return new
 
     def delete(self, name: str) -> None:
+        """Delete the trace `name`; LibraryError when there is none or it cannot be deleted."""
         self._writable("deleted")
         path = self.path(name)
         try:

@@ -35,6 +35,7 @@ CHIP_ALPHA = [[0.0, 0.05], [0.04, 0.22], [0.2, 0.45], [0.5, 0.66], [1.0, 0.85]]
 
 
 def hex_to_rgb(color: str) -> tuple[int, int, int]:
+    """A "#rrggbb" colour as its (red, green, blue) values."""
     color = color.lstrip("#")
     return int(color[0:2], 16), int(color[2:4], 16), int(color[4:6], 16)
 

@@ -10,6 +10,7 @@ HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace app` (port, address, headless, read-only) to `parser`."""
     parser.add_argument("--port", type=int, default=8501, help="port to serve on")
     parser.add_argument("--address", default="localhost", help="address to bind")
     parser.add_argument("--headless", action="store_true", help="do not open a browser window")
@@ -21,6 +22,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """Serve the Streamlit app (refused without the app extra); returns the server's exit code."""
     from ...base.install import extra_hint
     from ...store.app_files import READ_ONLY_ENV, app_root
 

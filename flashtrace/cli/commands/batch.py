@@ -10,6 +10,7 @@ HELP = ("trace every prompt of a JSONL file into one trace file each (resumable;
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace batch` (input JSONL, output, model, method, Ray) to `parser`."""
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
 
@@ -58,6 +59,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """Trace every line of the input file into the output folder or collection; returns the exit code."""
     from tqdm import tqdm
 
     from ...run.batch import BatchSettings, run_batch

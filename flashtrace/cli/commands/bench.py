@@ -12,6 +12,7 @@ def _ints(text: str) -> list[int]:
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace bench` (model, lengths, modes, hops, repeats) to `parser`."""
     parser.add_argument("--model", default="smollm2-135m", help="model alias, folder or Hugging Face id")
     parser.add_argument("--prompt-lengths", type=_ints, default=[512], help="comma-separated prompt lengths (tokens)")
     parser.add_argument("--response-lengths", type=_ints, default=[128, 512, 1536],
@@ -46,6 +47,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """Time and measure the chosen modes over the length grid, print the table; returns the exit code."""
     from ...run.bench.sweep import MODES, run_sweep
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

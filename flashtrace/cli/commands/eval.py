@@ -10,6 +10,7 @@ HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace eval` (model, tasks or JSONL, methods, sizes, output) to `parser`."""
     from ...evaluate.names import DEFAULT_METHODS
     from ...evaluate.tasks import TASKS
 
@@ -149,6 +150,7 @@ def _evaluate(args, loaded, examples, methods) -> dict[str, str]:
 
 
 def run(args) -> int:
+    """Run the faithfulness evaluation (or only rewrite its report), print the summary; returns the exit code."""
     from ...evaluate.report import markdown, write_report
     from ...base.fileio import atomic_write_text
 

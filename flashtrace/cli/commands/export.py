@@ -8,6 +8,7 @@ HELP = "export a trace file as one standalone offline HTML page, validated JSON,
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace export` (trace file, HTML, JSON, PNG, SVG) to `parser`."""
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
     parser.add_argument("--html", type=Path, default=None, help="write a standalone HTML page (works offline)")
     parser.add_argument("--json", type=Path, default=None, help="write the validated trace as JSON")
@@ -21,6 +22,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """Write the trace in each format asked for; returns the exit code."""
     from ...base.fileio import atomic_write_bytes, atomic_write_text, check_destination
     from ...analysis.limits import check_graph_threshold
     from ...analysis.schema import Trace

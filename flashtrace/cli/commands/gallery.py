@@ -9,6 +9,7 @@ HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with th
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace gallery` (output, model, entries, list) to `parser`."""
     from ...evaluate.gallery import GALLERY
 
     parser.add_argument("--out", type=Path, default=None,
@@ -21,6 +22,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    """List the gallery, or rebuild its traces and index; returns the exit code."""
     from ...evaluate.gallery import build_gallery
     from ...store.gallery import gallery_dir, list_gallery
 

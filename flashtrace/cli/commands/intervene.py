@@ -11,6 +11,7 @@ HELP = ("remove reasoning steps and prompt sentences from a saved trace and scor
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace intervene` (trace file, model, the edits) to `parser`."""
     from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM
 
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
@@ -154,6 +155,7 @@ def _single(args, trace, loaded) -> None:
 
 
 def run(args) -> int:
+    """Rerun the trace's model with segments removed or replaced and report the changes; returns the exit code."""
     from ...analysis.schema import Trace
     from ...engine.models import load_model
 

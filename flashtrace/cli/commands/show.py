@@ -8,11 +8,13 @@ HELP = "print the summary of a saved trace file: what reached the input and the 
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace show` (trace file, how many top words) to `parser`."""
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
     parser.add_argument("--top", type=int, default=10, help="how many prompt words to list")
 
 
 def run(args) -> int:
+    """Print the summary of a trace file; returns the exit code."""
     from ...analysis.schema import Trace
     from ..summary import print_summary
 

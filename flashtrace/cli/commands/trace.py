@@ -9,6 +9,7 @@ HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recur
 
 
 def add_arguments(parser) -> None:
+    """Add the options of `flashtrace trace` (model, prompt, response or generation, target, method) to `parser`."""
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
     from ...engine.models import MODEL_ALIASES
@@ -113,6 +114,7 @@ def _check_utf8(flag: str, text: str | None) -> None:
 
 
 def run(args) -> int:
+    """Trace one prompt and response, print the summary and save the trace when asked; returns the exit code."""
     from tqdm import tqdm
 
     from ..summary import print_summary

@@ -18,6 +18,8 @@ Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> scores 
 
 @dataclass
 class Hop:
+    """One hop `k` of the recursion: its target weights, its raw attribution over all positions, rho
+    (the share still on generated tokens after it) and its contribution to the final prompt attribution."""
     k: int
     weights: torch.Tensor  # [N] target weights of this hop (sum 1)
     raw: torch.Tensor  # [N] a_k over all positions (stop tokens zeroed)

@@ -40,6 +40,8 @@ class Option:
     high_inclusive: bool = True
 
     def parse(self, value, method: str):
+        """`value` as this option's kind within its bounds (the default when None); a ValueError naming the
+        method and the option otherwise."""
         if value is None:
             return self.default
         try:
@@ -71,6 +73,8 @@ class Source:
 
 @dataclass(frozen=True)
 class Method:
+    """A registered attribution method: its name, description, builder of aggregators, progress unit,
+    options, and whether it supports hops, the step-level hop graph and signed scores."""
     name: str
     description: str
     build: Callable[..., Aggregator]  # (source, tick, **options) -> aggregator
@@ -99,6 +103,7 @@ class Method:
         return int(weights.shape[0])
 
     def aggregator(self, source: Source, tick: Tick | None = None, **options) -> Aggregator:
+        """Build this method's aggregator over `source`, with `options` checked and defaults filled in."""
         return self.build(source, tick, **self.resolve_options(options))
 
 
@@ -107,6 +112,7 @@ METHODS: dict[str, Method] = {}
 
 def register(name: str, description: str, progress_unit: str = "layer", options: tuple[Option, ...] = (),
              hops: bool = True, steps: bool = True, signed: bool = False):
+    """Decorator: register an aggregator builder as the attribution method `name` (see `Method`)."""
     if progress_unit not in PROGRESS_UNITS:
         raise ValueError(f"progress_unit must be one of {PROGRESS_UNITS}")
 
@@ -118,6 +124,7 @@ def register(name: str, description: str, progress_unit: str = "layer", options:
 
 
 def get_method(name: str) -> Method:
+    """The registered method `name`; a ValueError listing the available ones otherwise."""
     try:
         return METHODS[name]
     except KeyError:

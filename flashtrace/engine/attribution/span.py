@@ -37,6 +37,8 @@ CACHE_BYTES = 8 * 2**20  # GPU path: head values per source chunk (written by th
 
 @dataclass
 class SpanAttribution:
+    """Span attribution over a batch of target weight vectors: the score of each source position (summed
+    over layers) and, when asked, the per-head importance."""
     scores: torch.Tensor  # [B, N] Σ over layers of the normalised importance of each source
     heads: torch.Tensor | None = None  # [B, L, H] per-head importance (same denominator), if asked
 

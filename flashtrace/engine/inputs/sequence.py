@@ -18,6 +18,8 @@ ROLES = ("template", "prompt", "reasoning", "answer")
 
 @dataclass
 class Token:
+    """One token: vocabulary id, text, role, the text it came from (prompt, response or None for the
+    template) and its character offsets there."""
     id: int
     text: str
     role: str  # template | prompt | reasoning | answer
@@ -28,6 +30,8 @@ class Token:
 
 @dataclass
 class TokenSequence:
+    """The tokens of a prompt and response as the model reads them, with roles, the reasoning and
+    answer spans, and the chat-messages list the prompt came from (if any)."""
     prompt: str
     response: str
     tokens: list[Token]
@@ -37,12 +41,14 @@ class TokenSequence:
 
     @property
     def ids(self) -> list[int]:
+        """The token ids, in order."""
         return [t.id for t in self.tokens]
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def positions(self, *roles: str) -> list[int]:
+        """The positions of the tokens whose role is one of `roles`."""
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
     def token_range(self, *roles: str) -> tuple[int, int] | None:

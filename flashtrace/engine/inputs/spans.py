@@ -19,6 +19,7 @@ _BOXED = re.compile(r"\\boxed\{")
 
 @dataclass(frozen=True)
 class ResponseSpans:
+    """The character ranges of the reasoning and the answer in a response, and the rule that found them."""
     reasoning: CharRange | None
     answer: CharRange | None
     rule: str  # which rule found the answer

@@ -48,6 +48,7 @@ def attention_probs(q, k, rows, scaling, softcap=None, sliding_window=None) -> t
 
 
 def row_blocks(rows: torch.Tensor, block: int) -> Iterator[torch.Tensor]:
+    """Split `rows` into consecutive blocks of at most `block` elements."""
     for start in range(0, rows.numel(), block):
         yield rows[start : start + block]
 

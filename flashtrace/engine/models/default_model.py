@@ -35,6 +35,7 @@ def cache_dir() -> Path:
 
 
 def converted_dir() -> Path:
+    """The folder the built-in SmolLM2 model is converted into (in the app's cache)."""
     return cache_dir() / "models" / "smollm2-135m-instruct"
 
 
@@ -52,6 +53,7 @@ def gguf_path() -> Path:
 
 
 def is_converted(folder: Path | None = None) -> bool:
+    """Whether `folder` (default: `converted_dir()`) holds a converted model: config, weights and tokenizer."""
     folder = folder or converted_dir()
     return all((folder / name).is_file() for name in ("config.json", "model.safetensors", "tokenizer.json"))
 

@@ -65,6 +65,7 @@ class FamilySpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def decoder_layers(self, model: nn.Module) -> nn.ModuleList:
+        """The model's list of decoder layers, found at this family's `layers` attribute path."""
         obj = model
         for part in self.layers.split("."):
             obj = getattr(obj, part)
@@ -115,6 +116,7 @@ _add(
 
 
 def supported_families() -> list[str]:
+    """The names of the supported model families, sorted."""
     return sorted({spec.name for spec in SPECS.values()})
 
 
@@ -130,6 +132,7 @@ def spec_for_model_type(model_type: str) -> FamilySpec:
 
 
 def spec_for(model: nn.Module) -> FamilySpec:
+    """The family spec for `model` (from its config's model_type); UnsupportedModelError otherwise."""
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None) or type(model).__name__
     return spec_for_model_type(model_type)

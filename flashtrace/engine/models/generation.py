@@ -19,6 +19,7 @@ _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", r
 
 @dataclass(frozen=True)
 class Generated:
+    """A generated response: the prompt as the model saw it, the text it wrote and how long it took."""
     prompt: Prompt  # the prompt as the model saw it (with the reasoning instruction when one was added)
     response: str
     seconds: float
@@ -61,6 +62,7 @@ def context_length(loaded) -> int | None:
 
 
 def has_thinking_mode(tokenizer) -> bool:
+    """Whether the tokenizer's chat template has a thinking mode (mentions `<think>`)."""
     return "<think>" in (getattr(tokenizer, "chat_template", None) or "")
 
 
@@ -87,6 +89,7 @@ class TextStream:
         self.tokenizer, self.on_text, self.ids, self.prompt_seen = tokenizer, on_text, [], False
 
     def put(self, value: torch.Tensor) -> None:
+        """Receive generated token ids (the first call is the prompt, skipped) and report the text so far."""
         if not self.prompt_seen:
             self.prompt_seen = True
             return

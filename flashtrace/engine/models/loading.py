@@ -33,10 +33,12 @@ class LoadedModel:
 
     @property
     def device(self) -> torch.device:
+        """The device of the model's parameters."""
         return next(self.model.parameters()).device
 
     @property
     def dtype(self) -> torch.dtype:
+        """The dtype of the model's parameters."""
         return next(self.model.parameters()).dtype
 
     def info(self) -> dict:
@@ -88,6 +90,7 @@ def _config_dtype(config) -> torch.dtype:
 
 
 def default_tokenizer():
+    """The built-in model's tokenizer (the model is converted first if needed)."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(ensure_default_model())

@@ -59,6 +59,7 @@ def available_bytes(device: str | torch.device | None = None) -> int:
 
 
 def dtype_bytes(dtype: torch.dtype) -> int:
+    """The bytes one value of `dtype` takes."""
     return torch.empty((), dtype=dtype).element_size()
 
 

@@ -49,10 +49,12 @@ class LayerRecord:
 
     @property
     def n_heads(self) -> int:
+        """The number of query heads recorded."""
         return self.q.shape[0]
 
     @property
     def n_kv_heads(self) -> int:
+        """The number of key/value heads recorded."""
         return self.k.shape[0]
 
     def kv_index(self) -> torch.Tensor:
@@ -103,9 +105,11 @@ class Recording:
 
     @property
     def n_tokens(self) -> int:
+        """The number of tokens in the recorded forward pass."""
         return int(self.input_ids.numel())
 
     def nbytes(self) -> int:
+        """The bytes the recorded tensors take, over all layers."""
         total = 0
         for layer in self.layers:
             for t in (layer.x_prev, layer.x_mid, layer.q, layer.k, layer.v, layer.post_scale, layer.lse):

@@ -84,6 +84,8 @@ def _warm_up(loaded, ids, n_prompt: int, mode: str, n: int = 64) -> None:
 
 
 def run_cell(spec: dict) -> dict:
+    """Run one benchmark cell described by `spec` (model, lengths, mode, threads) and return its timings
+    and peak memory."""
     import torch
 
     torch.set_num_threads(spec.get("threads", 1))

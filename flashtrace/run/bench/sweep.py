@@ -80,6 +80,7 @@ def run_cells(cells: list[dict], timeout: float = 3600, settle: float = 0.0,
 
 
 def machine() -> dict:
+    """The platform, Python version and CPU count of this machine."""
     return {"platform": platform.platform(), "python": platform.python_version(), "cpus": _cpu_count()}
 
 
