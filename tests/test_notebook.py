@@ -105,13 +105,38 @@ def test_hop_graph_needs_step_data():
         tr.hop_graph()
 
 
+PLOTLY = "application/vnd.plotly.v1+json"
+QUICKSTART = ROOT / "examples" / "quickstart.ipynb"
+
+
+def _check_outputs(nb) -> None:
+    """No error, nothing on stderr (no warning), the trace's HTML view, and three Plotly figures that each
+    carry an HTML fallback (plotly.js embedded once, offline) beside the Plotly JSON."""
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    shown = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
+    assert any("flashtrace-trace" in d.get("text/html", "") for d in shown)
+    figures = [d for d in shown if PLOTLY in d]
+    assert len(figures) == 3
+    for figure in figures:
+        assert "Plotly.newPlot" in figure["text/html"]
+    assert any("plotly.js" in d.get("text/html", "") and len(d["text/html"]) > 1_000_000 for d in shown)
+
+
 def test_example_notebook_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("FLASHTRACE_NOTEBOOK_MODEL", "tiny-llama")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+    nb = nbformat.read(QUICKSTART, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    shown = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
-    assert any("flashtrace-trace" in d.get("text/html", "") for d in shown)
-    assert sum("application/vnd.plotly.v1+json" in d for d in shown) == 3
+    _check_outputs(nb)
+
+
+def test_committed_notebook_carries_its_outputs():
+    """examples/quickstart.ipynb is committed executed (examples/execute.py, the built-in SmolLM2 model):
+    it shows on GitHub and nbviewer without running."""
+    nb = nbformat.read(QUICKSTART, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code)
+    assert "SmolLM2" in str(code[0].outputs) or "smollm2" in str(code[0].outputs)
+    _check_outputs(nb)

@@ -5,6 +5,9 @@ names, imports without torch and transformers, so the command line's help can li
 """
 
 from ...base.lazy import lazy_exports
+from ...base.progress import plain_bars_without_widgets
+
+plain_bars_without_widgets()  # before transformers imports tqdm.auto: no "IProgress not found" in a notebook
 
 _WHERE = {
     "FamilySpec": ".families", "UnsupportedModelError": ".families", "spec_for": ".families",
