@@ -17,7 +17,8 @@ def a_trace():
 @pytest.mark.parametrize("raw, safe", [
     ("Apples / sums", "Apples-sums"), ("../../etc/passwd", "etc-passwd"), ("..", "trace"), ("", "trace"),
     (".hidden", "hidden"), ("café au lait", "cafe-au-lait"), ("a" * 200, "a" * 80), ("ok_name-1.v2", "ok_name-1.v2"),
-    ("C:\\win\\x", "C-win-x"), ("<script>", "script"),
+    ("C:\\win\\x", "C-win-x"), ("<script>", "script"), ("con", "con_"), ("NUL.txt", "NUL_.txt"), ("COM1", "COM1_"),
+    ("con_", "con_"), ("console", "console"),
 ])
 def test_sanitize_name(raw, safe):
     assert sanitize_name(raw) == safe

@@ -16,6 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from pathvalidate import sanitize_filename
+
 from ..base.errors import EXIT_USAGE, FlashTraceError
 from ..base.fileio import atomic_write_text, move_exclusive, publish_text, remove_stale_temps
 from .index import LibraryIndex
@@ -46,11 +48,12 @@ def default_root() -> Path:
 
 def sanitize_name(name: str) -> str:
     """A safe file stem: ASCII letters, digits, ``.``, ``_`` and ``-`` only, no leading dot, at most
-    80 characters; anything else becomes ``-``. Empty input gives ``trace``."""
+    80 characters; anything else becomes ``-``. Empty input gives ``trace``. A name a platform reserves
+    (``con``, ``nul.txt``, ``COM1``: Windows) gets ``_`` after its first part (pathvalidate's rules)."""
     text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode("ascii")
     text = _UNSAFE.sub("-", text.strip())
     text = re.sub(r"-{2,}", "-", text).strip(".-_")[:MAX_NAME].strip(".-_")
-    return text or "trace"
+    return sanitize_filename(text, platform="universal", max_len=MAX_NAME) if text else "trace"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import colorsys
 import zlib
 
+from plotly.colors import hex_to_rgb, sample_colorscale  # hex_to_rgb: "#rrggbb" -> (r, g, b), re-exported
+
 PROMPT = "#2563eb"
 REASONING = "#ea580c"
 ANSWER = "#b45309"
@@ -34,21 +36,11 @@ CHIP_BASE = {"prompt": "#3f74e4", "generated": "#e8691f", "template": "#9ca3af"}
 CHIP_ALPHA = [[0.0, 0.05], [0.04, 0.22], [0.2, 0.45], [0.5, 0.66], [1.0, 0.85]]
 
 
-def hex_to_rgb(color: str) -> tuple[int, int, int]:
-    """A "#rrggbb" colour as its (red, green, blue) values."""
-    color = color.lstrip("#")
-    return int(color[0:2], 16), int(color[2:4], 16), int(color[4:6], 16)
-
-
 def scale_color(scale: list[list], t: float) -> str:
-    """The colour at position `t` in [0, 1] of a Plotly-style scale (linear between stops) as ``#rrggbb``."""
-    t = min(max(float(t), 0.0), 1.0)
-    for (t0, c0), (t1, c1) in zip(scale, scale[1:]):
-        if t <= t1:
-            f = 0.0 if t1 == t0 else (t - t0) / (t1 - t0)
-            rgb = [round(a + f * (b - a)) for a, b in zip(hex_to_rgb(c0), hex_to_rgb(c1))]
-            return "#{:02x}{:02x}{:02x}".format(*rgb)
-    return scale[-1][1]
+    """The colour at position `t` in [0, 1] of a Plotly-style scale (linear between stops) as ``#rrggbb``
+    (`plotly.colors.sample_colorscale`)."""
+    (rgb,) = sample_colorscale(scale, [min(max(float(t), 0.0), 1.0)], colortype="tuple")
+    return "#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in rgb))
 
 
 def _ramp(stops: list[list[float]], t: float) -> float:

@@ -258,11 +258,23 @@ def _local_config(folder: Path, trust_remote_code: bool):
                              f"{text[:200]})") from None
 
 
-def _hub_reachable(model_id: str) -> bool:
-    """True when `model_id` is in the local hub cache or the hub answers quickly (no 20 s of retries)."""
+def _hub_offline() -> bool:
+    """HF_HUB_OFFLINE, as huggingface_hub read it at import or as set since."""
     import os
-    import socket
 
+    from huggingface_hub import constants
+
+    return constants.is_offline_mode() or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _hub_reachable(model_id: str) -> bool:
+    """True when `model_id` is in the local hub cache or the hub answers quickly (no 20 s of retries).
+
+    The probe is one HEAD request for the model's config.json through huggingface_hub's own HTTP session
+    (its endpoint, HF_ENDPOINT included, the proxies from the environment, its headers), with a 3 s
+    timeout; any answer, even 404, counts as reachable (loading then says what is wrong). Offline
+    (HF_HUB_OFFLINE) or for a path that does not exist, nothing is sent."""
+    from huggingface_hub import get_session, hf_hub_url
     from transformers import AutoConfig
 
     try:
@@ -270,12 +282,12 @@ def _hub_reachable(model_id: str) -> bool:
         return True
     except (OSError, ValueError):
         pass
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes") or model_id.startswith((".", "/", "~")):
+    if _hub_offline() or model_id.startswith((".", "/", "~")):
         return False  # offline by choice, or a local path that does not exist
     try:
-        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+        get_session().head(hf_hub_url(model_id, "config.json"), timeout=3, follow_redirects=False)
         return True
-    except OSError:
+    except Exception:  # noqa: BLE001 - no answer of any kind (refused, timed out, bad proxy, bad id): not reachable
         return False
 
 
