@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def run_comparison(trace: str) -> tuple[float, dict, list[str]]:
-    """Wall seconds of the click's script run, the page's own timing record, and the methods run."""
+def run_comparison(trace: str) -> tuple[float, dict, dict[str, int]]:
+    """Wall seconds of the click's script run, the page's own timing record, and the methods run with the
+    model runs each one's deletion curve added (states no earlier method had scored)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
@@ -32,12 +33,12 @@ def run_comparison(trace: str) -> tuple[float, dict, list[str]]:
     at.run()
     at.switch_page("pages/4_Compare.py").run()
     assert not at.exception, at.exception
-    chosen = list(at.session_state["methods"])
     start = time.perf_counter()
     at.button(key="run_methods").click().run()
     wall = time.perf_counter() - start
     assert not at.exception, at.exception
-    return wall, dict(at.session_state["methods_timing"]), chosen
+    results = at.session_state["methods_results"]
+    return wall, dict(at.session_state["methods_timing"]), {m: r["deletion_runs"] for m, r in results.items()}
 
 
 def main() -> int:
@@ -60,8 +61,8 @@ def main() -> int:
            "parts_sum_s": sum(parts.values()), "parts_share_of_wall": sum(parts.values()) / wall,
            "first_run_s (model load, free-form)": warm_wall, "load_before": load_before,
            "load_after": os.getloadavg()[0], "cpu_count": os.cpu_count()}
-    print(f"Compare → Methods on '{args.trace}' ({row['tokens']} tokens), methods {', '.join(methods)}; "
-          f"{args.threads} threads, load average {load_before:.1f} before, {row['load_after']:.1f} after\n")
+    print(f"Compare → Methods on '{args.trace}' ({row['tokens']} tokens), methods {', '.join(methods)}, "
+          f"{sum(methods.values())} deletion-state model runs; {args.threads} threads, load average {load_before:.1f} before, {row['load_after']:.1f} after\n")
     print("| part | seconds |\n|---|---|")
     for name, seconds in parts.items():
         print(f"| {name} | {seconds:.2f} |")

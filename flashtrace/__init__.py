@@ -17,7 +17,7 @@ from .analysis.schema import Trace, TraceValidationError, register_views
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
 _LAZY = {"LoadedModel": ".engine.models", "ModelLoadError": ".engine.models", "UnsupportedModelError": ".engine.models",
          "load_model": ".engine.models", "record_forward": ".engine.models", "Prepared": ".run.tracing",
-         "attribute": ".run.tracing", "prepare": ".run.tracing"}
+         "attribute": ".run.tracing", "prepare": ".run.tracing", "notebook_figures": ".viz.notebook"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 _moved.install()  # old module paths (flashtrace.schema, flashtrace.models, ...) for one release
 
@@ -62,4 +62,4 @@ def trace(model, prompt, response=None, *, generate=False, max_new_tokens=256, c
 
 __version__ = _version()  # from the installed metadata (pyproject.toml is the one source)
 __all__ = ["FlashTraceError", "LoadedModel", "ModelLoadError", "UnsupportedModelError", "load_model", "record_forward", "Trace",
-           "TraceValidationError", "Prepared", "attribute", "prepare", "trace", "__version__"]
+           "TraceValidationError", "Prepared", "attribute", "prepare", "trace", "notebook_figures", "__version__"]

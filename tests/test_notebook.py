@@ -1,6 +1,7 @@
 """A trace in a notebook: escaped self-contained HTML display, Plotly figures, a pandas table, and the
 example notebook run end to end (nbclient) on a tiny model."""
 
+import base64
 import os
 import re
 from html.parser import HTMLParser
@@ -13,6 +14,7 @@ import pytest
 from nbclient import NotebookClient
 
 import flashtrace
+from flashtrace.viz.export import image_export_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = '<script>alert(1)</script> " onmouseover="x" <img src=http://127.0.0.1:9/leak.png>'
@@ -109,9 +111,9 @@ PLOTLY = "application/vnd.plotly.v1+json"
 QUICKSTART = ROOT / "examples" / "quickstart.ipynb"
 
 
-def _check_outputs(nb) -> None:
+def _check_outputs(nb, png: bool) -> None:
     """No error, nothing on stderr (no warning), the trace's HTML view, and three Plotly figures that each
-    carry an HTML fallback (plotly.js embedded once, offline) beside the Plotly JSON."""
+    carry an HTML fallback (plotly.js embedded once, offline) beside the Plotly JSON, and a PNG with `png`."""
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
@@ -121,6 +123,8 @@ def _check_outputs(nb) -> None:
     assert len(figures) == 3
     for figure in figures:
         assert "Plotly.newPlot" in figure["text/html"]
+        if png:  # what GitHub shows: a real image, not an empty placeholder
+            assert base64.b64decode(figure["image/png"])[:8] == b"\x89PNG\r\n\x1a\n"
     assert any("plotly.js" in d.get("text/html", "") and len(d["text/html"]) > 1_000_000 for d in shown)
 
 
@@ -129,7 +133,7 @@ def test_example_notebook_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     nb = nbformat.read(QUICKSTART, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    _check_outputs(nb)
+    _check_outputs(nb, png=image_export_problem() is None)
 
 
 def test_committed_notebook_carries_its_outputs():
@@ -139,4 +143,4 @@ def test_committed_notebook_carries_its_outputs():
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     assert all(cell.execution_count for cell in code)
     assert "SmolLM2" in str(code[0].outputs) or "smollm2" in str(code[0].outputs)
-    _check_outputs(nb)
+    _check_outputs(nb, png=True)

@@ -102,4 +102,24 @@ def show(trace: Trace, k: int = 10, console=None) -> None:
     draw(trace, k, console)
 
 
-__all__ = ["show", "trace_html", "heatmap", "hop_graph", "compare_depths", "to_pandas"]
+PNG_WIDTH = 1100  # pixels of a notebook figure's PNG (a figure that sets its own width keeps it)
+
+
+def notebook_figures(png: bool | None = None) -> str:
+    """Make Plotly figures in this notebook travel: each is saved as Plotly JSON (interactive where the Plotly
+    extension runs), as HTML with plotly.js embedded once (no network needed: nbviewer, any Jupyter) and,
+    with `png` (by default when kaleido finds a Chrome or Chromium here), as a PNG image, which is what
+    GitHub shows. Sets ``plotly.io.renderers.default`` and returns it."""
+    import plotly.io as pio
+
+    from .export import image_export_problem
+
+    if png is None:
+        png = image_export_problem() is None
+    if png:
+        pio.renderers["png"].width = PNG_WIDTH  # kaleido's 700 px cut the hop graph's sentence labels
+    pio.renderers.default = "plotly_mimetype+notebook" + ("+png" if png else "")
+    return pio.renderers.default
+
+
+__all__ = ["notebook_figures", "show", "trace_html", "heatmap", "hop_graph", "compare_depths", "to_pandas"]
