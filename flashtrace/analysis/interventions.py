@@ -27,6 +27,8 @@ from .text import distinct_labels
 
 DEFAULT_RANDOM = 5  # random prompt sentences removed, one at a time
 DEFAULT_NEW_TOKENS = 128  # tokens the model may write after an edit
+DEFAULT_TEMPERATURE = 0.7  # resampled continuations (`flashtrace.run.resample`)
+DEFAULT_TOP_P = 0.95
 AGREE = 0.5  # |Spearman| at which step influence by intervention and by the hop graph agree (or are opposed)
 MIN_STEPS = 3  # fewer steps: no rank correlation is claimed
 LOGPROB_MARGIN = 0.1  # nats: a removal's drop leads another's only by more than this
@@ -67,6 +69,24 @@ class SentenceRemoval:
 
 
 @dataclass(frozen=True)
+class ResampledInfluence:
+    """Per resampled reasoning step (text order): the mean log-probability of the original answer after the
+    continuations sampled with the step kept and removed, their difference (the drop), the teacher-forced drop
+    for comparison, and how often the continuation's own answer matched the original one (rates 0..1)."""
+
+    n: int
+    ids: tuple[str, ...]
+    labels: tuple[str, ...]
+    kept: tuple[float, ...]
+    removed: tuple[float, ...]
+    drops: tuple[float, ...]  # kept - removed, nats
+    teacher_forced: tuple[float | None, ...]  # the step's teacher-forced drop (None when not stored)
+    kept_match: tuple[float, ...]
+    removed_match: tuple[float, ...]
+    sentence: str
+
+
+@dataclass(frozen=True)
 class InterventionFacts:
     """What the stored interventions of a trace say: the unedited log-probability, the model they ran on,
     the step influence and the sentence removals (either may be missing)."""
@@ -74,6 +94,7 @@ class InterventionFacts:
     model: str
     steps: StepInfluence | None
     removal: SentenceRemoval | None
+    resampled: ResampledInfluence | None = None
 
 
 def _labels(trace: Trace, ids: tuple[str, ...]) -> tuple[str, ...]:
@@ -171,6 +192,30 @@ def _removal_sentence(top, randoms, gold, check) -> str:
     return "; ".join(parts) + "."
 
 
+def resampled_influence(trace: Trace) -> ResampledInfluence | None:
+    """The stored resampled continuations per step (None when none are stored)."""
+    record = trace.interventions
+    if record is None or record.resampled is None or not record.resampled.steps:
+        return None
+    rows = record.resampled.steps
+    ids = tuple(r.step for r in rows)
+    kept = tuple(float(np.mean(r.kept)) for r in rows)
+    removed = tuple(float(np.mean(r.removed)) for r in rows)
+    drops = tuple(k - r for k, r in zip(kept, removed))
+    forced = {e.segments[0]: record.before - e.logprob for e in record.edits if e.kind == "step"}
+    kept_match = tuple(float(np.mean(r.kept_match)) for r in rows)
+    removed_match = tuple(float(np.mean(r.removed_match)) for r in rows)
+    labels = _labels(trace, ids)
+    best = int(np.argmax(drops))
+    n = record.resampled.n
+    sentence = (f"With {n} resampled continuation{'s' * (n != 1)} per step, removing \u201c{labels[best]}\u201d "
+                f"lowers the answer's log-probability most ({drops[best]:.2f} nats on average); the continuations "
+                f"reach the original answer {np.mean(kept_match):.0%} of the time with a step kept and "
+                f"{np.mean(removed_match):.0%} with it removed.")
+    return ResampledInfluence(n, ids, labels, kept, removed, drops, tuple(forced.get(i) for i in ids), kept_match,
+                              removed_match, sentence)
+
+
 def with_interventions(trace: Trace, record: InterventionRecord) -> Trace:
     """A copy of `trace` holding `record` (replacing any stored before), at the current schema version."""
     out = trace.model_copy(update={"interventions": record, "schema_version": SCHEMA_VERSION})
@@ -183,8 +228,9 @@ def intervention_facts(trace: Trace) -> InterventionFacts | None:
     record = trace.interventions
     if record is None:
         return None
-    return InterventionFacts(record.before, record.model, step_influence(trace), sentence_removal(trace))
+    return InterventionFacts(record.before, record.model, step_influence(trace), sentence_removal(trace),
+                             resampled_influence(trace))
 
 
-__all__ = ["InterventionFacts", "with_interventions", "StepInfluence", "SentenceRemoval", "intervention_facts", "step_influence",
-           "sentence_removal", "DEFAULT_RANDOM", "DEFAULT_NEW_TOKENS", "AGREE", "MIN_STEPS", "LOGPROB_MARGIN", "DROP", "OF_ANSWER"]
+__all__ = ["InterventionFacts", "with_interventions", "StepInfluence", "SentenceRemoval", "ResampledInfluence",
+           "intervention_facts", "step_influence", "sentence_removal", "resampled_influence", "DEFAULT_RANDOM", "DEFAULT_NEW_TOKENS", "DEFAULT_TEMPERATURE", "DEFAULT_TOP_P", "AGREE", "MIN_STEPS", "LOGPROB_MARGIN", "DROP", "OF_ANSWER"]

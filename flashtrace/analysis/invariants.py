@@ -139,6 +139,21 @@ def check_interventions(tr) -> None:
         if unknown:
             raise ValueError(f"interventions.edits[{i}] names {unknown[:3]}, which are not prompt sentences or "
                              "reasoning steps of this trace")
+    _check_resampled(tr)
+
+
+def _check_resampled(tr) -> None:
+    """Every resampled step is a reasoning step of the trace, with `n` continuations of each kind."""
+    resampled = tr.interventions.resampled
+    steps = {seg.id for seg in tr.segments or [] if seg.role == "reasoning"}
+    for i, row in enumerate(resampled.steps if resampled else []):
+        if row.step not in steps:
+            raise ValueError(f"interventions.resampled.steps[{i}] names {row.step!r}, which is not a reasoning step "
+                             "of this trace")
+        lengths = {len(row.kept), len(row.removed), len(row.kept_match), len(row.removed_match)}
+        if lengths != {resampled.n}:
+            raise ValueError(f"interventions.resampled.steps[{i}] holds {sorted(lengths)} continuations, not n = "
+                             f"{resampled.n}")
 
 
 def check_extra(extra: dict) -> None:

@@ -193,15 +193,42 @@ class EditRecord(_Strict):
     answer: str | None = Field(default=None, max_length=MAX_TEXT)
 
 
+class ResampledStep(_Strict):
+    """One reasoning step resampled (`flashtrace.run.resample`): per continuation sampled after the step
+    (`kept`) or in its place (`removed`), the original target's teacher-forced log-probability after it, and
+    whether the continuation's own answer matched the original one."""
+
+    step: str = Field(min_length=1, max_length=20)
+    kept: list[float] = Field(max_length=MAX_EDITS, fail_fast=True)
+    removed: list[float] = Field(max_length=MAX_EDITS, fail_fast=True)
+    kept_match: list[bool] = Field(max_length=MAX_EDITS, fail_fast=True)
+    removed_match: list[bool] = Field(max_length=MAX_EDITS, fail_fast=True)
+
+
+class ResampleRecord(_Strict):
+    """`n` resampled continuations per reasoning step: how they were drawn (seed, temperature, top-p, at most
+    `max_new_tokens` each), the seconds they took, and the results per step."""
+
+    n: int = Field(ge=1, le=MAX_EDITS)
+    seed: int
+    max_new_tokens: int = Field(ge=1)
+    temperature: float | None = Field(default=None, gt=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    seconds: float = Field(ge=0)
+    steps: list[ResampledStep] = Field(max_length=MAX_EDITS, fail_fast=True)
+
+
 class InterventionRecord(_Strict):
     """Interventions on a trace (`flashtrace.run.interventions`): the target's log-probability unedited
-    (`before`) and after each edit, with the model, the random seed and the seconds they took."""
+    (`before`) and after each edit, with the model, the random seed and the seconds they took; `resampled`
+    (optional, absent in older files): the steps' resampled continuations."""
 
     before: float
     edits: list[EditRecord] = Field(max_length=MAX_EDITS, fail_fast=True)
     model: str = Field(max_length=500)
     seed: int | None = None
     seconds: float = Field(ge=0)
+    resampled: ResampleRecord | None = None
 
 
 class Trace(_Strict):

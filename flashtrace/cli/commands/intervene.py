@@ -12,7 +12,7 @@ HELP = ("remove reasoning steps and prompt sentences from a saved trace and scor
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace intervene` (trace file, model, the edits) to `parser`."""
-    from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM
+    from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM, DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
     parser.add_argument("--model", default=None,
@@ -36,6 +36,16 @@ def add_arguments(parser) -> None:
                         help="standard set: how many random prompt sentences to remove, one at a time")
     parser.add_argument("--seed", type=int, default=0, help="standard set: seed of the random sentences")
     parser.add_argument("--batch-size", type=int, default=8, help="edited sequences scored per forward pass")
+    parser.add_argument("--resample", type=int, default=0, metavar="N",
+                        help="standard set: also sample N continuations per reasoning step, with the step kept and "
+                             "removed, and score the answer after each (default 0: teacher-forced only)")
+    parser.add_argument("--resample-tokens", type=int, default=None, metavar="T",
+                        help="with --resample: most tokens per continuation (default: the trace's reasoning and "
+                             "answer length + 16)")
+    parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
+                        help=f"with --resample: sampling temperature (default {DEFAULT_TEMPERATURE})")
+    parser.add_argument("--top-p", type=float, default=DEFAULT_TOP_P,
+                        help=f"with --resample: nucleus sampling mass (default {DEFAULT_TOP_P})")
     parser.add_argument("--out", type=Path, default=None,
                         help="standard set: write the trace with the results stored in it (schema version 3)")
     parser.add_argument("--device", default=None, help="torch device, e.g. cpu or cuda")
@@ -60,6 +70,7 @@ def _check_arguments(args) -> None:
             raise ValueError(f"{flag} needs --remove (the segment to edit)")
     if args.remove and args.out:
         raise ValueError("--out stores the standard set; with --remove use --retrace to save the new trace")
+    _check_resample(args)
     if args.no_steps and args.no_sentences and not args.remove:
         raise ValueError("--no-steps and --no-sentences leave nothing to run")
     check_device(args.device)
@@ -68,12 +79,24 @@ def _check_arguments(args) -> None:
             check_destination(path, flag)
 
 
-def _bar(args, desc: str):
+def _check_resample(args) -> None:
+    if args.resample < 0:
+        raise ValueError(f"--resample must be at least 0, got {args.resample}")
+    if args.resample and (args.remove or args.no_steps):
+        raise ValueError("--resample resamples the reasoning steps of the standard set: not with --remove or "
+                         "--no-steps")
+    if args.resample_tokens is not None and args.resample_tokens < 1:
+        raise ValueError(f"--resample-tokens must be at least 1, got {args.resample_tokens}")
+    if not args.temperature > 0 or not 0 < args.top_p <= 1:
+        raise ValueError("--temperature must be > 0 and --top-p in (0, 1]")
+
+
+def _bar(args, desc: str, unit: str = "layer"):
     from tqdm import tqdm
 
     if args.no_progress:
         return None, None
-    bar = tqdm(desc=desc, unit="layer", leave=False)
+    bar = tqdm(desc=desc, unit=unit, leave=False)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -109,21 +132,41 @@ def _print_standard(trace) -> None:
         for seg_id, label, drop, graph in zip(info.ids, info.labels, info.drops, info.graph):
             print(f"  {seg_id:6} {drop:11.3f} {graph:7.1%}  {label}")
         print(info.sentence)
+    if facts.resampled is not None:
+        res = facts.resampled
+        print(f"\nresampled: {res.n} continuations per step with the step kept and removed (mean log-probability "
+              "of the answer, drop = kept - removed, teacher-forced drop, share matching the original answer)")
+        print(f"  {'step':6} {'kept':>8} {'removed':>8} {'drop':>7} {'forced':>7} {'match k':>7} {'match r':>7}  text")
+        for row in zip(res.ids, res.kept, res.removed, res.drops, res.teacher_forced, res.kept_match,
+                       res.removed_match, res.labels):
+            forced = "-" if row[4] is None else f"{row[4]:.3f}"
+            print(f"  {row[0]:6} {row[1]:8.3f} {row[2]:8.3f} {row[3]:7.3f} {forced:>7} {row[5]:7.0%} {row[6]:7.0%}  "
+                  f"{row[7]}")
+        print(res.sentence)
     if facts.removal is not None:
         print("\nprompt sentences removed (fall of the answer's log-probability, nats)")
         print(facts.removal.sentence)
 
 
 def _standard(args, trace, loaded) -> None:
-    from ...run.interventions import estimate_seconds, intervene, plan, with_interventions
+    from ...run.interventions import estimate_seconds, plan, with_interventions
+    from ...run.resample import estimate_resample_seconds, intervene_and_resample
 
     edits = plan(trace, not args.no_steps, not args.no_sentences, args.random, args.seed)
     _note(estimate_seconds(loaded, trace, len(edits)), f"{len(edits)} edits of a {trace.n_tokens}-token trace")
+    options = {"max_new_tokens": args.resample_tokens, "temperature": args.temperature, "top_p": args.top_p}
+    if args.resample:
+        _note(estimate_resample_seconds(loaded, trace, args.resample, args.resample_tokens),
+              f"{args.resample} resampled continuations per step, kept and removed")
     bar, progress = _bar(args, "interventions")
-    record = intervene(loaded, trace, steps=not args.no_steps, sentences=not args.no_sentences, n_random=args.random,
-                       seed=args.seed, batch_size=args.batch_size, progress=progress)
-    if bar is not None:
-        bar.close()
+    rbar, rprogress = _bar(args, "resampling", "batch") if args.resample else (None, None)
+    record = intervene_and_resample(loaded, trace, args.resample, resample_options=options,
+                                    resample_progress=rprogress, progress=progress, steps=not args.no_steps,
+                                    sentences=not args.no_sentences, n_random=args.random, seed=args.seed,
+                                    batch_size=args.batch_size)
+    for one in (bar, rbar):
+        if one is not None:
+            one.close()
     trace = with_interventions(trace, record)
     _print_standard(trace)
     if args.out:

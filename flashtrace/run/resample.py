@@ -1,0 +1,160 @@
+"""Step influence by resampling: for each reasoning step, `n` continuations sampled from that point, with the
+step kept (sampled after it) and with it removed (sampled in its place), and what they do to the answer.
+
+Teacher-forced removal (`interventions.step_edits`) keeps every later step as written; a model that relies on
+a step may simply restate it later, or a later step may carry the answer on its own. Resampling lets the model
+write the rest of its reasoning itself. For step S (tokens ``[start, end)``) the two contexts are the trace's
+token ids up to ``end`` (kept) and up to ``start`` (removed); each gets `n` continuations (seeded, the same
+seeds for both, so the only difference is the step). A continuation is cut where it writes its own answer
+marker (the trace's text just before the target, "Answer:" in the task templates); the trace's own marker and
+target tokens are appended and the target is scored teacher-forced (`interventions.score`). The continuation's
+own answer (its text after the marker, on that line; without a marker, anywhere in it) *matches* when it
+equals the original answer once case, outer spaces and final punctuation are set aside.
+
+`intervene_and_resample` runs the standard set (`interventions.intervene`) and, with ``n > 0``, this too,
+storing it in the record's `resampled`; with ``n = 0`` it is exactly the teacher-forced path.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable, Sequence
+
+import torch
+
+from ..analysis.schema import ResampledStep, ResampleRecord, Trace
+from ..engine.estimate import generation_seconds, scoring_seconds
+from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+from ..analysis.schema import InterventionRecord
+from .interventions import Edited, Progress, _check_model, _pad_id, _response_start, intervene, score, step_edits
+
+SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
+
+StepProgress = Callable[[int, int], None]  # (continuation batches done, in all); two batches per step
+
+
+def _norm(text: str) -> str:
+    return text.strip().strip(".,;:!?\"'").strip().casefold()
+
+
+def answer_tail(trace: Trace) -> int:
+    """Where the appended tail starts: the reasoning segment just before the target when it holds only an
+    answer marker ("Answer:"), else the target itself."""
+    lo = trace.settings.target[0]
+    for seg in trace.segments or []:
+        if seg.role == "reasoning" and seg.end == lo and seg.text.strip() and len(seg.text.strip()) <= 40:
+            if re.fullmatch(r"[\W_]*(?:final\s+)?answer\s*[:：]?\s*", seg.text, re.I):
+                return seg.start
+    return lo
+
+
+def default_tokens(trace: Trace) -> int:
+    """The default budget: the original response up to the end of its target, plus `SLACK_TOKENS`."""
+    return trace.settings.target[1] - _response_start(trace) + SLACK_TOKENS
+
+
+def _cut(tokenizer, ids: list[int], stop: set[int], marker: str) -> tuple[list[int], str]:
+    """The continuation up to (not including) its answer marker line, and its own answer text."""
+    ids = ids[: next((i for i, t in enumerate(ids) if t in stop), len(ids))]
+    text = tokenizer.decode(ids, skip_special_tokens=True)
+    if not marker:
+        return ids, text
+    at = text.find(marker)
+    if at < 0:
+        return ids, ""
+    answer = text[at + len(marker):].split("\n", 1)[0]
+    keep = 0
+    while keep < len(ids) and len(tokenizer.decode(ids[: keep + 1], skip_special_tokens=True)) <= at:
+        keep += 1
+    return ids[:keep], answer
+
+
+@torch.inference_mode()
+def _sample(loaded, context: Sequence[int], n: int, seed: int, max_new_tokens: int, temperature, top_p) -> list[list[int]]:
+    """`n` sampled continuations of `context` (one batch, seeded; the global RNG left as it was)."""
+    ids = torch.tensor([list(context)], device=loaded.device)
+    cuda = [loaded.device] if loaded.device.type == "cuda" else []
+    options = {k: v for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                    do_sample=True, num_return_sequences=n, pad_token_id=_pad_id(loaded), **options)
+    return [row.tolist() for row in out[:, ids.shape[1]:]]
+
+
+def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]) -> tuple[list[Edited], list[bool]]:
+    """The sequences to score (context + cut continuation + the trace's marker and target) and the matches."""
+    ids = [t.id for t in trace.tokens]
+    tail_at, (lo, hi) = answer_tail(trace), trace.settings.target
+    tok = loaded.tokenizer
+    marker = tok.decode(ids[tail_at:lo], skip_special_tokens=True).strip()
+    wanted = _norm(tok.decode(ids[lo:hi], skip_special_tokens=True))
+    stop = {t for t in (tok.eos_token_id, tok.pad_token_id) if t is not None}
+    rows, matches = [], []
+    for sample in samples:
+        kept, own = _cut(tok, sample, stop, marker)
+        seq = list(context) + kept + ids[tail_at:hi]
+        rows.append(Edited(tuple(seq), (len(seq) - (hi - lo), len(seq)), _response_start(trace), kind="resample"))
+        matches.append(_norm(own) == wanted if marker else wanted in _norm(own))
+    return rows, matches
+
+
+def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_tokens: int | None = None,
+                   temperature: float | None = DEFAULT_TEMPERATURE, top_p: float | None = DEFAULT_TOP_P,
+                   batch_size: int = 8, progress: StepProgress | None = None) -> ResampleRecord:
+    """`n` continuations per reasoning step before the target, with the step kept and removed (see the module
+    docstring); `progress(done, total)` hears of each batch of continuations and may raise to stop."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1 to resample, got {n}")
+    _check_model(loaded, trace)
+    budget = max_new_tokens or default_tokens(trace)
+    ids = [t.id for t in trace.tokens]
+    steps = [e.segments[0] for e in step_edits(trace)]
+    seg = {s.id: s for s in trace.segments or []}
+    start, out, total = time.perf_counter(), [], 2 * len(steps)
+    for i, step in enumerate(steps):
+        results = []
+        for j, context in enumerate((ids[: seg[step].end], ids[: seg[step].start])):
+            samples = _sample(loaded, context, n, seed + i, budget, temperature, top_p)
+            rows, matches = _rows(loaded, trace, context, samples)
+            results.append((score(loaded, rows, batch_size), matches))
+            if progress:
+                progress(2 * i + j + 1, total)
+        (kept, kept_match), (removed, removed_match) = results
+        out.append(ResampledStep(step=step, kept=kept, removed=removed, kept_match=kept_match,
+                                 removed_match=removed_match))
+    return ResampleRecord(n=n, seed=seed, max_new_tokens=budget, temperature=temperature, top_p=top_p,
+                          seconds=time.perf_counter() - start, steps=out)
+
+
+def intervene_and_resample(loaded, trace: Trace, n: int = 0, *, resample_options: dict | None = None,
+                           resample_progress: StepProgress | None = None, progress: Progress | None = None,
+                           **options) -> InterventionRecord:
+    """`interventions.intervene(loaded, trace, **options)`; with `n` > 0 (and the steps not left out), also
+    `resample_steps` with `n` continuations (seeded with the options' seed unless `resample_options` names
+    one), stored in the record's `resampled`."""
+    if n < 0:
+        raise ValueError(f"n must be at least 0, got {n}")
+    record = intervene(loaded, trace, progress=progress, **options)
+    if not n or not options.get("steps", True):
+        return record
+    chosen = {"seed": options.get("seed", 0), "batch_size": options.get("batch_size", 8), **(resample_options or {})}
+    resampled = resample_steps(loaded, trace, n, progress=resample_progress, **chosen)
+    return record.model_copy(update={"resampled": resampled, "seconds": record.seconds + resampled.seconds})
+
+
+def estimate_resample_seconds(model, trace: Trace, n: int, max_new_tokens: int | None = None) -> float:
+    """Predicted seconds of `resample_steps`: per step two contexts, each `n` continuations (counted one after
+    another: an upper bound for the batched sampling) and their scoring; `model` as `estimate_seconds` takes."""
+    if n < 1:
+        return 0.0
+    budget = max_new_tokens or default_tokens(trace)
+    steps = len(step_edits(trace))
+    n_tokens = len(trace.tokens)
+    per_context = n * generation_seconds(model, n_tokens, budget) + scoring_seconds(model, n_tokens + budget, n)
+    return 2 * steps * per_context
+
+
+__all__ = ["resample_steps", "intervene_and_resample", "estimate_resample_seconds", "answer_tail", "default_tokens", "DEFAULT_TEMPERATURE",
+           "DEFAULT_TOP_P"]
