@@ -48,6 +48,9 @@ _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests
             "tests/test_library_names.py"]
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
+_GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py"]
+_LOAD = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_r3_trace_load.py",
+         "tests/test_errors.py"]
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
 MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
@@ -77,17 +80,23 @@ MODULE_TESTS = {
     "flashtrace/engine/models/verify.py": ["tests/models/test_verify.py"],
     "flashtrace/analysis/check.py": [*_STORY, "tests/evaluate/test_faithfulness.py"],
     "flashtrace/analysis/compare.py": _STORY,
-    "flashtrace/analysis/facts.py": _STORY,
-    "flashtrace/analysis/graph.py": ["tests/test_graph.py"],
+    "flashtrace/analysis/graph_edges.py": _GRAPH,
+    "flashtrace/analysis/graph_prune.py": _GRAPH,
+    "flashtrace/analysis/invariants.py": [*_LOAD, "tests/test_intervention_facts.py", "tests/test_properties.py"],
+    "flashtrace/analysis/interventions.py": ["tests/test_intervention_facts.py", "tests/test_cli_intervene.py"],
+    "flashtrace/analysis/summary.py": ["tests/test_trace_output.py", "tests/test_cli.py"],
+    "flashtrace/analysis/facts.py": [*_STORY, "tests/test_consistency.py", "tests/test_trace_output.py"],
+    "flashtrace/analysis/graph.py": _GRAPH,
     "flashtrace/analysis/limits.py": ["tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
-    "flashtrace/analysis/schema.py": [*_TRACE, "tests/test_steps.py"],
-    "flashtrace/analysis/segments.py": ["tests/test_segments.py"],
-    "flashtrace/analysis/story.py": [*_STORY, "tests/viz/test_story_figures.py"],
+    "flashtrace/analysis/schema.py": [*_TRACE, *_LOAD[2:], "tests/test_steps.py", "tests/test_library.py"],
+    "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
+    "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
     "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
     "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
     "flashtrace/store/app_files.py": ["tests/test_gallery.py"],
     "flashtrace/store/gallery.py": ["tests/test_gallery.py"],
-    "flashtrace/store/index.py": _LIBRARY,
+    "flashtrace/store/index.py": [*_LIBRARY, "tests/test_r3_index.py"],
+    "flashtrace/store/index_file.py": [*_LIBRARY, "tests/test_r3_index.py"],
     "flashtrace/store/library.py": [*_LIBRARY, "tests/test_properties.py::test_any_title_saves_reopens_renames_and_deletes"],
 }
 REASONS = ROOT / "benchmarks" / "mutation_equivalent.json"
@@ -231,11 +240,22 @@ def to_run(args: argparse.Namespace, results: dict) -> list[str]:
 
 def run_module(module: str, results: dict, reasons: dict, workers: int, survivors_only: bool) -> dict:
     previous = results["modules"].get(module)
-    names = [s["name"] for s in (previous or {}).get("survivors", [])] if survivors_only else [mutant_prefix(module) + "*"]
+    resume = (not survivors_only and previous is not None and previous.get("source_hash") == source_hash(module)
+              and previous.get("checked", 0) < previous["mutants"])
+    if survivors_only:
+        names = [s["name"] for s in (previous or {}).get("survivors", [])]
+    else:  # no names: mutmut tries only the mutants without a result yet (an interrupted run goes on)
+        names = [] if resume else [mutant_prefix(module) + "*"]
     start = time.perf_counter()
-    if names:
+    if names or resume:
         _mutmut(module, ["run", *names], workers)
-    return summarise(module, previous, time.perf_counter() - start if names else None, reasons, survivors_only)
+    seconds = time.perf_counter() - start if names or resume else None
+    if resume and seconds is not None:
+        seconds += previous.get("seconds", 0)  # the interrupted part's time counts too
+    record = summarise(module, previous, seconds, reasons, survivors_only)
+    if not survivors_only:
+        record["workers"] = workers
+    return record
 
 
 def table(records: list[dict]) -> str:

@@ -14,6 +14,8 @@ from flashtrace.analysis.graph import OTHER, HopGraph, incoming_shares
 from flashtrace.analysis.schema import StepRecord
 from flashtrace.run.tracing import attribute, prepare
 
+from .graph_factory import random_hop_graph
+
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. Cid has 9 green balls. How many do Ann and Ben have?"
 RESPONSE = "1. Ann has 3 balls.\n2. Ben has 4 balls.\n3. So 3 + 4 = 7.\nAnswer: 7 balls"
 
@@ -178,24 +180,6 @@ def test_vartrack_strongest_path_hits_the_value_sentence(smollm):
 
 
 # --- influence and pruning ------------------------------------------------------------------------------
-def _random_graph(seed: int, n_prompt: int = 6, n_steps: int = 4, density: float = 0.6) -> HopGraph:
-    """A random hop graph: T0, P0.., S0.., A in text order; forward edges whose shares into a node sum to < 1."""
-    rng = np.random.default_rng(seed)
-    ids = ["T0", *(f"P{i}" for i in range(n_prompt)), *(f"S{i}" for i in range(n_steps)), "A"]
-    roles = ["template", *["prompt"] * n_prompt, *["reasoning"] * n_steps, "answer"]
-    graph = nx.DiGraph(answer="A")
-    for order, (node, role) in enumerate(zip(ids, roles)):
-        graph.add_node(node, id=node, role=role, text=f"text of {node}", start=order, end=order + 1, order=order)
-    for j, dst in enumerate(ids):
-        if roles[j] not in ("reasoning", "answer"):
-            continue
-        srcs = [s for s in ids[:j] if rng.random() < density]
-        weights = rng.random(len(srcs) + 1)  # the last part stays on dst's own tokens
-        for src, w in zip(srcs, weights[:-1] / weights.sum()):
-            graph.add_edge(src, dst, share=float(w), raw_share=float(w))
-    return HopGraph(graph)
-
-
 def _brute_influence(graph: HopGraph, node: str) -> float:
     if node == graph.answer:
         return 1.0
@@ -206,7 +190,7 @@ def _brute_influence(graph: HopGraph, node: str) -> float:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), density=st.floats(0.2, 1.0))
 def test_influence_is_the_sum_over_paths_of_share_products(seed, density):
-    graph = _random_graph(seed, density=density)
+    graph = random_hop_graph(seed, density=density)
     influence = graph.influence()
     for node in graph.graph.nodes:
         assert influence[node] == pytest.approx(_brute_influence(graph, node), rel=1e-9, abs=1e-12)
@@ -232,7 +216,7 @@ def test_influence_is_the_sum_over_paths_of_share_products(seed, density):
 @given(seed=st.integers(0, 10**6), keep=st.sampled_from([0.3, 0.8, 1.0]), edges=st.sampled_from([0.5, 0.98]),
        cap=st.integers(1, 8), k=st.integers(0, 2))
 def test_pruning_keeps_the_evidence_and_folds_the_rest(seed, keep, edges, cap, k):
-    full = _random_graph(seed, n_prompt=12, n_steps=4)
+    full = random_hop_graph(seed, n_prompt=12, n_steps=4)
     influence = full.influence()
     inputs = full.nodes("template") + full.nodes("prompt")
     graph = full.pruned(keep, edges, max_inputs=cap, step_sources=k)
