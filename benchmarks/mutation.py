@@ -49,7 +49,7 @@ _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
 _GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py"]
-_LOAD = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_r3_trace_load.py",
+_LOAD = ["tests/test_trace_refusals.py", "tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_r3_trace_load.py",
          "tests/test_errors.py"]
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
 MODULE_TESTS = {
@@ -81,14 +81,14 @@ MODULE_TESTS = {
     "flashtrace/analysis/check.py": [*_STORY, "tests/evaluate/test_faithfulness.py"],
     "flashtrace/analysis/compare.py": _STORY,
     "flashtrace/analysis/graph_edges.py": _GRAPH,
-    "flashtrace/analysis/graph_prune.py": _GRAPH,
+    "flashtrace/analysis/graph_prune.py": ["tests/test_graph_pruning.py", *_GRAPH],
     "flashtrace/analysis/invariants.py": [*_LOAD, "tests/test_intervention_facts.py", "tests/test_properties.py"],
     "flashtrace/analysis/interventions.py": ["tests/test_intervention_facts.py", "tests/test_cli_intervene.py"],
     "flashtrace/analysis/summary.py": ["tests/test_trace_output.py", "tests/test_cli.py"],
     "flashtrace/analysis/facts.py": [*_STORY, "tests/test_consistency.py", "tests/test_trace_output.py"],
     "flashtrace/analysis/graph.py": _GRAPH,
     "flashtrace/analysis/limits.py": ["tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
-    "flashtrace/analysis/schema.py": [*_TRACE, *_LOAD[2:], "tests/test_steps.py", "tests/test_library.py"],
+    "flashtrace/analysis/schema.py": [*_TRACE, "tests/test_trace_refusals.py", *_LOAD[3:], "tests/test_steps.py", "tests/test_library.py"],
     "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
     "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
@@ -154,15 +154,30 @@ def _mutmut(module: str, args: list[str], workers: int) -> int:
     return subprocess.run(cmd, cwd=prepare_folder(module), env={**env, "PYTHONDONTWRITEBYTECODE": "1"}).returncode
 
 
+def _meta(module: str) -> Path:
+    return folder(module) / "mutants" / f"{module}.meta"
+
+
+def _exit_codes(module: str) -> dict[str, int | None]:
+    return json.loads(_meta(module).read_text())["exit_code_by_key"] if _meta(module).is_file() else {}
+
+
+def _keep_verdicts(module: str, before: dict[str, int | None], rerun: set[str]) -> None:
+    """After a survivors-only run: the other mutants keep their earlier verdict. mutmut forgets every verdict when
+    the test selection changes (a new test file for the module); the killed stay killed with more tests."""
+    data = json.loads(_meta(module).read_text())
+    codes = data["exit_code_by_key"]
+    for name, code in before.items():
+        if name not in rerun and codes.get(name) is None and code is not None:
+            codes[name] = code
+    _meta(module).write_text(json.dumps(data))
+
+
 def statuses(module: str) -> dict[str, str]:
     """``{mutant name: status}`` from mutmut's stored results for `module` (empty before its first run)."""
     from mutmut.stats import status_by_exit_code
 
-    meta = folder(module) / "mutants" / f"{module}.meta"
-    if not meta.is_file():
-        return {}
-    codes = json.loads(meta.read_text())["exit_code_by_key"]
-    return {name: status_by_exit_code[code] for name, code in codes.items()}
+    return {name: status_by_exit_code[code] for name, code in _exit_codes(module).items()}
 
 
 def changed_line(module: str, name: str) -> str:
@@ -247,8 +262,11 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
     else:  # no names: mutmut tries only the mutants without a result yet (an interrupted run goes on)
         names = [] if resume else [mutant_prefix(module) + "*"]
     start = time.perf_counter()
+    before = _exit_codes(module) if survivors_only else {}
     if names or resume:
         _mutmut(module, ["run", *names], workers)
+    if before:
+        _keep_verdicts(module, before, set(names))
     seconds = time.perf_counter() - start if names or resume else None
     if resume and seconds is not None:
         seconds += previous.get("seconds", 0)  # the interrupted part's time counts too

@@ -1,0 +1,104 @@
+"""A trace file that breaks one invariant is refused with a message naming the field and what is wrong, and a
+file right at each limit still loads (the boundaries of `analysis/invariants.py`)."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from flashtrace.analysis.limits import MAX_EXTRA_DEPTH, MAX_EXTRA_NODES
+from flashtrace.analysis.schema import Trace, TraceValidationError
+from flashtrace.store.gallery import gallery_dir
+
+N = 150  # tokens of free-form.json
+
+
+@pytest.fixture(scope="module")
+def base():
+    doc = json.loads((Path(gallery_dir()) / "free-form.json").read_text())
+    assert len(doc["tokens"]) == N
+    return doc
+
+
+def _edit(doc, change):
+    doc = copy.deepcopy(doc)
+    change(doc)
+    return json.dumps(doc)
+
+
+def _nest(doc, levels):
+    node = doc["extra"]
+    for _ in range(levels):
+        node["x"] = {}
+        node = node["x"]
+
+
+def _swap_hops(doc):
+    doc["hops"][1], doc["hops"][2] = doc["hops"][2], doc["hops"][1]
+
+
+def _gap(doc):
+    doc["segments"][1]["start"] += 1
+
+
+def _empty_segment(doc):
+    first, second = doc["segments"][1], doc["segments"][2]
+    first["end"] = first["start"]
+    second["start"] = first["start"]
+
+
+REFUSED = {
+    "steps without segments": (lambda d: d.update(segments=None), "steps needs segments"),
+    "segment order": (lambda d: d["segments"][1].update(order=5), r"segments\[1\]\.order is 5; segments must be listed"),
+    "segment gap": (_gap, r"segments\[1\] covers tokens 25\.\.39; .*expected a start at 24\)"),
+    "empty segment": (_empty_segment, r"segments\[1\] covers tokens 24\.\.24"),
+    "segments short": (lambda d: d["segments"].pop(), f"segments end at token 131 but the trace has {N} tokens"),
+    "duplicate ids": (lambda d: d["segments"][2].update(id="P0"), "segment ids must be unique"),
+    "unknown step": (lambda d: d["steps"]["vectors"].update(Q9=[0.0] * N),
+                     r"steps.vectors names segments that do not exist: \['Q9'\]"),
+    "intervention on the answer": (lambda d: d["interventions"]["edits"][1].update(segments=["S0", "A"]),
+                                   r"interventions.edits\[1\] names \['A'\], which are not prompt sentences"),
+    "short vector": (lambda d: d["hops"][1]["raw"].pop(), rf"hops\[1\]\.raw has {N - 1} values but the trace has {N}"),
+    "negative weight": (lambda d: d["hops"][0]["weights"].__setitem__(3, -1.0), r"hops\[0\]\.weights has negative"),
+    "huge step value": (lambda d: d["steps"]["vectors"]["S1"].__setitem__(0, 1e39),
+                        r"steps.vectors\[S1\] has values above 3.403e\+38 \(float32's largest\)"),
+    "span past the end": (lambda d: d["spans"].update(answer=[140, N + 1]), rf"spans.answer \[140, {N + 1}\] is outside"),
+    "empty span": (lambda d: d["spans"].update(prompt=[30, 30]), rf"spans.prompt \[30, 30\] is outside the {N} tokens"),
+    "empty reasoning": (lambda d: d["spans"].update(reasoning=[70, 70]), r"spans.reasoning \[70, 70\] is outside"),
+    "target past the end": (lambda d: d["settings"].update(target=[140, N + 1]),
+                            rf"settings.target \[140, {N + 1}\] is outside the {N} tokens"),
+    "empty target": (lambda d: d["settings"].update(target=[140, 140]), r"settings.target \[140, 140\] is outside"),
+    "hops out of order": (_swap_hops, r"hops must be numbered 0, 1, 2, \.\.\. in order"),
+    "prompt score outside the prompt": (lambda d: d["scores"]["prompt"].__setitem__(140, 0.5),
+                                        "scores.prompt is non-zero outside the prompt tokens"),
+    "extra too deep": (lambda d: _nest(d, MAX_EXTRA_DEPTH), f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels"),
+    "extra too big": (lambda d: d.update(extra={"a": list(range(MAX_EXTRA_NODES - 1))}),
+                      f"extra holds more than {MAX_EXTRA_NODES:,} values"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_broken_invariant_is_refused_with_its_field_named(base, case):
+    change, message = REFUSED[case]
+    with pytest.raises(TraceValidationError, match=message):
+        Trace.from_json(_edit(base, change))
+
+
+ACCEPTED = {
+    "spans up to the last token": lambda d: d["spans"].update(answer=[N - 1, N]),
+    "one-token prompt span": lambda d: d["spans"].update(prompt=[24, 25]),
+    "target up to the last token": lambda d: d["settings"].update(target=[N - 1, N]),
+    "target from the first response token": lambda d: d["settings"].update(target=[70, 75]),
+    "no prompt scores": lambda d: d["scores"].update(prompt=[0.0] * N),
+    "a token without characters": lambda d: d["tokens"][30].update(end=d["tokens"][30]["start"]),
+    "extra at the depth limit": lambda d: _nest(d, MAX_EXTRA_DEPTH - 1),
+    "extra at the size limit": lambda d: d.update(extra={"a": list(range(MAX_EXTRA_NODES - 2))}),
+    "fewer hop records than settings.hops allows": lambda d: d["settings"].update(hops=5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+def test_a_trace_right_at_a_limit_loads(base, case):
+    trace = Trace.from_json(_edit(base, ACCEPTED[case]))
+    assert len(trace.tokens) == N
