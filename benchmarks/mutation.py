@@ -49,8 +49,8 @@ _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
 _GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py"]
-_LOAD = ["tests/test_trace_refusals.py", "tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_r3_trace_load.py",
-         "tests/test_errors.py"]
+_LOAD = ["tests/test_trace_refusals.py", "tests/test_trace_invariants.py", "tests/test_trace_safety.py",
+         "tests/test_r3_trace_load.py", "tests/test_errors.py"]
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
 MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
@@ -87,8 +87,10 @@ MODULE_TESTS = {
     "flashtrace/analysis/summary.py": ["tests/test_trace_output.py", "tests/test_cli.py"],
     "flashtrace/analysis/facts.py": [*_STORY, "tests/test_consistency.py", "tests/test_trace_output.py"],
     "flashtrace/analysis/graph.py": _GRAPH,
-    "flashtrace/analysis/limits.py": ["tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
-    "flashtrace/analysis/schema.py": [*_TRACE, "tests/test_trace_refusals.py", *_LOAD[3:], "tests/test_steps.py", "tests/test_library.py"],
+    "flashtrace/analysis/limits.py": ["tests/test_option_limits.py", "tests/test_trace_refusals.py",
+                                      "tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
+    "flashtrace/analysis/schema.py": [*_TRACE, "tests/test_trace_refusals.py", *_LOAD[3:], "tests/test_steps.py",
+                                      "tests/test_library.py"],
     "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
     "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
