@@ -20,7 +20,7 @@ Writes ``benchmarks/results/mutation.json``: per module its source hash, mutants
 no_tests, the seconds its run took (with the load average and workers it ran with), and each survivor with
 its changed line and, where the survivor is judged equivalent (no behaviour a user could observe changes),
 the reason, read from ``benchmarks/mutation_equivalent.json`` (mutant name -> one line). A module is run
-again only when its source hash changed (``--all`` forces it). mutmut runs under ``nice -n 19``.
+again only when its source hash changed (``--all`` forces it). mutmut runs under ``nice -n 19`` (``--nice``).
 Exit code 1 when a module is below 90 % caught or has a survivor without a reason.
 """
 
@@ -104,6 +104,7 @@ MODULE_TESTS = {
 REASONS = ROOT / "benchmarks" / "mutation_equivalent.json"
 FLOORS = ("base", "engine", "analysis", "store")
 TARGET = 0.90
+NICE = 19  # --nice: mutmut's niceness (19 starves on a machine busy with others' work at 0)
 CAUGHT = {"killed", "timeout"}
 
 
@@ -148,12 +149,13 @@ def prepare_folder(module: str) -> Path:
     return work
 
 
-def _mutmut(module: str, args: list[str], workers: int) -> int:
+def _mutmut(module: str, args: list[str], workers: int, nice: int = NICE) -> int:
     if args[0] == "run":
         args = ["run", "--max-children", str(workers), *args[1:]]
-    cmd = ["nice", "-n", "19", sys.executable, "-m", "mutmut", *args]
+    cmd = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", *args]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the mutated copy, never the checkout
-    return subprocess.run(cmd, cwd=prepare_folder(module), env={**env, "PYTHONDONTWRITEBYTECODE": "1"}).returncode
+    env.update(PYTHONDONTWRITEBYTECODE="1", FLASHTRACE_MUTATION="1")  # tests/conftest.py: no hypothesis shrinking
+    return subprocess.run(cmd, cwd=prepare_folder(module), env=env).returncode
 
 
 def _meta(module: str) -> Path:
@@ -183,10 +185,16 @@ def statuses(module: str) -> dict[str, str]:
 
 
 def changed_line(module: str, name: str) -> str:
-    """The mutant's first changed line, from ``mutmut show`` (a unified diff)."""
-    out = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=folder(module), capture_output=True,
-                         text=True)
-    plus = [line[1:].strip() for line in out.stdout.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    """The mutant's first changed line, from mutmut's diff of the mutant (what ``mutmut show`` prints)."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    here = os.getcwd()
+    os.chdir(folder(module))
+    try:
+        diff = get_diff_for_mutant(name, path=module)
+    finally:
+        os.chdir(here)
+    plus = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     return plus[0][:160] if plus else ""
 
 
@@ -255,7 +263,8 @@ def to_run(args: argparse.Namespace, results: dict) -> list[str]:
     return [m for m in floor_modules() if recorded.get(m, {}).get("source_hash") != source_hash(m)]
 
 
-def run_module(module: str, results: dict, reasons: dict, workers: int, survivors_only: bool) -> dict:
+def run_module(module: str, results: dict, reasons: dict, workers: int, survivors_only: bool,
+               nice: int = NICE) -> dict:
     previous = results["modules"].get(module)
     resume = (not survivors_only and previous is not None and previous.get("source_hash") == source_hash(module)
               and previous.get("checked", 0) < previous["mutants"])
@@ -266,7 +275,7 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
     start = time.perf_counter()
     before = _exit_codes(module) if survivors_only else {}
     if names or resume:
-        _mutmut(module, ["run", *names], workers)
+        _mutmut(module, ["run", *names], workers, nice)
     if before:
         _keep_verdicts(module, before, set(names))
     seconds = time.perf_counter() - start if names or resume else None
@@ -274,7 +283,7 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
         seconds += previous.get("seconds", 0)  # the interrupted part's time counts too
     record = summarise(module, previous, seconds, reasons, survivors_only)
     if not survivors_only:
-        record["workers"] = workers
+        record.update(workers=workers, nice=nice)
     return record
 
 
@@ -295,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--survivors", action="store_true", help="rerun only each module's recorded survivors")
     parser.add_argument("--report", action="store_true", help="only rewrite the JSON from mutmut's stored results")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1: a shared machine)")
+    parser.add_argument("--nice", type=int, default=NICE, help="niceness mutmut runs at (default 19)")
     args = parser.parse_args(argv)
     results = load_results()
     reasons = json.loads(REASONS.read_text()) if REASONS.is_file() else {}
@@ -308,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.report:
             record = summarise(module, results["modules"].get(module), None, reasons)
         else:
-            record = run_module(module, results, reasons, args.workers, args.survivors)
+            record = run_module(module, results, reasons, args.workers, args.survivors, args.nice)
         results["modules"][module] = record
         records.append(record)
         save_results(results)  # after every module: an interrupted run keeps what it finished

@@ -3,8 +3,14 @@ import os
 
 import pytest
 import torch
+from hypothesis import Phase, settings
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+# under `make mutation` a failing property test is a killed mutant: no time goes to shrinking the example
+settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+if os.environ.get("FLASHTRACE_MUTATION"):
+    settings.load_profile("mutation")
 
 TINY_MODELS = ["tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-gemma2", "tiny-gemma3",
                "tiny-phi3", "tiny-gpt2"]

@@ -87,3 +87,86 @@ def test_a_single_step_left_out_is_drawn_as_itself():
                                                       ("S1", "S2"): 0.1, ("S2", "A"): 0.6})
     pruned = graph.pruned(max_steps=2)
     assert pruned.nodes("reasoning") == ["S0", "S1", "S2"] and not pruned.nodes(STEPS_ROLE)
+
+
+def test_a_graph_without_edges_prunes_to_its_nodes():
+    graph = hop_graph(["P0", "P1", "S0", "A"], {})
+    pruned = graph.pruned()
+    assert pruned.graph.number_of_edges() == 0
+    assert set(pruned.graph.nodes) == {OTHER, "S0", "A"}  # no input reaches the answer: they fold
+    assert pruned.graph.nodes[OTHER]["folded"] == ["P0", "P1"]
+
+
+def test_an_unfolded_graph_of_many_segments_keeps_the_true_shares():
+    prompts = [f"P{i}" for i in range(1100)]  # more than 1,000 drawn nodes: the edges are grouped by sorting
+    shares = {(p, "S0"): 0.5 / len(prompts) for p in prompts} | {("P7", "A"): 0.25, ("S0", "A"): 0.5}
+    full = hop_graph([*prompts, "S0", "A"], shares)
+    graph = full.pruned(fold=False, edge_threshold=1.0, max_edges=5_000)
+    assert len(graph.graph) == 1102 and graph.graph.number_of_edges() == len(shares)
+    for (src, dst), share in shares.items():
+        assert graph.graph.edges[src, dst]["share"] == pytest.approx(share)
+
+
+def test_edges_that_carry_nothing_are_not_drawn():
+    # S1 has no path to the answer: what flows into it never reaches the answer
+    full = hop_graph(["P0", "P1", "S0", "S1", "A"], {("P0", "S0"): 0.5, ("P1", "S1"): 0.5, ("S0", "A"): 0.5})
+    graph = full.pruned(step_sources=0, fold=False)
+    assert sorted(graph.graph.edges) == [("P0", "S0"), ("S0", "A")]
+
+
+def test_on_a_tie_the_edge_to_the_earlier_step_is_drawn():
+    shares = {("P0", "S0"): 0.4, ("P0", "S1"): 0.4, ("S0", "A"): 0.3, ("S1", "A"): 0.3}
+    graph = hop_graph(["P0", "S0", "S1", "A"], shares).pruned(edge_threshold=0.01, step_sources=0)
+    assert graph.graph.has_edge("P0", "S0") and not graph.graph.has_edge("P0", "S1")
+
+
+@pytest.mark.parametrize("node, edge", [(0, 0.5), (0.5, 0), (1.5, 0.5), (0.5, 1.5), (-1, -1)])
+def test_thresholds_outside_zero_to_one_are_refused(node, edge):
+    graph = hop_graph(["P0", "S0", "A"], {("P0", "S0"): 0.5, ("S0", "A"): 0.5})
+    with pytest.raises(ValueError, match=r"^node and edge thresholds must be in \(0, 1\]$"):
+        graph.pruned(node, edge)
+
+
+def test_the_drawn_graph_records_how_it_was_pruned():
+    graph = hop_graph(["P0", "P1", "S0", "A"], {("P0", "S0"): 0.5, ("P1", "A"): 0.2, ("S0", "A"): 0.5})
+    pruned = graph.pruned(1, 1, max_inputs=None, step_sources=1)
+    assert pruned.pruning == {"node_threshold": 1, "edge_threshold": 1, "max_inputs": None, "fold": True,
+                              "step_sources": 1, "max_steps": 40, "max_edges": 300}
+    assert sorted(pruned.graph.edges(data="raw_share")) == [("P0", "S0", 0.5), ("P1", "A", 0.2), ("S0", "A", 0.5)]
+
+
+def test_edges_carrying_under_a_billionth_of_the_flow_are_left_out():
+    shares = {("P0", "S0"): 0.5, ("P1", "S0"): 0.3, ("P1", "A"): 1e-12, ("S0", "A"): 0.6}
+    graph = hop_graph(["P0", "P1", "S0", "A"], shares).pruned(edge_threshold=1.0, step_sources=0)
+    assert sorted(graph.graph.edges) == [("P0", "S0"), ("P1", "S0"), ("S0", "A")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), edges=st.sampled_from([0.5, 0.9, 1.0]), cap=st.integers(1, 40))
+def test_the_edges_drawn_are_the_fewest_strongest_within_the_cap(seed, edges, cap):
+    full = random_hop_graph(seed, n_prompt=5, n_steps=4, density=0.7)
+    influence = full.influence()
+    graph = full.pruned(edge_threshold=edges, max_edges=cap, step_sources=0, fold=False)
+    flow = {(s, d): sh * influence[d] for s, d, sh in full.graph.edges(data="share")}
+    strongest = {s: max((f, -full.graph.nodes[d]["order"], d) for (a, d), f in flow.items() if a == s and f > 0)[2]
+                 for s in {a for (a, _), f in flow.items() if f > 0}}
+    forced = {(s, d) for s, d in strongest.items()}
+    drawn = set(graph.graph.edges)
+    assert forced <= drawn and all(flow[e] > 0 for e in drawn)
+    extra = drawn - forced
+    assert len(drawn) <= max(cap, len(forced))
+    left = [f for e, f in flow.items() if e not in drawn and f > 0]
+    carried, total = sum(flow[e] for e in drawn), sum(flow.values())
+    if extra:  # the others drawn are the strongest, and no more than the threshold needs
+        assert min(flow[e] for e in extra) >= max(left, default=0)
+        assert carried - min(flow[e] for e in extra) < edges * total
+    if left and len(drawn) < cap:
+        assert carried >= edges * total * (1 - 1e-9)
+
+
+def test_among_edges_of_equal_flow_the_earliest_are_drawn_first():
+    prompts = [f"P{i}" for i in range(40)]
+    shares = {(p, "S0"): 0.02 for p in prompts} | {(p, "A"): 0.01 for p in prompts} | {("S0", "A"): 0.5}
+    graph = hop_graph([*prompts, "S0", "A"], shares).pruned(edge_threshold=0.8, step_sources=0, fold=False)
+    into_answer = [p for p in prompts if graph.graph.has_edge(p, "A")]
+    assert 0 < len(into_answer) < len(prompts) and into_answer == prompts[:len(into_answer)]
