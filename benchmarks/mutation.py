@@ -152,7 +152,7 @@ def prepare_folder(module: str) -> Path:
 def _mutmut(module: str, args: list[str], workers: int, nice: int = NICE) -> int:
     if args[0] == "run":
         args = ["run", "--max-children", str(workers), *args[1:]]
-    cmd = ["nice", "-n", str(nice), sys.executable, "-m", "mutmut", *args]
+    cmd = ["nice", "-n", str(nice), sys.executable, str(ROOT / "benchmarks" / "mutmut_ordered.py"), *args]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the mutated copy, never the checkout
     env.update(PYTHONDONTWRITEBYTECODE="1", FLASHTRACE_MUTATION="1")  # tests/conftest.py: no hypothesis shrinking
     return subprocess.run(cmd, cwd=prepare_folder(module), env=env).returncode
@@ -319,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
             record = summarise(module, results["modules"].get(module), None, reasons)
         else:
             record = run_module(module, results, reasons, args.workers, args.survivors, args.nice)
-        results["modules"][module] = record
         records.append(record)
+        results = load_results()  # as written now: another run may have finished a module meanwhile
+        results["modules"][module] = record
+        results.update(workers=args.workers, cpus=os.cpu_count())
         save_results(results)  # after every module: an interrupted run keeps what it finished
     print(table(records) if records else "every module is up to date (--all to run them again)")
     found = [p for r in results["modules"].values() for p in problems(r)]

@@ -69,6 +69,11 @@ REFUSED = {
     "target past the end": (lambda d: d["settings"].update(target=[140, N + 1]),
                             rf"settings.target \[140, {N + 1}\] is outside the {N} tokens"),
     "empty target": (lambda d: d["settings"].update(target=[140, 140]), r"settings.target \[140, 140\] is outside"),
+    "target in the prompt": (lambda d: d["settings"].update(target=[60, 72]),
+                             r"settings.target \[60, 72\] starts in the prompt; the target must lie in the response "
+                             r"\(tokens 70\.\.149\)"),
+    "no response": (lambda d: [t.update(role="template") for t in d["tokens"] if t["role"] in ("reasoning", "answer")],
+                    r"starts in the prompt; the target must lie in the response(?! \()"),
     "hops out of order": (_swap_hops, r"hops must be numbered 0, 1, 2, \.\.\. in order"),
     "prompt score outside the prompt": (lambda d: d["scores"]["prompt"].__setitem__(140, 0.5),
                                         "scores.prompt is non-zero outside the prompt tokens"),
@@ -94,6 +99,7 @@ ACCEPTED = {
     "a token without characters": lambda d: d["tokens"][30].update(end=d["tokens"][30]["start"]),
     "extra at the depth limit": lambda d: _nest(d, MAX_EXTRA_DEPTH - 1),
     "extra at the size limit": lambda d: d.update(extra={"a": list(range(MAX_EXTRA_NODES - 2))}),
+    "a response without reasoning": lambda d: [t.update(role="answer") for t in d["tokens"] if t["role"] == "reasoning"],
     "fewer hop records than settings.hops allows": lambda d: d["settings"].update(hops=5),
 }
 
