@@ -118,3 +118,14 @@ def test_cli_prints_the_estimate_and_stores_the_resampling(tiny_llama, trace, tm
     assert stored.interventions.resampled.n == 2 and stored.interventions.resampled.max_new_tokens == 4
     assert intervention_facts(stored).resampled.sentence in captured.out
     assert main(["intervene", str(path), "--resample", "2", "--no-steps"]) == 2
+
+
+def test_the_marker_step_kept_scores_the_original_answer_once(tiny_llama, trace, monkeypatch):
+    seen = []
+    real = rs.score
+    monkeypatch.setattr(rs, "score", lambda loaded, rows, batch_size=8: seen.extend(rows) or real(loaded, rows))
+    monkeypatch.setattr(rs, "_sample", lambda loaded, context, n, *a: [[11, 12, 13]] * n)
+    rs.resample_steps(tiny_llama, trace, 1, max_new_tokens=3)
+    ids = [t.id for t in trace.tokens]
+    lo, hi = trace.settings.target
+    assert list(seen[-2].ids) == ids[:hi]  # kept: the context holds "Answer:", the original answer follows it

@@ -8,8 +8,9 @@ token ids up to ``end`` (kept) and up to ``start`` (removed); each gets `n` cont
 seeds for both, so the only difference is the step). A continuation is cut where it writes its own answer
 marker (the trace's text just before the target, "Answer:" in the task templates); the trace's own marker and
 target tokens are appended and the target is scored teacher-forced (`interventions.score`). The continuation's
-own answer (its text after the marker, on that line; without a marker, anywhere in it) *matches* when it
-equals the original answer once case, outer spaces and final punctuation are set aside.
+own answer (its text after the marker, on that line; without a marker, anywhere in it; when the context
+already ends after the marker, its first line) *matches* when it equals the original answer once case, outer
+spaces and final punctuation are set aside.
 
 `intervene_and_resample` runs the standard set (`interventions.intervene`) and, with ``n > 0``, this too,
 storing it in the record's `resampled`; with ``n = 0`` it is exactly the teacher-forced path.
@@ -92,9 +93,12 @@ def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]
     wanted = _norm(tok.decode(ids[lo:hi], skip_special_tokens=True))
     stop = {t for t in (tok.eos_token_id, tok.pad_token_id) if t is not None}
     rows, matches = [], []
+    inside = len(context) > tail_at  # the context already holds the marker: the continuation is the answer
     for sample in samples:
-        kept, own = _cut(tok, sample, stop, marker)
-        seq = list(context) + kept + ids[tail_at:hi]
+        kept, own = _cut(tok, sample, stop, "" if inside else marker)
+        if inside:
+            kept, own = [], own.lstrip().split("\n", 1)[0]
+        seq = list(context) + kept + ids[max(tail_at, len(context)):hi]
         rows.append(Edited(tuple(seq), (len(seq) - (hi - lo), len(seq)), _response_start(trace), kind="resample"))
         matches.append(_norm(own) == wanted if marker else wanted in _norm(own))
     return rows, matches
