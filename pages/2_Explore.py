@@ -8,6 +8,7 @@ from flashtrace.app import ui
 from flashtrace.app.export import export_buttons
 from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
+from flashtrace.app.rerun import edit_panel, pair_links
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
 from flashtrace.viz.segments import segment_bars
 from flashtrace.viz.tokens import salient_positions, scale_maxima
@@ -17,6 +18,7 @@ SCALES = {"shared": "shared across hops", "own": "this hop only"}
 picked = ui.trace_page("Explore", "Explore a trace")
 if picked:
     ref, trace = picked
+    pair_links(ref, trace)
     c1, c2 = st.columns([3, 2])
     with c1:
         hop_label = ui.synced(st.segmented_control, "Hop", "hop", ui.hop_options(trace), "combined",
@@ -76,4 +78,6 @@ if picked:
                    + "; tokens made only of punctuation (such as - = : ,) are left out.")
     with right, ui.shown_errors():
         st.plotly_chart(mass_per_hop(facts), key="mass", config={"displaylogo": False})
+    with st.container(border=True, key="explore_rerun"):
+        edit_panel(ref, trace)
     ui.nav_links(ref, "explore")

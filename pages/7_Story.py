@@ -8,6 +8,7 @@ import streamlit as st
 from flashtrace.app import screen, state as app_state, ui
 from flashtrace.app.export import export_buttons, story_download
 from flashtrace.app.glossary import help_link
+from flashtrace.app.rerun import edit_panel, pair_links
 from flashtrace.analysis.story import STEPS, TITLES, Panel, stored_check, story_panels
 from flashtrace.viz.story import (answer_html, evidence_html, panel_blocks, panel_figures, prompt_html,
                                   question_html, reasoning_html, sentences_html, story_document)
@@ -95,6 +96,8 @@ def show_panel(ref, trace, panel: Panel, large: bool) -> None:
             st.caption("This trace has no sentence segments: the whole prompt is shown below.")
         with st.expander("The whole prompt, highlighted"):
             st.html(evidence_html(trace))
+        with st.container(border=True, key="story_rerun"):
+            edit_panel(ref, trace)
     if panel.key == "check":
         check_run(ref, trace, f"story_check_{ref}")
 
@@ -130,6 +133,7 @@ else:
 if picked:
     ref, trace = picked
     step_buttons(step, back, where, forward)
+    pair_links(ref, trace)
     screen.story_keys()
     with ui.shown_errors():
         panels = story_panels(trace, st.session_state.get(f"story_check_{ref}"))

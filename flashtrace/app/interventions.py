@@ -13,6 +13,7 @@ from ..analysis.interventions import DROP, intervention_facts, with_intervention
 from ..analysis.schema import InterventionRecord, Trace
 from ..base.units import time_range
 from . import state as app_state, ui
+from .live import cancellable
 
 RUN, CANCELLED = "interventions_run", "interventions_cancelled"
 
@@ -43,24 +44,10 @@ def _run(ref, trace: Trace, seconds: float) -> None:
     """Compute the interventions with the trace's model; Cancel stops at the next layer of a forward pass."""
     from ..run.interventions import intervene
 
-    ss = st.session_state
-    cancel = st.empty()
-    cancel.button("Cancel", key="cancel_interventions", help="stops within a second",
-                  on_click=lambda: ss.update({CANCELLED: True}))
-    try:
-        with app_state.using_model():
-            loaded = app_state.cached_model(trace.model.name)
-            progress = app_state.Progress("Removing each step and sentence…", seconds)
-
-            def tick(done: int, total: int) -> None:
-                _ = CANCELLED in ss  # a point where Streamlit stops the run when Cancel was clicked
-                progress(done, total)
-
-            record = intervene(loaded, trace, progress=tick)
-        ss[_key(ref)] = record.model_dump()
-    finally:
-        ss[RUN] = None
-        cancel.empty()
+    with cancellable("cancel_interventions", CANCELLED, RUN, "Removing each step and sentence…", seconds) as run, \
+            app_state.using_model():
+        record = intervene(app_state.cached_model(trace.model.name), trace, progress=run.progress)
+        st.session_state[_key(ref)] = record.model_dump()
     st.rerun()
 
 

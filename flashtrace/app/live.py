@@ -101,4 +101,37 @@ def forward_progress(loaded, label: str):
         bar.empty()
 
 
-__all__ = ["streamed_generation", "forward_progress"]
+class CancellableRun:
+    """The callbacks of a run under a Cancel button: `stop_point` (a point where the run can stop) and
+    `progress` (draws the bar, then a stop point)."""
+
+    def __init__(self, cancelled: str, label: str, estimate_s: float | None):
+        from .state import Progress
+
+        self.cancelled, self.bar = cancelled, Progress(label, estimate_s)
+
+    def stop_point(self, *_args) -> None:
+        _ = self.cancelled in st.session_state  # a point where Streamlit stops the run when Cancel was clicked
+
+    def progress(self, done: int, total: int) -> None:
+        self.stop_point()
+        self.bar(done, total)
+
+
+@contextmanager
+def cancellable(button_key: str, cancelled: str, running: str, label: str, estimate_s: float | None = None):
+    """A Cancel button (`button_key`) and a progress bar (`label`, the time left from `estimate_s`) while the
+    block runs: the click sets ``session_state[cancelled]`` and Streamlit stops the run at the next stop
+    point. Yields the `CancellableRun`; ``session_state[running]`` is cleared and the button removed
+    however the block ends."""
+    ss = st.session_state
+    cancel = st.empty()
+    cancel.button("Cancel", key=button_key, help="stops within a second", on_click=lambda: ss.update({cancelled: True}))
+    try:
+        yield CancellableRun(cancelled, label, estimate_s)
+    finally:
+        ss[running] = None
+        cancel.empty()
+
+
+__all__ = ["streamed_generation", "forward_progress", "cancellable", "CancellableRun"]

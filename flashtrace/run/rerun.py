@@ -92,7 +92,8 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
     """Remove `segment_ids` (prompt sentences or reasoning steps) from `trace`, or replace the first by
     `replacement` text and remove the others; score the original target before and after. With
     `regenerate`, the model (greedy) writes a new response or answer after the edit; with `retrace` (which
-    implies `regenerate`), the edited prompt and the new response are traced with the trace's settings."""
+    implies `regenerate`), the edited prompt and the new response are traced with the trace's settings.
+    `progress(done, total)` hears of the scoring, then of the new trace's attribution, and may raise to stop."""
     _check_model(loaded, trace)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
@@ -111,7 +112,7 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
         prepared = prepare(loaded, prompt, response, chat_template=s.chat_template, hops=s.hops)
         new_trace = attribute(prepared, hops=s.hops, method=s.method, recursive=s.recursive, hop0=s.hop0,
                               stop_tokens=s.stop_tokens, threshold=s.threshold, steps=trace.steps is not None,
-                              title=f"{trace.title} (edited)"[:200])
+                              title=f"{trace.title} (edited)"[:200], progress=progress)
     return EditResult(edited, before, after, generated, prompt, response, new_trace)
 
 

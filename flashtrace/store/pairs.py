@@ -1,0 +1,74 @@
+"""Linked pairs in the library: an original trace and the trace of an edited version of it (a sentence or a
+reasoning step removed or replaced, then re-run), saved together so that opening either finds the other.
+
+The edited trace's ``extra["edited_from"]`` names the original (its library name, where it came from, the
+edit and the answer's log-probability before and after); the original's ``extra["edited_versions"]`` lists
+the names of its edited versions. Renaming either trace outside the app breaks the link (`linked` then
+says the other is missing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.schema import Trace
+from .library import Library
+
+EDITED_FROM = "edited_from"
+EDITED_VERSIONS = "edited_versions"
+
+
+@dataclass(frozen=True)
+class Link:
+    """What a library trace is linked to: ``role`` "edited" (of `others[0]`) or "original" (of `others`)."""
+
+    role: str
+    others: tuple[str, ...]
+    edit: dict[str, Any] | None = None  # on an edited trace: the edit and the log-probabilities
+    missing: tuple[str, ...] = ()  # linked names no longer in the library
+
+
+def _with_extra(trace: Trace, **items) -> Trace:
+    return trace.model_copy(update={"extra": {**trace.extra, **items}})
+
+
+def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, Any], name: str,
+              original_name: str | None = None) -> tuple[str, str]:
+    """Save `edited` linked to `original`; returns ``(original's name, edited's name)``. With
+    `original_name` (the original already in `library`), that file gains the link; otherwise a copy of the
+    original is saved under `name` (made unique)."""
+    if original_name is not None:
+        original = library.open(original_name)
+    else:
+        original_name = library.save(original, name)
+    edited_name = library.save(_with_extra(edited, **{EDITED_FROM: {"name": original_name, **edit}}),
+                               f"{original_name}-edited")
+    versions = [*original.extra.get(EDITED_VERSIONS, []), edited_name]
+    library.save(_with_extra(original, **{EDITED_VERSIONS: versions}), original_name, overwrite=True)
+    return original_name, edited_name
+
+
+def linked(library: Library, trace: Trace) -> Link | None:
+    """The link a library trace holds (None when it is neither an original nor an edited version)."""
+    source = trace.extra.get(EDITED_FROM)
+    if isinstance(source, dict) and isinstance(source.get("name"), str):
+        names = (source["name"],)
+        role, edit = "edited", {k: v for k, v in source.items() if k != "name"}
+    else:
+        versions = trace.extra.get(EDITED_VERSIONS)
+        if not isinstance(versions, list) or not versions:
+            return None
+        names, role, edit = tuple(str(v) for v in versions), "original", None
+    missing = tuple(n for n in names if not _present(library, n))
+    return Link(role, names, edit, missing)
+
+
+def _present(library: Library, name: str) -> bool:
+    try:
+        return library.exists(name)
+    except ValueError:  # not a name the library would give
+        return False
+
+
+__all__ = ["Link", "save_pair", "linked", "EDITED_FROM", "EDITED_VERSIONS"]

@@ -1,0 +1,100 @@
+"""Edit and re-run in a real browser (Debian's chromium): in the Story of a gallery trace (made with the tiny
+model, so the run takes seconds), remove the top sentence, see the new answer, the log-probability change
+and the difference heatmap, export the pair, and open the export with every non-file request blocked:
+none is attempted and all three charts draw. Screenshots go to test-artifacts/."""
+
+from pathlib import Path
+
+import pytest
+
+from flashtrace.analysis.diff import default_edit, editable
+from flashtrace.engine.models import load_model
+from flashtrace.run.tracing import attribute, prepare
+from flashtrace.store.gallery import GALLERY_ENV
+from flashtrace.store.library import LIBRARY_ENV
+
+from .browser import ROOT, app_server, launch, settle
+from .test_interventions_panel import PROMPT, RESPONSE
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gallery")
+    trace = attribute(prepare(load_model("tiny-llama"), PROMPT, RESPONSE), hops=1, steps=True, title="Balls")
+    trace.save(folder / "balls.json")
+    return folder, trace
+
+
+def _offline(p, path: Path) -> tuple[list[str], int]:
+    """Open `path` in a fresh browser that blocks every request but file:// ones; the requests attempted and
+    the number of charts drawn."""
+    browser = launch(p)
+    attempted = []
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+
+        def block(route):
+            if route.request.url.startswith("file://"):
+                route.continue_()
+            else:
+                attempted.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", block)
+        page.goto(path.as_uri())
+        page.wait_for_selector("body[data-ft-ready='1']", timeout=30_000)
+        drawn = page.locator(".ft-figure.js-plotly-plot").count()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "rerun-export.png"), full_page=True)
+    finally:
+        browser.close()
+    return attempted, drawn
+
+
+def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gallery):
+    playwright = pytest.importorskip("playwright.sync_api")
+    folder, trace = gallery
+    top = default_edit(trace)
+    env = {GALLERY_ENV: str(folder), LIBRARY_ENV: str(tmp_path / "library")}
+    with app_server(env) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{url}/Story?trace=gallery:balls&step=4", timeout=90_000)
+            page.get_by_text("Prove it live: edit and re-run").wait_for(timeout=90_000)
+            settle(page)
+            page.get_by_text("Prove it live: edit and re-run").click()
+            page.get_by_role("button", name="Edit and re-run", exact=True).wait_for(timeout=30_000)
+            settle(page)
+            chosen = page.locator('[data-testid="stMultiSelect"]').inner_text()
+            assert f"{top}: {editable(trace)[top][:20]}" in chosen  # the top evidence sentence, chosen first
+            page.get_by_role("button", name="Edit and re-run", exact=True).click()
+            try:
+                page.get_by_text("After the edit").wait_for(timeout=120_000)
+            except Exception:
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "rerun-failure.png"), full_page=True)
+                raise AssertionError(page.inner_text("body")[-3000:])
+            settle(page)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
+            new_answer = page.locator(".st-key-rerun_new_answer").inner_text()
+            assert new_answer.startswith("The answer the model now writes (greedy)"), new_answer
+            assert page.locator('[data-testid="stMetricDelta"]').inner_text().endswith("nats")
+            page.get_by_text("Difference: edited minus original").wait_for(timeout=30_000)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
+            with page.expect_download(timeout=60_000) as download:
+                page.get_by_role("button", name="Pair (offline HTML)").click()
+            exported = tmp_path / "pair.html"
+            download.value.save_as(exported)
+        finally:
+            browser.close()
+        text = exported.read_text(encoding="utf-8")
+        assert "log-probability after" in text and "new answer (greedy)" in text
+        attempted, drawn = _offline(p, exported)
+    assert attempted == []
+    assert drawn == 3  # the original's heatmap, the edited trace's and the difference

@@ -1,0 +1,83 @@
+"""An edited trace against its original (analysis.diff): tokens align where the text is unchanged, each aligned
+token's difference is its share in the edited trace minus its share in the original, and the verdicts on
+the log-probability and on the attribution keep a margin (a tie is called a tie)."""
+
+import pytest
+
+from flashtrace.analysis.diff import align_tokens, answer_text, attribution_diff, edit_outcome
+from flashtrace.analysis.views import view_values
+
+from .trace_factory import make_trace, vector
+
+PROMPT = ["Ann has 3 apples.", "Ben has 4 pears.", "Cat sings."]
+STEPS = ["Ann has 3.", "So 3."]
+ANSWER = "Answer: 3"
+
+
+def _pair(shares_after=None):
+    original = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.5, "P1": 0.4, "P2": 0.1, "S0": 0.2})])
+    kept = [PROMPT[0], PROMPT[2]]  # the middle sentence removed
+    edited = make_trace(kept, STEPS, ANSWER, [vector(kept, STEPS, ANSWER, shares_after or {"P0": 0.9, "P1": 0.1, "S0": 0.2})])
+    return original, edited
+
+
+def test_tokens_align_where_the_text_is_unchanged():
+    original, edited = _pair()
+    alignment = align_tokens(original, edited)
+    removed = [original.tokens[i].text for i in alignment.removed]
+    assert "".join(removed) == " Ben has 4 pears."  # exactly the removed sentence's tokens
+    assert alignment.inserted == ()
+    for a, b in alignment.pairs:
+        assert original.tokens[a].text == edited.tokens[b].text and original.tokens[a].role == edited.tokens[b].role
+    lo, hi = original.settings.target
+    assert not any(lo <= a < hi for a, _ in alignment.pairs)  # the answers are left out
+    assert len(alignment.pairs) == original.n_tokens - len(removed) - (hi - lo)
+
+
+def test_difference_is_the_edited_share_minus_the_original_share():
+    original, edited = _pair()
+    diff = attribution_diff(original, edited)
+    before, after = view_values(original), view_values(edited)
+    for a, b in diff.alignment.pairs:
+        assert diff.values[b] == pytest.approx(after[b] - before[a])
+    lo, hi = edited.settings.target
+    assert all(diff.values[i] is None for i in range(lo, hi))
+    assert diff.top == pytest.approx(max(abs(v) for v in diff.values if v is not None))
+    # the first sentence's tokens held 0.5 of the prompt and now hold 0.9: each of its 4 tokens gains 0.1
+    assert diff.largest_rise[1] == pytest.approx(0.1) and "gains 10.0%" in diff.sentence
+
+
+def test_a_shift_within_the_margin_is_no_change():
+    original = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.5, "P1": 0.5, "S0": 0.2})])
+    edited = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.52, "P1": 0.48, "S0": 0.2})])
+    diff = attribution_diff(original, edited)
+    assert diff.largest_rise is None and diff.largest_fall is None
+    assert "about the same" in diff.sentence
+
+
+def test_inserted_text_has_no_difference():
+    original = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 1.0, "S0": 0.2})])
+    changed = [PROMPT[0], "Ben has 5 plums.", PROMPT[2]]
+    edited = make_trace(changed, STEPS, ANSWER, [vector(changed, STEPS, ANSWER, {"P0": 1.0, "S0": 0.2})])
+    diff = attribution_diff(original, edited)
+    new = ["".join(edited.tokens[i].text for i in diff.alignment.inserted)]
+    assert new == [" 5 plums."] and all(diff.values[i] is None for i in diff.alignment.inserted)
+
+
+@pytest.mark.parametrize("after, verdict", [(-3.0, "lower"), (-1.95, "tie"), (-2.05, "tie"), (-1.5, "higher")])
+def test_log_probability_verdict_keeps_a_margin(after, verdict):
+    outcome = edit_outcome(-2.0, after, "7")
+    assert outcome.verdict == verdict and outcome.change == pytest.approx(after + 2.0)
+    assert ("a tie" in outcome.sentence) == (verdict == "tie")
+
+
+def test_the_new_answer_is_compared_with_the_old():
+    assert edit_outcome(-1.0, -5.0, "7", "Answer: 7").same_answer is True
+    changed = edit_outcome(-1.0, -5.0, "7", "Answer: 9")
+    assert changed.same_answer is False and "now answers \u201cAnswer: 9\u201d instead of \u201c7\u201d" in changed.sentence
+    assert edit_outcome(-1.0, -1.0, "7").same_answer is None
+
+
+def test_answer_text_is_the_target_span():
+    original, _ = _pair()
+    assert answer_text(original) == ANSWER
