@@ -23,9 +23,10 @@ from difflib import SequenceMatcher
 from .facts import LABEL_CHARS, MARGIN, OF_PROMPT, analyse
 from .interventions import LOGPROB_MARGIN
 from .schema import Trace
-from .text import distinct_labels
+from .text import distinct_labels, short_text
 from .views import target_positions, view_values
 
+ANSWER_CHARS = 160  # a new answer quoted in a sentence is cut to this (the page shows it whole)
 _PART = {"prompt": "prompt", "template": "prompt", "reasoning": "response", "answer": "response"}
 
 
@@ -127,7 +128,7 @@ def _answer_words(old: str, new: str | None, same: bool | None) -> str:
         return " The model now writes nothing."
     if same:
         return f" The model still answers \u201c{old}\u201d."
-    return f" The model now answers \u201c{new.strip()}\u201d instead of \u201c{old}\u201d."
+    return f" The model now answers \u201c{short_text(new, ANSWER_CHARS)}\u201d instead of \u201c{old}\u201d."
 
 
 def edit_outcome(before: float, after: float, old_answer: str, new_answer: str | None = None) -> EditOutcome:

@@ -15,7 +15,7 @@ from ..base.units import time_range
 from . import state as app_state, ui
 from .live import cancellable
 
-RUN, CANCELLED = "interventions_run", "interventions_cancelled"
+RUN, CANCELLED, SAVED = "interventions_run", "interventions_cancelled", "interventions_saved"
 
 
 def _key(ref) -> str:
@@ -77,6 +77,28 @@ def _offer(ref, trace: Trace) -> None:
         st.info("Cancelled: nothing was kept. Compute again to finish.")
 
 
+def _save(ref, shown: Trace) -> str:
+    """Store the computed interventions: in the library trace itself, or (a gallery trace) in a library copy."""
+    lib = app_state.library()
+    if ref.source == "lib":
+        collection, sep, name = ref.name.rpartition("/")
+        (lib.collection(collection) if sep else lib).save(shown, name, overwrite=True)
+        return f"Stored in the trace {ui.code_text(ref.name)}."
+    name = lib.save(shown, ref.name)
+    return f"Saved a copy with it to the library as {ui.code_text(name)}."
+
+
+def _offer_save(ref, shown: Trace) -> None:
+    """The button that stores a step influence computed in this session with the trace."""
+    where = "the trace in the library" if ref.source == "lib" else "a copy of this gallery trace in the library"
+    if st.button(f"Save it to {where}", key="save_interventions",  # md-ok: constant texts
+                 help="so the table shows without a model next time, in the app, the exports and the gallery"):
+        with ui.shown_errors("Not saved: "):
+            st.session_state[SAVED] = _save(ref, shown)
+            st.session_state.pop(_key(ref), None)
+            st.rerun()
+
+
 def intervention_panel(ref, trace: Trace) -> None:
     """Step influence by intervention beside the hop graph's (with the sentence removals), or the offer to
     compute it."""
@@ -92,6 +114,10 @@ def intervention_panel(ref, trace: Trace) -> None:
     source = "stored in the trace" if stored else "computed just now"
     st.caption(ui.plain(f"drop: {DROP}, with {facts.model} ({source}); answer log-probability unedited "
                         f"{facts.before:.3f}."))
+    if not stored and not ui.read_only():
+        _offer_save(ref, shown)
+    if st.session_state.get(SAVED):
+        st.success(st.session_state.pop(SAVED))  # md-ok: built from code_text
 
 
 __all__ = ["intervention_panel"]

@@ -56,3 +56,15 @@ def test_the_button_computes_it_with_the_traces_model(open_page, library_dir, st
     facts = intervention_facts(stepped[1])
     assert [r["drop"] for r in _table(at)] == pytest.approx(list(facts.steps.drops), abs=1e-5)
     assert "computed just now" in _captions(at)
+
+
+def test_a_computed_step_influence_is_saved_to_the_library_trace(open_page, library_dir, stepped):
+    Library(library_dir).save(stepped[0], "plain")
+    at = open_page(GRAPH, trace="lib:plain")
+    at.button(key="run_interventions").click().run()
+    at.button(key="save_interventions").click().run()
+    no_problems(at)
+    stored = Library(library_dir).open("plain")
+    assert stored.interventions is not None
+    assert intervention_facts(stored).steps.drops == pytest.approx(intervention_facts(stepped[1]).steps.drops, abs=1e-5)
+    assert "stored in the trace" in _captions(at) and not any(b.key == "save_interventions" for b in at.button)
