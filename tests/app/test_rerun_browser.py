@@ -3,6 +3,7 @@ model, so the run takes seconds), remove the top sentence, see the new answer, t
 and the difference heatmap, export the pair, and open the export with every non-file request blocked:
 none is attempted and all three charts draw. Screenshots go to test-artifacts/."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
             assert f"{top}: {editable(trace)[top][:20]}" in chosen  # the top evidence sentence, chosen first
             page.get_by_role("button", name="Edit and re-run", exact=True).click()
             try:
-                page.get_by_text("After the edit").wait_for(timeout=120_000)
+                page.locator('[data-testid="stMetric"]').first.wait_for(timeout=120_000)
             except Exception:
                 ARTIFACTS.mkdir(exist_ok=True)
                 page.screenshot(path=str(ARTIFACTS / "rerun-failure.png"), full_page=True)
@@ -98,3 +99,35 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
         attempted, drawn = _offline(p, exported)
     assert attempted == []
     assert drawn == 3  # the original's heatmap, the edited trace's and the difference
+
+
+def test_cancel_stops_the_re_run_within_two_seconds(tmp_path, gallery):
+    playwright = pytest.importorskip("playwright.sync_api")
+    folder, _trace = gallery
+    env = {GALLERY_ENV: str(folder), LIBRARY_ENV: str(tmp_path / "library")}
+    with app_server(env) as url, playwright.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{url}/Story?trace=gallery:balls&step=4", timeout=90_000)
+            page.get_by_text("Prove it live: edit and re-run").wait_for(timeout=90_000)
+            settle(page)
+            page.get_by_text("Prove it live: edit and re-run").click()
+            box = page.locator('[data-testid="stNumberInputField"]')
+            box.wait_for(timeout=30_000)
+            box.fill("1024")  # the longest generation: a run long enough to cancel
+            box.press("Enter")
+            page.get_by_text("write up to 1024 new tokens").wait_for(timeout=30_000)
+            settle(page)
+            page.get_by_role("button", name="Edit and re-run", exact=True).click()
+            page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+            page.wait_for_timeout(1500)  # well into the generation
+            clicked = time.time()
+            page.get_by_role("button", name="Cancel").click()
+            page.get_by_role("button", name="Cancel").wait_for(state="detached", timeout=30_000)
+            back = time.time() - clicked
+            page.get_by_text("Cancelled: nothing was kept").wait_for(timeout=30_000)
+            assert page.locator('[data-testid="stMetric"]').count() == 0  # no result kept
+        finally:
+            browser.close()
+    assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
