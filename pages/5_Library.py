@@ -5,7 +5,8 @@ import pandas as pd
 import streamlit as st
 
 from flashtrace.app import ui
-from flashtrace.app.state import library
+from flashtrace.app.rerun import pair_links
+from flashtrace.app.state import TraceRef, library, load_trace
 from flashtrace.store.gallery import gallery_path, list_gallery
 from flashtrace.analysis.schema import Trace
 
@@ -101,6 +102,9 @@ if entry.readable:
     st.page_link(ui.PAGES["explore"], label="Open in Explore", icon=":material/search:",
                  query_params={"trace": f"lib:{prefix}{chosen}"})
     export_buttons("export", chosen, lambda: lib.open(chosen))
+    if not prefix:  # linked pairs (edit and re-run) live in the library itself
+        with ui.shown_errors():
+            pair_links(TraceRef("lib", chosen), load_trace(TraceRef("lib", chosen)))
 
 if lib.read_only:
     st.stop()

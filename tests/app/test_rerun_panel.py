@@ -72,3 +72,14 @@ def test_read_only_demo_offers_no_edit(open_page, library_dir, tiny, monkeypatch
     no_problems(at)
     assert not [b for b in at.button if b.key == "run_rerun"] and not [t for t in at.toggle if t.key == "rerun_open"]
     assert any("switched off in this read-only demo" in c.value for c in at.caption if "Edit and re-run" in c.value)
+
+
+def test_the_library_page_links_the_pair(open_page, library_dir, tiny):
+    from flashtrace.store.pairs import save_pair
+
+    trace = tiny[1]
+    save_pair(Library(library_dir), trace, trace, {"segments": ["P0"], "before": -1.0, "after": -2.0}, "balls")
+    at = open_page("pages/5_Library.py")
+    no_problems(at)
+    shown = [literal(c.value) for c in at.caption]
+    assert any(c.startswith("Edited versions: balls-edited") or c.startswith("Edited version of balls") for c in shown)
