@@ -4,6 +4,7 @@ and the difference heatmap, export the pair, and open the export with every non-
 none is attempted and all three charts draw. Screenshots go to test-artifacts/."""
 
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,10 +56,11 @@ def _offline(p, path: Path) -> tuple[list[str], int]:
     return attempted, drawn
 
 
-def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gallery):
+@contextmanager
+def _edit_panel(tmp_path, folder):
+    """The app on the tiny gallery in chromium, at the Story's step 4 with the edit-and-re-run panel open:
+    yields (playwright, page)."""
     playwright = pytest.importorskip("playwright.sync_api")
-    folder, trace = gallery
-    top = default_edit(trace)
     env = {GALLERY_ENV: str(folder), LIBRARY_ENV: str(tmp_path / "library")}
     with app_server(env) as url, playwright.sync_playwright() as p:
         browser = launch(p)
@@ -68,32 +70,37 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
             page.get_by_text("Prove it live: edit and re-run").wait_for(timeout=90_000)
             settle(page)
             page.get_by_text("Prove it live: edit and re-run").click()
-            page.get_by_role("button", name="Edit and re-run", exact=True).wait_for(timeout=30_000)
-            settle(page)
-            chosen = page.locator('[data-testid="stMultiSelect"]').inner_text()
-            assert f"{top}: {editable(trace)[top][:20]}" in chosen  # the top evidence sentence, chosen first
-            page.get_by_role("button", name="Edit and re-run", exact=True).click()
-            try:
-                page.locator('[data-testid="stMetric"]').first.wait_for(timeout=120_000)
-            except Exception:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "rerun-failure.png"), full_page=True)
-                raise AssertionError(page.inner_text("body")[-3000:])
-            settle(page)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
-            new_answer = page.locator(".st-key-rerun_new_answer").inner_text()
-            assert new_answer.startswith("The answer the model now writes (greedy)"), new_answer
-            assert page.locator('[data-testid="stMetricDelta"]').inner_text().endswith("nats")
-            page.get_by_text("Difference: edited minus original").wait_for(timeout=30_000)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
-            with page.expect_download(timeout=60_000) as download:
-                page.get_by_role("button", name="Pair (offline HTML)").click()
-            exported = tmp_path / "pair.html"
-            download.value.save_as(exported)
+            yield p, page
         finally:
             browser.close()
+
+
+def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gallery):
+    folder, trace = gallery
+    top = default_edit(trace)
+    with _edit_panel(tmp_path, folder) as (p, page):
+        page.get_by_role("button", name="Edit and re-run", exact=True).wait_for(timeout=30_000)
+        settle(page)
+        chosen = page.locator('[data-testid="stMultiSelect"]').inner_text()
+        assert f"{top}: {editable(trace)[top][:20]}" in chosen  # the top evidence sentence, chosen first
+        page.get_by_role("button", name="Edit and re-run", exact=True).click()
+        try:
+            page.locator('[data-testid="stMetric"]').first.wait_for(timeout=120_000)
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "rerun-failure.png"), full_page=True)
+            raise AssertionError(page.inner_text("body")[-3000:])
+        settle(page)
+        new_answer = page.locator(".st-key-rerun_new_answer").inner_text()
+        assert new_answer.startswith("The answer the model now writes (greedy)"), new_answer
+        assert page.locator('[data-testid="stMetricDelta"]').inner_text().endswith("nats")
+        page.get_by_text("Difference: edited minus original").wait_for(timeout=30_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
+        with page.expect_download(timeout=60_000) as download:
+            page.get_by_role("button", name="Pair (offline HTML)").click()
+        exported = tmp_path / "pair.html"
+        download.value.save_as(exported)
         text = exported.read_text(encoding="utf-8")
         assert "log-probability after" in text and "new answer (greedy)" in text
         attempted, drawn = _offline(p, exported)
@@ -102,32 +109,21 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
 
 
 def test_cancel_stops_the_re_run_within_two_seconds(tmp_path, gallery):
-    playwright = pytest.importorskip("playwright.sync_api")
     folder, _trace = gallery
-    env = {GALLERY_ENV: str(folder), LIBRARY_ENV: str(tmp_path / "library")}
-    with app_server(env) as url, playwright.sync_playwright() as p:
-        browser = launch(p)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{url}/Story?trace=gallery:balls&step=4", timeout=90_000)
-            page.get_by_text("Prove it live: edit and re-run").wait_for(timeout=90_000)
-            settle(page)
-            page.get_by_text("Prove it live: edit and re-run").click()
-            box = page.locator('[data-testid="stNumberInputField"]')
-            box.wait_for(timeout=30_000)
-            box.fill("1024")  # the longest generation: a run long enough to cancel
-            box.press("Enter")
-            page.get_by_text("write up to 1024 new tokens").wait_for(timeout=30_000)
-            settle(page)
-            page.get_by_role("button", name="Edit and re-run", exact=True).click()
-            page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
-            page.wait_for_timeout(500)  # into the run (scoring is instant with the tiny model; generation follows)
-            clicked = time.time()
-            page.get_by_role("button", name="Cancel").click()
-            page.get_by_role("button", name="Cancel").wait_for(state="detached", timeout=30_000)
-            back = time.time() - clicked
-            page.get_by_text("Cancelled: nothing was kept").wait_for(timeout=30_000)
-            assert page.locator('[data-testid="stMetric"]').count() == 0  # no result kept
-        finally:
-            browser.close()
+    with _edit_panel(tmp_path, folder) as (_p, page):
+        box = page.locator('[data-testid="stNumberInputField"]')
+        box.wait_for(timeout=30_000)
+        box.fill("1024")  # the longest generation: a run long enough to cancel
+        box.press("Enter")
+        page.get_by_text("write up to 1024 new tokens").wait_for(timeout=30_000)
+        settle(page)
+        page.get_by_role("button", name="Edit and re-run", exact=True).click()
+        page.get_by_role("button", name="Cancel").wait_for(timeout=60_000)
+        page.wait_for_timeout(500)  # into the run (scoring is instant with the tiny model; generation follows)
+        clicked = time.time()
+        page.get_by_role("button", name="Cancel").click()
+        page.get_by_role("button", name="Cancel").wait_for(state="detached", timeout=30_000)
+        back = time.time() - clicked
+        page.get_by_text("Cancelled: nothing was kept").wait_for(timeout=30_000)
+        assert page.locator('[data-testid="stMetric"]').count() == 0  # no result kept
     assert back <= 2.0, f"control came back {back:.1f} s after Cancel"
