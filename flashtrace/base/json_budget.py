@@ -14,28 +14,41 @@ refused it. Here:
   ``PARSE_FACTOR`` times its size plus ``PARSE_CONSTANT``.
 
 The shape is read from a skeleton: string contents removed (one regular-expression pass, so the
-skeleton never takes more than the text), then the innermost arrays and objects counted and collapsed
-to one placeholder, one regular-expression pass per nesting level.
+skeleton never takes more than the text), then numbers, literals and white space deleted (``[0.5,1e-6]``
+becomes ``[,]``; an empty ``[]`` is marked ``[~]`` first, so that a bare ``[]`` reads as an array of one
+value), then the innermost arrays and objects counted and collapsed to one placeholder, one
+regular-expression pass per nesting level. A file of numbers so shrinks to its commas and brackets before
+the passes.
+
+The estimate is for pydantic-core's parser (`pydantic_core.from_json`, what `Trace.load` uses; the
+standard library's ``json`` takes less): the Python objects it builds, plus what it holds outside Python
+while parsing, which tracemalloc does not see: a vector of pointers for each array not yet closed (at most
+16 bytes an element, counted for the largest array of each nesting level, as the open arrays are one
+path from the root) and one buffer for a string with escapes (at most twice the longest string).
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+from typing import NamedTuple
 
 
 MAX_DEPTH = 48  # a trace nests 4 levels, plus 16 in its free-form `extra`
 MAX_ELEMENTS = 1_000_000  # values in one array or object
 PARSE_FACTOR = 8  # the parsed objects may take this many times the text's size, plus PARSE_CONSTANT (valid
-PARSE_CONSTANT = 4 * 2**20  # traces are estimated at 4.5-6.5 times: a token record ~12 times its JSON, a float ~4)
+PARSE_CONSTANT = 4 * 2**20  # traces are estimated at 3.4-7.1 times: a token record ~12 times its JSON, a float ~4)
 SHARED_KEYS = 64  # objects with at most this many members are records whose keys repeat (not counted)
 CHUNK = 1 << 16  # bytes decoded at a time
 _INNERMOST = re.compile(rb"[\[{][^\[\]{}]*[\]}]")
-_NOT_SPACE = re.compile(rb"[^ \t\r\n]")
 _CONTENT = re.compile(rb'[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*', re.DOTALL)  # a string's content, escapes and all
 _STRING = re.compile(rb'"' + _CONTENT.pattern + rb'(?:"|\Z)', re.DOTALL)  # a string, to its closing quote or the end
 _BACKSLASH = ord("\\")
 _CHILD = b"@"  # a collapsed container (never in a skeleton outside strings, '@' is not JSON syntax)
+_EMPTY = b"~"  # the content of an empty array (not JSON syntax either)
+_SCALAR = b" \t\r\n+-.0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # numbers, literals, space
+_OPEN_SLOT = 16  # bytes the parser holds outside Python per element of an array not yet closed
+_TAPE = 2  # bytes of its string buffer per byte of the longest string
 # CPython sizes on 64-bit: a list slot, a dict entry (with its share of the hash table), an int or float, a
 # str header, a list and a dict header
 _SLOT, _ENTRY, _NUMBER, _STR, _LIST, _DICT = 8, 48, 32, 56, 56, 64
@@ -75,37 +88,52 @@ def _chunk_end(data: bytes, end: int) -> int:
     return end
 
 
-def skeleton(data: bytes) -> tuple[bytearray, int]:
-    """`data` with every string's content removed (``"..."`` becomes ``""``), and the number of strings.
+class Skeleton(NamedTuple):
+    """What `skeleton` reads of a JSON text."""
+
+    shape: bytearray  # the text without string contents, numbers, literals and white space
+    strings: int  # the number of strings
+    content: int  # bytes of string content
+    longest: int  # an upper bound of the longest string's content, in bytes
+
+
+def skeleton(data: bytes) -> Skeleton:
+    """`data` with every string's content removed (``"..."`` becomes ``""``) and its numbers, literals and
+    white space deleted (an empty array, written ``[]``, becomes ``[~]``), with counts of its strings.
 
     A chunk at a time (so the pieces a substitution makes stay small), each by one regular-expression pass:
     from an opening quote `_STRING` reads ordinary characters and escapes up to the closing quote or the end,
     so a match never fails and never restarts inside what it read (linear time, whatever the text). Whether
     a chunk ends inside a string is read from a sentinel ``"\\x00`` appended to it: its quote closes the open
-    string (the NUL byte stays) or opens one that runs to the end (and is dropped)."""
-    out, n, pos, inside = bytearray(), 0, 0, False
+    string (the NUL byte stays) or opens one that runs to the end (and is dropped). An empty array split
+    between two chunks, or written with space inside, reads as an array of one value (more, never less)."""
+    out, n, kept, longest, run, pos, inside = bytearray(), 0, 0, 0, 0, 0, False
     while pos < len(data):
         end = _chunk_end(data, min(pos + CHUNK, len(data)))
         chunk, pos = data[pos:end], end
         if inside:
             rest = _CONTENT.match(chunk).end()
+            run += rest
             if rest == len(chunk):
                 continue
             out += b'"'
-            chunk, inside = chunk[rest + 1:], False
+            kept += 1
+            chunk, inside, longest = chunk[rest + 1:], False, max(longest, run)
         piece, count = _STRING.subn(b'""', chunk + b'"\x00')
         inside = piece.endswith(b"\x00")
-        out += memoryview(piece)[:-2]  # inside: the open string's quote stays
-        n += count if inside else count - 1
-    return out, n
+        kept += len(piece) - 2
+        longest, run = max(longest, len(chunk)), len(chunk) if inside else 0  # a string within the chunk, or
+        out += memoryview(piece.replace(b"[]", b"[" + _EMPTY + b"]").translate(None, _SCALAR))[:-2]  # the one
+        n += count if inside else count - 1  # open at its end (its quote stays)
+    content = len(data) - kept
+    return Skeleton(out, n, content, min(longest, content))
 
 
 def parsed_bytes(text: bytes, max_containers: int) -> int:
-    """An upper estimate of the memory ``json.loads(text)`` would take for ASCII `text`, in bytes (see the
-    module docstring); `JsonBudgetError` for too many containers, too deep a nesting or too large a
-    container."""
-    shape, n_strings = skeleton(text)
-    total = 2 * (len(text) - len(shape)) + _STR * n_strings  # contents (escapes: at most 2 bytes a char) and headers
+    """An upper estimate of the memory parsing ASCII `text` would take, in bytes (see the module docstring);
+    `JsonBudgetError` for too many containers, too deep a nesting or too large a container."""
+    shape, n_strings, content, longest = skeleton(text)
+    total = 2 * content + _STR * n_strings + _TAPE * longest  # contents (escapes: at most 2 bytes a char), headers
     containers = shape.count(b"[") + shape.count(b"{")
     if containers > max_containers:
         raise JsonBudgetError(f"the file holds {containers:,} JSON arrays/objects; a trace has at most "
@@ -113,34 +141,47 @@ def parsed_bytes(text: bytes, max_containers: int) -> int:
     for _ in range(MAX_DEPTH + 1):
         if not _INNERMOST.search(shape):
             return total
-        cost, shape = _collapse(shape)
-        total += cost
+        cost, widest, shape = _collapse(shape)
+        total += cost + _OPEN_SLOT * widest
     raise JsonBudgetError(f"the JSON is nested deeper than {MAX_DEPTH} levels")
 
 
-def _collapse(shape: bytearray) -> tuple[int, bytearray]:
-    """The memory the innermost arrays and objects of `shape` would take, and `shape` with each of them
-    replaced by one placeholder (built in place: no list of pieces, which would take ~180 bytes a container)."""
-    cost, out, view, last = 0, bytearray(), memoryview(shape), 0
+def _values(shape: bytearray, lo: int, hi: int, is_object: bool) -> int:
+    """The number of values in the container whose content is ``shape[lo:hi]`` (a reduced skeleton: a
+    number left no trace, so an array with nothing inside but ``~`` is empty and one with nothing at all
+    holds one value)."""
+    if hi == lo:
+        return 0 if is_object else 1
+    if hi - lo == 1 and shape[lo] == _EMPTY[0]:
+        return 0
+    return shape.count(b",", lo, hi) + 1
+
+
+def _collapse(shape: bytearray) -> tuple[int, int, bytearray]:
+    """The memory the innermost arrays and objects of `shape` would take, the most values one of those arrays
+    holds, and `shape` with each of them replaced by one placeholder (built in place: no list of pieces, which
+    would take ~180 bytes a container)."""
+    cost, widest, out, view, last = 0, 0, bytearray(), memoryview(shape), 0
     for match in _INNERMOST.finditer(shape):
         lo, hi = match.start() + 1, match.end() - 1
-        n = shape.count(b",", lo, hi) + 1 if _NOT_SPACE.search(shape, lo, hi) else 0
         is_object = shape[lo - 1] == ord("{")
+        n = _values(shape, lo, hi, is_object)
         if n > MAX_ELEMENTS:
             raise JsonBudgetError(f"a JSON {'object' if is_object else 'array'} holds {n:,} values; a trace's arrays "
                                   f"and objects hold at most {MAX_ELEMENTS:,}")
         strings, children = shape.count(b'""', lo, hi), shape.count(_CHILD, lo, hi)
-        if is_object:  # each member: a key string and a value; json.loads shares equal keys, so the keys of
+        if is_object:  # each member: a key string and a value; the parser shares equal keys, so the keys of
             keys = n if n > SHARED_KEYS else 0  # small objects (records) count once, those of big ones each
             cost += _DICT + _ENTRY * n + _NUMBER * max(n - (strings - n) - children, 0) - _STR * (n - keys)
         else:
             cost += _LIST + _SLOT * n + _NUMBER * max(n - strings - children, 0)
+            widest = max(widest, n)
         out += view[last:match.start()]
         out += _CHILD
         last = match.end()
     out += view[last:]
     view.release()
-    return cost, out
+    return cost, widest, out
 
 
 def check_json_budget(text: bytes, max_containers: int) -> None:
