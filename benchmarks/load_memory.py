@@ -1,63 +1,22 @@
 """Peak memory of `Trace.load` against the file's size: valid traces and the hostile shapes of issue 30.
 
 Usage: .venv/bin/python benchmarks/load_memory.py [--size-mb 32]
-Each file is loaded in its own process, after a warm-up load of a gallery trace; two measures: the peak of
-Python's allocations (tracemalloc), and the peak resident size during the load less the resident size before
-it (Linux: the peak is reset through /proc/self/clear_refs, then read as VmHWM; allocator overhead and
-memory the allocator keeps after freeing it count here).
+Each file is loaded in its own process, after a warm-up load of a gallery trace
+(`flashtrace.run.bench.load_probe`); two measures: the peak of Python's allocations (tracemalloc), and the
+peak resident size during the load less the resident size before it (Linux: the peak is reset through
+/proc/self/clear_refs, then read as VmHWM; allocator overhead, memory the allocator keeps after freeing it
+and what pydantic-core's parser allocates outside Python count here).
 Writes benchmarks/results/load_memory.{json,md}.
 """
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from flashtrace.run.bench.load_probe import HOSTILE, MEASURES, hostile, load_peak
 from flashtrace.run.bench.synthetic import AMPLIFIERS, amplified_trace_data, synthetic_trace_data
 from flashtrace.store.gallery import gallery_path
-
-PROBE = """
-import json, sys, tracemalloc
-from flashtrace.analysis.schema import Trace, TraceValidationError
-from flashtrace.store.gallery import gallery_path
-
-def status(field):
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) * 1024 for line in handle if line.startswith(field))
-
-Trace.load(gallery_path("needle"))
-with open("/proc/self/clear_refs", "w") as handle:
-    handle.write("5")  # resets VmHWM to the current resident size
-rss0 = status("VmRSS:")
-traced = sys.argv[2] == "tracemalloc"  # its own bookkeeping takes ~50 bytes an allocation: not with the RSS
-if traced:
-    tracemalloc.start()
-try:
-    Trace.load(sys.argv[1]); outcome = "loaded"
-except TraceValidationError as exc:
-    outcome = "refused: " + str(exc)[:90]
-peak = tracemalloc.get_traced_memory()[1] if traced else status("VmHWM:") - rss0
-print(json.dumps({sys.argv[2]: peak, "outcome": outcome}))
-"""
-
-
-def hostile(kind: str, size: int) -> bytes:
-    """Shapes beyond the trace fields: tiny values in arrays, objects and lists of lists."""
-    n = size // 2
-    if kind == "zeros_array":
-        return b'{"extra": {"x": [' + b"0," * (n - 1) + b"0]}}"
-    if kind == "short_strings":
-        return b'{"junk": [' + b",".join(b'"%02x"' % (i % 256) for i in range(size // 5)) + b"]}"
-    if kind == "distinct_keys":
-        return b'{"junk": {' + b",".join(b'"k%d":0' % i for i in range(size // 10)) + b"}}"
-    if kind == "short_float_arrays":  # just under the parse budget: parsed, then refused (unknown field)
-        arrays = [b"[" + b",".join([b"1e-3"] * 100_000) + b"]"] * max(size // 500_000, 1)
-        return b'{"junk": [' + b",".join(arrays) + b"]}"
-    if kind == "tiny_lists":
-        return b'{"junk": [' + b",".join(b"[0]" for _ in range(size // 4)) + b"]}"
-    raise ValueError(kind)
 
 
 def cases(size: int):
@@ -68,7 +27,7 @@ def cases(size: int):
         yield f"valid: {n:,} tokens, {hops} hops, {steps} steps", json.dumps(data, separators=(",", ":")).encode()
     for kind in AMPLIFIERS:
         yield f"issue 30: {kind}", json.dumps(amplified_trace_data(free_form, kind, size), separators=(",", ":")).encode()
-    for kind in ("zeros_array", "short_strings", "distinct_keys", "tiny_lists", "short_float_arrays"):
+    for kind in HOSTILE:
         yield f"hostile: {kind}", hostile(kind, size)
 
 
@@ -83,10 +42,8 @@ def main() -> None:
             path = Path(tmp) / "case.json"
             path.write_bytes(text)
             row = {"case": name, "bytes": len(text)}
-            for measure in ("tracemalloc", "rss"):
-                out = subprocess.run([sys.executable, "-c", PROBE, str(path), measure], capture_output=True, text=True,
-                                     check=True)
-                row.update(json.loads(out.stdout.strip().splitlines()[-1]))
+            for measure in MEASURES:
+                row.update(load_peak(path, measure))
             row["tracemalloc_ratio"] = round(row["tracemalloc"] / len(text), 2)
             row["maxrss_ratio"] = round(row["rss"] / len(text), 2)
             rows.append(row)

@@ -16,7 +16,9 @@ MEMORY_FACTOR, MEMORY_CONSTANT = 4, 8 * 2**20  # the guarantee: peak <= 4 x the 
 
 
 def peak_of_load(path) -> int:
-    """Peak bytes Python allocated while `Trace.load(path)` ran (the result or the error included)."""
+    """Peak bytes Python allocated while `Trace.load(path)` ran (the result or the error included). The parser
+    builds its objects through Python's allocator, so they count here; its own array buffers do not (the
+    resident-memory test below sees them)."""
     tracemalloc.start()
     try:
         Trace.load(path)
@@ -140,3 +142,37 @@ def test_loading_any_document_raises_only_trace_errors_within_bounded_memory(tmp
         assert peak <= REFUSED_FACTOR * size + FUZZ_CONSTANT, f"refused, {peak / max(size, 1):.1f}x its size"
     else:
         assert peak - retained <= OVERHEAD_FACTOR * size + FUZZ_CONSTANT, f"{(peak - retained) / size:.1f}x overhead"
+
+
+# --- the same bounds as resident memory, in a fresh process: it also sees what pydantic-core's parser holds
+# outside Python's allocator (its array buffers), which tracemalloc above does not -----------------------------
+from flashtrace.run.bench.load_probe import hostile, load_peak  # noqa: E402
+from flashtrace.run.bench.synthetic import synthetic_trace_data  # noqa: E402
+
+RSS_CONSTANT = 16 * 2**20  # the allocator's arenas and pages, beyond what the objects take
+
+
+def _resident_case(path, case: str):
+    if case == "valid_with_steps":  # ~2 MB, parsed by pydantic-core's parser
+        path.write_text(json.dumps(synthetic_trace_data(3000, 1, 60), separators=(",", ":")), encoding="utf-8")
+    elif case == "short_float_arrays":  # 8 MB just under the parse budget: parsed, then refused
+        path.write_bytes(hostile("short_float_arrays", 8_000_000))
+    else:  # a lone surrogate in `extra`: refused by pydantic-core's parser, read by the standard library's
+        data = gallery_data("long-vartrack")
+        data["extra"]["note"] = "\ud800"
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", ["valid_with_steps", "short_float_arrays", "lone_surrogate"])
+def test_peak_resident_memory_of_a_load_is_bounded(tmp_path, case):
+    path = _resident_case(tmp_path / f"{case}.json", case)
+    size = path.stat().st_size
+    traced, resident = load_peak(path, "tracemalloc"), load_peak(path, "rss")
+    assert traced["outcome"] == resident["outcome"]
+    assert resident["outcome"].startswith("refused" if case == "short_float_arrays" else "loaded"), resident
+    if resident["outcome"] == "loaded":  # the Trace it returns, plus at most 4x the file
+        bound = traced["retained"] + OVERHEAD_FACTOR * size + RSS_CONSTANT
+    else:
+        bound = REFUSED_FACTOR * size + RSS_CONSTANT
+    assert resident["rss"] <= bound, f"{resident['rss'] / size:.1f}x the file size"
