@@ -37,11 +37,13 @@ st.caption(f"Faithfulness results written by `flashtrace eval` (RISE and MAS: lo
            "elsewhere).")
 st.caption("What the metrics mean: " + " · ".join(help_link(k) for k in ("rise", "mas", "recovery")))  # md-ok: links
 run_col, other_col = st.columns(2)  # one row: the results table starts inside a 720-px screen
-with run_col.popover("Run an evaluation", icon=":material/terminal:"):
-    st.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their folders.")
-    st.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
-            "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
-            language="bash")
+run_box = run_col.popover("Run an evaluation", icon=":material/terminal:", key="eval_howto", on_change="rerun")
+if run_box.open:  # drawn when opened: a code block loads the browser's syntax highlighter (~0.3 s a page load)
+    run_box.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their "
+                     "folders.")
+    run_box.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
+                 "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
+                 language="bash")
 custom = "" if ui.read_only() else other_col.text_input(  # a read-only demo reads no folder a visitor names
     "Another folder", key="eval_path", placeholder="path to a `flashtrace eval --out` folder",
     label_visibility="collapsed")
@@ -97,8 +99,9 @@ with ui.shown_errors("Could not read the results: "):
     chosen = st.selectbox("Example", ids, key=f"eval_example_{label}_{task}")
     record = rows[ids.index(chosen)]
     picked = {**record, "id": chosen, "methods": {m: record["methods"][m] for m in methods if m in record["methods"]}}
-    with st.expander("Prompt and response", expanded=False):
-        left, right = st.columns(2)
+    texts = st.expander("Prompt and response", key=f"eval_texts_{label}_{task}", on_change="rerun")
+    if texts.open:  # filled when opened (code blocks load the syntax highlighter: see the popover above)
+        left, right = texts.columns(2)
         left.markdown("**Prompt**")
         left.code(record["prompt"], language=None, wrap_lines=True)
         right.markdown(f"**Response** (explained: the answer {ui.code_text(str(record.get('answer', '')))})")

@@ -65,6 +65,22 @@ def test_switching_task_method_and_example(open_page, eval_root):
     assert example["RISE ↓"][list(example["method"]).index("flashtrace-k1")] == pytest.approx(0.4)
 
 
+def test_prompt_response_and_commands_are_drawn_when_opened(open_page, eval_root):
+    """The example's prompt and response, and the eval commands, are code blocks filled only when their
+    expander or popover is opened (a code block makes the browser load its syntax highlighter)."""
+    at = open_page(EVALUATION)
+    no_problems(at)
+    assert not at.code
+    at.session_state["eval_texts_run_a_needle"] = True
+    at.run()
+    no_problems(at)
+    assert [c.value for c in at.code] == ["The key is 42. Sky is blue.", "It is 42.\nAnswer: 42"]
+    at.session_state["eval_texts_run_a_needle"] = False
+    at.session_state["eval_howto"] = True
+    at.run()
+    assert len(at.code) == 1 and at.code[0].value.startswith("flashtrace eval --task all")
+
+
 def test_featured_run_opens_first_and_its_note_is_plain_text(open_page, eval_root):
     """The run marked ``featured`` in its settings (the current default) is selected on opening, and its
     note is shown as written (no Markdown)."""
