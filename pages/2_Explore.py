@@ -76,8 +76,10 @@ if picked:
                      column_config={"share": st.column_config.NumberColumn(format="percent")})
         st.caption("Share of " + ("the prompt's attribution" if hop is None else f"hop {hop:d}'s own attribution")
                    + "; tokens made only of punctuation (such as - = : ,) are left out.")
-    with right, ui.shown_errors():
-        st.plotly_chart(mass_per_hop(facts), key="mass", config={"displaylogo": False})
+    with right, ui.shown_errors():  # filled when opened: a second chart costs the page's first load ~0.3 s
+        mass = st.expander("Attribution mass per hop (chart)", key="explore_mass", on_change="rerun")
+        if mass.open:
+            mass.plotly_chart(mass_per_hop(facts), key="mass", config={"displaylogo": False})
     with st.container(border=True, key="explore_rerun"):
         edit_panel(ref, trace)
     ui.nav_links(ref, "explore")

@@ -62,11 +62,15 @@ def hop_depths(trace) -> None:
     st.caption(f"reached the input: share {ui.plain(facts.of_answer)} · its share: the top sentence's share "
                f"{ui.plain(OF_PROMPT)} "
                "after hops 0..K")
-    with st.expander(f"Top-{k:d} prompt words at each depth"):
-        st.dataframe([{"depth": row["depth"], "words": " · ".join(visible_label(trace.tokens[i].text, 20)
-                                                                   for i in comparison.top[d.k])}
-                      for row, d in zip(rows, facts.depths)], hide_index=True)
-    st.plotly_chart(mass_per_hop(facts), key="mass", config=CHART)
+    # the expanders are filled when opened: each table or chart drawn costs the page's first load
+    words = st.expander(f"Top-{k:d} prompt words at each depth", key="depth_words", on_change="rerun")
+    if words.open:
+        words.dataframe([{"depth": row["depth"], "words": " · ".join(visible_label(trace.tokens[i].text, 20)
+                                                                     for i in comparison.top[d.k])}
+                         for row, d in zip(rows, facts.depths)], hide_index=True)
+    mass = st.expander("Attribution mass per hop (chart)", key="depth_mass", on_change="rerun")
+    if mass.open:
+        mass.plotly_chart(mass_per_hop(facts), key="mass", config=CHART)
 
 
 def methods(ref, trace) -> None:

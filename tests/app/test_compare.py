@@ -56,6 +56,23 @@ def test_hop_depths_show_what_each_hop_adds(open_page):
     assert charts(at)["depth_agreement"]["data"][1]["y"] == pytest.approx(compare_depths(trace, k=3).overlap)
 
 
+def test_secondary_tables_and_charts_are_drawn_when_opened(open_page):
+    """Top-k words per depth and the mass chart sit in expanders filled only when opened."""
+    trace = load_gallery_trace("arithmetic")
+    at = open_page(COMPARE, trace="gallery:arithmetic")
+    no_problems(at)
+    assert "mass_per_hop" not in charts(at) and len(at.dataframe) == 1  # the depth table only
+    at.session_state["depth_words"] = at.session_state["depth_mass"] = True
+    at.run()
+    no_problems(at)
+    mass = charts(at)["mass_per_hop"]
+    assert [d["name"] for d in mass["data"]] == ["prompt", "template", "reasoning", "answer"]
+    words = at.dataframe[1].value
+    top = compare_depths(trace, k=10).top
+    assert list(words["words"]) == [" · ".join(visible_label(trace.tokens[i].text, 20) for i in depth)
+                                    for depth in top]
+
+
 def test_methods_side_by_side_with_live_faithfulness(open_page, library_dir):
     model = flashtrace.load_model("tiny-llama")
     trace = flashtrace.trace(model, prompt="Tom has 3 cats. Ann has 2 dogs. How many cats does Tom have?",

@@ -75,6 +75,9 @@ def test_top_k_table_and_mass_bar(open_page, free_form):
     words = [p for p, t, _s in free_form.top_prompt_tokens(40) if any(c.isalnum() for c in t)]
     assert list(table["share"][:3]) == pytest.approx([free_form.scores.prompt[p] for p in words[:3]])
     assert "position" not in table.columns  # in words unless Details is on
+    assert "mass_per_hop" not in charts(at)  # drawn when its expander is opened
+    at.session_state["explore_mass"] = True
+    at.run()
     mass = charts(at)["mass_per_hop"]
     assert [d["name"] for d in mass["data"]] == ["prompt", "template", "reasoning", "answer"]
 
