@@ -73,6 +73,8 @@ def test_gallery_explore_graph_and_a_tiny_run(server, browser):
     page.get_by_role("heading", name="Explore a trace").wait_for(timeout=60_000)
     settle(page)
     page.locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=30_000)
+    assert page.locator(".js-plotly-plot .barlayer").count() == 0  # the mass chart is drawn when opened
+    page.get_by_text("Attribution mass per hop (chart)", exact=True).click()
     page.locator(".js-plotly-plot .barlayer").first.wait_for(timeout=30_000)
     settle(page)
     assert "trace=gallery" in page.evaluate("() => window.location.href")
