@@ -5,9 +5,9 @@ How it measures (Playwright + Debian's chromium, one app server):
 
 - warm-up: the server is started and every page is opened once on the small free-form trace, so the
   server's imports and the app's trace-independent caches are in place (reported apart);
-- a page is *drawn* when Streamlit's status widget is hidden and the page's DOM has not changed for
-  `QUIET_MS`; its time is that of the last change (a MutationObserver installed before the page's own
-  scripts records it), so the quiet wait is not counted;
+- a page is *drawn* when Streamlit runs no script and the page's DOM has not changed for `QUIET_MS`
+  (``tests.app.browser.wait_quiet``, the tests' own wait); its time is that of the last change (a
+  MutationObserver installed before the page's own scripts records it), so the quiet wait is not counted;
 - first load: from the navigation's start (``performance.timeOrigin``) to the last change, opening
   ``/Page?trace=gallery:NAME`` by URL (a full page load: Streamlit's and Plotly's JavaScript are parsed
   again each time). The first page opened with a trace also reads its file;
@@ -29,17 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-QUIET_MS = 700
-OBSERVER = """
-window.__ftLast = 0;
-new MutationObserver(() => { window.__ftLast = performance.now(); })
-    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-"""
-DRAWN = """(quiet) => {
-    const status = document.querySelector('[data-testid="stStatusWidget"]');
-    const busy = status && status.offsetParent !== null;
-    return document.querySelector('h1') && !busy && performance.now() - window.__ftLast > quiet;
-}"""
+QUIET_MS = 700  # the page's quiet wait (tests.app.browser.wait_quiet), longer than the tests' own
 
 
 def _toggle(label: str):
@@ -75,8 +65,9 @@ PAGES = {  # URL path: (name in the table, the interaction timed on it or None)
 
 def drawn_at(page, timeout_ms: float = 120_000) -> float:
     """Milliseconds since the navigation started at which the page last changed, once it is drawn."""
-    page.wait_for_function(DRAWN, arg=QUIET_MS, timeout=timeout_ms, polling=100)
-    return page.evaluate("window.__ftLast")
+    from tests.app.browser import wait_quiet
+
+    return wait_quiet(page, QUIET_MS, timeout_ms, selector="h1")
 
 
 def first_load(page, url: str) -> float:
@@ -93,10 +84,12 @@ def interaction(page, act) -> float:
 
 def measure(url: str, chromium, trace: str, repeats: int) -> dict[str, dict[str, list[float]]]:
     """``{page: {"load": [s, ...], "interaction": [s, ...]}}``: `repeats` rounds over every page."""
+    from tests.app.browser import OBSERVER
+
     out: dict[str, dict[str, list[float]]] = {}
     for round_ in range(repeats):
         page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        page.add_init_script(OBSERVER)
+        page.add_init_script(OBSERVER)  # before the page's own scripts: the first change counts
         for path, (name, act) in PAGES.items():
             times = out.setdefault(name, {"load": [], "interaction": []})
             times["load"].append(first_load(page, f"{url}/{path}?trace=gallery:{trace}"))

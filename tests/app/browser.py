@@ -12,6 +12,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -63,6 +64,12 @@ def app_server(env: dict | None = None, timeout: float = 180):
         yield url
 
 
+def external(url: str) -> bool:
+    """Whether a request the page made goes to a host other than the app's loopback one (``data:`` and
+    ``blob:`` URLs are the page's own)."""
+    return urlparse(url).hostname not in ("127.0.0.1", None) and not url.startswith(("data:", "blob:"))
+
+
 def launch(playwright):
     """Debian's chromium through Playwright (never a downloaded browser)."""
     if not Path(CHROMIUM).exists():
@@ -70,11 +77,43 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def settle(page, timeout: float = 90_000) -> None:
-    """Wait until Streamlit has finished running the script (status widget hidden) and charts drew."""
-    page.wait_for_timeout(400)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="hidden", timeout=timeout)
-    page.wait_for_timeout(600)
+# Records in ``window.__ftLast`` the time (``performance.now()``) of the page's last DOM change. As an init
+# script it runs before the page's own scripts; `settle` installs it on a page already loaded (then the
+# quiet time counts from the install).
+OBSERVER = """(() => {
+    if (window.__ftLast !== undefined) return;
+    window.__ftLast = performance.now();
+    new MutationObserver(() => { window.__ftLast = performance.now(); })
+        .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+})()"""
+
+# Streamlit is idle and the page is drawn: connected, no script run in progress or requested (the app root's
+# ``data-test-script-state``, set at once, unlike the status widget that shows only 0.5 s into a run), the
+# status widget hidden, `selector` (if any) present, and the DOM unchanged for `quiet` ms since `since`.
+QUIET = """([quiet, selector, since]) => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const status = document.querySelector('[data-testid="stStatusWidget"]');
+    return !!app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
+        && !(status && status.offsetParent !== null) && (!selector || !!document.querySelector(selector))
+        && performance.now() - Math.max(window.__ftLast, since) > quiet;
+}"""
+QUIET_MS = 500  # longer than Streamlit takes to answer a click with "running", even on a loaded 2-core machine
+
+
+def wait_quiet(page, quiet_ms: float = QUIET_MS, timeout: float = 90_000, selector: str | None = None) -> float:
+    """Wait until Streamlit is idle and the page's DOM has not changed for `quiet_ms`, counted from the later
+    of the last change and this call (what the caller just did may show only after a moment: a rerun the
+    server has yet to start, a chart that re-lays out after a resize); returns the time of the last change
+    (ms since the navigation started)."""
+    since = page.evaluate(f"{OBSERVER}, performance.now()")
+    page.wait_for_function(QUIET, arg=[quiet_ms, selector, since], timeout=timeout, polling=100)
+    return page.evaluate("window.__ftLast")
+
+
+def settle(page, timeout: float = 90_000, quiet_ms: float = QUIET_MS) -> None:
+    """Wait until Streamlit has finished running the script and the page (charts included) stopped changing
+    for `quiet_ms`."""
+    wait_quiet(page, quiet_ms, timeout)
 
 
 def server_pid(url: str) -> int:
