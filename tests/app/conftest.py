@@ -36,6 +36,18 @@ def open_page(library_dir):
     return run
 
 
+@pytest.fixture(scope="package")
+def gallery_app(tmp_path_factory):
+    """Base URL of one app server shared by the browser tests that only read gallery traces (one start
+    instead of one per test); its library folder is empty and must stay so."""
+    from .browser import app_server
+
+    folder = tmp_path_factory.mktemp("gallery-app") / "library"
+    with app_server({LIBRARY_ENV: str(folder)}) as url:
+        yield url
+    assert not list(folder.glob("*.json")), "a test sharing the gallery app server saved a trace"
+
+
 @pytest.fixture(scope="session")
 def gallery_items():
     items = list_gallery()

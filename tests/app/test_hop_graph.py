@@ -134,14 +134,15 @@ def test_no_node_selected_draws_only_the_graph(open_page, vartrack):
 
 
 @pytest.mark.browser
-def test_long_trace_in_chromium_at_1280x720():
+def test_long_trace_in_chromium_at_1280x720(gallery_app):
     """The folded long trace as drawn: ≤ 15 input nodes, labels with segment text, all inside the figure,
     the figure inside a 1280×720 window."""
     playwright = pytest.importorskip("playwright.sync_api")
-    from .browser import ROOT, app_server, launch, settle
+    from .browser import ROOT, launch, settle
 
     trace = load_gallery_trace("long-vartrack")
-    with app_server() as url, playwright.sync_playwright() as p:
+    url = gallery_app
+    with playwright.sync_playwright() as p:
         browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 720})

@@ -1,6 +1,10 @@
 """Acceptance walk of the Story (issue 27) in a real browser at 1280×720, for every gallery trace, in the
-normal and the presenter view, stepping with the keyboard. At each step:
+normal view stepping with the Next button and in the presenter view stepping with the keyboard; no page
+makes a request to a host other than the app or raises a JavaScript error. At each step:
 
+- the step is addressable by URL (``step=N``); in the normal view "Step N of 5" shows, the last step's Next
+  is disabled, the evidence step highlights the prompt, and each step of one trace (needle) is saved as a
+  screenshot to test-artifacts/;
 - the panel's main content lies wholly inside the first screen, nothing scrolled: step 1's question,
   reasoning and answer (and none of them scrolls inside its box), later steps' every figure;
 - no two visible labels of a figure (tick labels, legend entries) are identical;
@@ -19,18 +23,18 @@ import re
 import pytest
 
 from flashtrace.analysis.facts import MARGIN
-from flashtrace.analysis.story import STEPS, TITLES, story_panels
+from flashtrace.analysis.story import STEPS, TITLES, stored_check, story_panels
 from flashtrace.analysis.text import quote
 from flashtrace.store.gallery import gallery_path, list_gallery, load_gallery_trace
-from flashtrace.store.library import LIBRARY_ENV
 
 from flashtrace.viz.story import panel_figures
 
-from .browser import app_server, launch, settle
+from .browser import ROOT, external, launch, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTH, HEIGHT = 1280, 720
 GOLD_RGB = "rgb(184, 134, 11)"  # viz.colors.GOLD
+ARTIFACTS = ROOT / "test-artifacts"
 
 # Every plotly figure on the page: its rectangle and its visible tick labels and legend entries.
 FIGURES = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd) => {
@@ -166,6 +170,20 @@ def check_step(page, step: str, doc: dict, claims: Claims, problems: list[str], 
         problems.append(f"{where}: no claim about the top sentence found in {caption!r}")
 
 
+def check_normal_view(page, trace, number: int, step: str, name: str) -> None:
+    """What the normal view shows at each step besides the panel: "Step N of 5", a drawn bar chart where
+    the step has one (a precomputed check is drawn with no model), the highlighted prompt on the evidence
+    step; one trace's steps are saved as screenshots."""
+    assert page.get_by_text(f"Step {number} of {len(STEPS)}").count() == 1
+    if step in ("direct", "hops", "evidence") or (step == "check" and stored_check(trace)):
+        page.locator(".js-plotly-plot .barlayer").first.wait_for(timeout=30_000)
+    if step == "evidence":
+        assert page.locator(".ft-tok").count() > 10  # the prompt, highlighted
+    if name == "needle":
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"story-{number}-{step}.png"))
+
+
 def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
     doc = json.loads(gallery_path(name).read_text(encoding="utf-8"))
     claims = Claims(doc)
@@ -179,6 +197,8 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
         page.wait_for_function(bars, timeout=30_000)
         assert f"step={number}" in page.url
         where = f"{name} step {number}{' (presenter)' if present else ''}"
+        if not present:
+            check_normal_view(page, trace, number, step, name)
         check_step(page, step, doc, claims, problems, where)
         if step == "evidence" and not present and doc["extra"].get("gallery", {}).get("gold"):
             page.get_by_text("The whole prompt, highlighted").click()
@@ -188,24 +208,34 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
             if not gold.is_visible():
                 problems.append(f"{where}: no gold token visible in the highlighted prompt")
             page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
-        page.keyboard.press("ArrowRight")
+        if present:
+            page.keyboard.press("ArrowRight")
+        elif number < len(STEPS):
+            page.get_by_role("button", name="Next").click()
+        else:
+            assert page.get_by_role("button", name="Next").is_disabled()
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
-def test_every_gallery_story_fits_the_screen_and_tells_the_truth(tmp_path, present):
+def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, present):
     playwright = pytest.importorskip("playwright.sync_api")
     names = [item.name for item in list_gallery()]
     assert len(names) >= 6
     problems: list[str] = []
-    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+    outside, errors = [], []  # requests to another host, JavaScript errors
+    with playwright.sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        page.on("request", lambda r: outside.append(r.url) if external(r.url) else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
         try:
             for name in names:
-                walk(page, url, name, present, problems)
+                walk(page, gallery_app, name, present, problems)
         finally:
             browser.close()
     assert problems == []
+    assert outside == []
+    assert errors == []
 
 
 # A view's gold, as drawn: the figure's meta.gold, and marks stroked in gold (heatmap outlines, graph rings).
@@ -215,7 +245,7 @@ GOLD_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd)
         .filter((p) => (p.style.stroke || '') === '%s' && p.getBoundingClientRect().width > 0).length}))""" % GOLD_RGB
 
 
-def test_gold_is_visible_on_every_evidence_view(tmp_path):
+def test_gold_is_visible_on_every_evidence_view(gallery_app):
     """Explore's heatmap (outlined cells) and text view (underlined tokens) and the Hop graph (ringed nodes)
     of every gallery trace that knows its evidence show it, as the Story does (the walk above)."""
     playwright = pytest.importorskip("playwright.sync_api")
@@ -223,7 +253,8 @@ def test_gold_is_visible_on_every_evidence_view(tmp_path):
     assert len(names) >= 6
     problems: list[str] = []
     views = {"Explore": ("Explore", "token_heatmap"), "Hop graph": ("Hop_graph", "hop_graph")}
-    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
+    url = gallery_app
+    with playwright.sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         try:
