@@ -42,9 +42,21 @@ def touches_edge(fig: go.Figure) -> bool:
     return any(image.getpixel(xy) != (255, 255, 255) for xy in edge)
 
 
-def test_story_figures_export_without_cut_labels():
+@pytest.fixture
+def kaleido_server():
+    """One kaleido browser for every image of the test, instead of one started per image (the images are
+    the same; test_export.py draws through the one-shot path)."""
     if image_export_problem():
         pytest.skip(image_export_problem())
+    import kaleido
+
+    kaleido.start_sync_server(silence_warnings=True)
+    yield
+    kaleido.stop_sync_server(silence_warnings=True)
+
+
+@pytest.mark.filterwarnings("ignore:The kopts argument is ignored")  # plotly's request headers: no download here
+def test_story_figures_export_without_cut_labels(kaleido_server):
     playwright = pytest.importorskip("playwright.sync_api")
     from tests.app.browser import launch
 
