@@ -17,12 +17,13 @@ import pytest
 from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.store.library import LIBRARY_ENV, Library
 
-from .browser import ROOT, app_server, launch, settle
+from .browser import ROOT, app_server, launch, settle, wait_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = ROOT / "test-artifacts" / "pages"
 SIZES = [(1280, 720), (1920, 1080)]
+RELAYOUT_MS = 400  # quiet after a resize or a new colour scheme, in which the charts re-lay out
 PAGES = [  # (name, URL path + query, heading to wait for, selector that shows the page drew)
     ("home", "", "FlashTrace Studio", '[data-testid="stPageLink"]'),
     ("trace", "Trace", "Run a trace", '[data-testid="stTextArea"]'),
@@ -132,10 +133,9 @@ def shot(page, stem: str, width: int, height: int) -> None:
     full = page.evaluate(FULL_HEIGHT)
     if full > height:
         page.set_viewport_size({"width": width, "height": min(full, 8000)})
-        page.wait_for_timeout(500)
+        wait_quiet(page, RELAYOUT_MS)
         page.screenshot(path=str(ARTIFACTS / f"{stem}_full.png"))
-        page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(300)
+        page.set_viewport_size({"width": width, "height": height})  # the next check waits after its resize
 
 
 def test_every_page_at_both_sizes_in_both_themes_without_external_requests(server):
@@ -161,7 +161,7 @@ def test_every_page_at_both_sizes_in_both_themes_without_external_requests(serve
                 page.emulate_media(color_scheme=scheme)
                 for width, height in (SIZES if scheme == "light" else SIZES[::-1]):
                     page.set_viewport_size({"width": width, "height": height})
-                    page.wait_for_timeout(700)  # charts re-lay out on resize
+                    wait_quiet(page, RELAYOUT_MS)  # charts re-lay out on resize and on a new colour scheme
                     check_page(page, f"{name} {width}x{height} {scheme}", problems)
                     shot(page, f"{name}_{width}x{height}_{scheme}", width, height)
         browser.close()
