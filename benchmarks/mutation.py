@@ -56,6 +56,7 @@ MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
     "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py"],
     "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py", "tests/test_moved.py"],
+    "flashtrace/base/units.py": ["tests/test_units.py"],
     "flashtrace/engine/attribution/baselines.py": ["tests/evaluate/test_baselines.py", "tests/attribution/test_registry.py"],
     "flashtrace/engine/attribution/hops.py": ["tests/attribution/test_hops.py", "tests/test_tracing.py"],
     "flashtrace/engine/attribution/registry.py": ["tests/attribution/test_registry.py", "tests/test_tracing.py"],
@@ -78,6 +79,7 @@ MODULE_TESTS = {
     "flashtrace/engine/models/recording.py": _MODELS,
     "flashtrace/engine/models/tiny.py": ["tests/models/test_loading.py"],
     "flashtrace/engine/models/verify.py": ["tests/models/test_verify.py"],
+    "flashtrace/analysis/diff.py": ["tests/test_diff.py"],
     "flashtrace/analysis/check.py": [*_STORY, "tests/evaluate/test_faithfulness.py"],
     "flashtrace/analysis/compare.py": _STORY,
     "flashtrace/analysis/graph_edges.py": _GRAPH,
@@ -95,10 +97,11 @@ MODULE_TESTS = {
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
     "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
     "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
-    "flashtrace/store/app_files.py": ["tests/test_gallery.py"],
+    "flashtrace/store/app_files.py": ["tests/test_app_files.py", "tests/test_gallery.py"],
     "flashtrace/store/gallery.py": ["tests/test_gallery.py"],
     "flashtrace/store/index.py": [*_LIBRARY, "tests/test_r3_index.py"],
     "flashtrace/store/index_file.py": [*_LIBRARY, "tests/test_r3_index.py"],
+    "flashtrace/store/pairs.py": ["tests/test_pairs.py"],
     "flashtrace/store/library.py": [*_LIBRARY, "tests/test_properties.py::test_any_title_saves_reopens_renames_and_deletes"],
 }
 REASONS = ROOT / "benchmarks" / "mutation_equivalent.json"

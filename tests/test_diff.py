@@ -4,7 +4,7 @@ the log-probability and on the attribution keep a margin (a tie is called a tie)
 
 import pytest
 
-from flashtrace.analysis.diff import align_tokens, answer_text, attribution_diff, edit_outcome
+from flashtrace.analysis.diff import align_tokens, answer_text, attribution_diff, default_edit, edit_outcome, editable
 from flashtrace.analysis.views import view_values
 
 from .trace_factory import make_trace, vector
@@ -81,3 +81,40 @@ def test_the_new_answer_is_compared_with_the_old():
 def test_answer_text_is_the_target_span():
     original, _ = _pair()
     assert answer_text(original) == ANSWER
+
+
+def _with_target(trace, segment_id):
+    """The trace with its target moved onto one segment (what a user picks as the span to explain)."""
+    seg = next(s for s in trace.segments if s.id == segment_id)
+    settings = trace.settings.model_copy(update={"target": (seg.start, seg.end)})
+    return trace.model_copy(update={"settings": settings})
+
+
+def test_the_prompt_sentences_and_reasoning_steps_are_editable_in_text_order():
+    original, _ = _pair()
+    assert editable(original) == {"P0": PROMPT[0], "P1": PROMPT[1], "P2": PROMPT[2], "S0": STEPS[0], "S1": STEPS[1]}
+
+
+def test_what_the_target_covers_is_not_editable_and_its_neighbours_are():
+    original, _ = _pair()
+    on_step = _with_target(original, "S0")
+    assert list(editable(on_step)) == ["P0", "P1", "P2", "S1"]  # the sentence just before and the step just after
+
+
+def test_a_long_sentence_is_offered_under_a_short_label():
+    long = ["Ann has three apples and a very long list of other fruit to count before lunch."]
+    trace = make_trace(long, STEPS, ANSWER, [vector(long, STEPS, ANSWER, {"P0": 1.0, "S0": 0.2})])
+    label = editable(trace)["P0"]
+    assert label != long[0] and len(label) <= 48 and label.startswith("Ann has three")
+
+
+def test_the_first_edit_offered_is_the_top_evidence_sentence():
+    original, _ = _pair()
+    assert default_edit(original) == "P0"
+    flipped = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.1, "P1": 0.2, "P2": 0.7, "S0": 0.2})])
+    assert default_edit(flipped) == "P2"
+
+
+def test_no_edit_is_offered_when_the_top_sentence_is_the_target():
+    original, _ = _pair()
+    assert default_edit(_with_target(original, "P0")) is None  # P0 holds the most attribution but cannot be edited

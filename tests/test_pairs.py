@@ -50,3 +50,21 @@ def test_a_deleted_partner_is_reported_missing(tmp_path):
     lib.delete("apples")
     assert linked(lib, lib.open("apples-edited")).missing == ("apples",)
     assert linked(lib, original) is None
+
+
+def test_a_link_to_a_name_the_library_cannot_hold_is_reported_missing(tmp_path):
+    """A hand-edited file may name its partner with a path or an empty name: the link shows it missing, no error."""
+    _, edited = _traces()
+    lib = Library(tmp_path)
+    for bad in ("../apples", ""):
+        stray = edited.model_copy(update={"extra": {"edited_from": {"name": bad, "before": -1.0}}})
+        link = linked(lib, stray)
+        assert link.role == "edited" and link.others == (bad,) and link.missing == (bad,)
+
+
+def test_edited_versions_that_are_not_a_list_of_names_are_no_link(tmp_path):
+    original, _ = _traces()
+    lib = Library(tmp_path)
+    for value in ("apples-edited", {"name": "apples-edited"}, [], None):
+        stray = original.model_copy(update={"extra": {"edited_versions": value}})
+        assert linked(lib, stray) is None
