@@ -95,7 +95,7 @@ MODULE_TESTS = {
                                       "tests/test_library.py"],
     "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
-    "flashtrace/analysis/text.py": [*_STORY, "tests/viz/test_label_text.py"],
+    "flashtrace/analysis/text.py": ["tests/test_text.py", *_STORY, "tests/viz/test_label_text.py"],
     "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
     "flashtrace/store/app_files.py": ["tests/test_app_files.py", "tests/test_gallery.py"],
     "flashtrace/store/gallery.py": ["tests/test_gallery.py"],

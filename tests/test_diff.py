@@ -52,7 +52,9 @@ def test_a_shift_within_the_margin_is_no_change():
     edited = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.52, "P1": 0.48, "S0": 0.2})])
     diff = attribution_diff(original, edited)
     assert diff.largest_rise is None and diff.largest_fall is None
-    assert "about the same" in diff.sentence
+    assert diff.sentence == ("16 tokens line up with the original; 0 were removed or changed and 0 are new (the answers "
+                             "left out). No unchanged token's share moved by more than 2% of the prompt's attribution: "
+                             "the attribution of the unchanged text is about the same.")
 
 
 def test_inserted_text_has_no_difference():
@@ -118,3 +120,91 @@ def test_the_first_edit_offered_is_the_top_evidence_sentence():
 def test_no_edit_is_offered_when_the_top_sentence_is_the_target():
     original, _ = _pair()
     assert default_edit(_with_target(original, "P0")) is None  # P0 holds the most attribution but cannot be edited
+
+
+def test_the_diff_sentence_counts_the_alignment_and_names_both_largest_shifts():
+    original = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.5, "P1": 0.4, "P2": 0.1, "S0": 0.2})])
+    shifted = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 0.1, "P1": 0.4, "P2": 0.5, "S0": 0.2})])
+    diff = attribution_diff(original, shifted)
+    lo, hi = original.settings.target
+    assert diff.sentence == (
+        f"{original.n_tokens - (hi - lo)} tokens line up with the original; 0 were removed or changed and 0 are new "
+        "(the answers left out). Largest shifts beyond the 2% margin: \u201cCat\u201d gains 20.0% of the prompt's "
+        "attribution; \u201cAnn\u201d loses 10.0% of the prompt's attribution.")
+    assert diff.largest_fall[1] == pytest.approx(-0.1) and diff.top == pytest.approx(0.2)
+    _, edited = _pair()
+    assert attribution_diff(edited, original).sentence.startswith(
+        "12 tokens line up with the original; 0 were removed or changed and 4 are new (the answers left out).")
+
+
+def test_the_outcome_sentence_reads_the_verdict_and_the_new_answer():
+    rise = edit_outcome(-2.0, -0.5, "7", "Answer: 7")
+    assert rise.sentence == ("The original answer's log-probability (teacher-forced) rises by 1.50 nats: the edit makes "
+                             "the original answer more likely. The model still answers \u201c7\u201d.")
+    fall = edit_outcome(-2.0, -3.25, "7", "  ")
+    assert fall.sentence == ("The original answer's log-probability (teacher-forced) falls by 1.25 nats: the edit makes "
+                             "the original answer less likely. The model now writes nothing.")
+    tie = edit_outcome(-2.0, -2.04, "7")
+    assert tie.sentence == ("The original answer's log-probability (teacher-forced) changes by -0.04 nats, within the "
+                            "0.1-nat margin: a tie, about as likely as before.")
+
+
+def test_a_long_new_answer_is_quoted_cut_and_an_empty_old_answer_is_never_kept():
+    outcome = edit_outcome(-2.0, -2.0, "7", "x" * 400)
+    quoted = outcome.sentence.split("now answers \u201c")[1].split("\u201d")[0]
+    assert len(quoted) == 160 and "\u2026" in quoted
+    assert edit_outcome(-2.0, -2.0, "", "anything").same_answer is False
+
+
+def test_text_moved_between_prompt_and_reasoning_is_not_aligned():
+    original = make_trace(["Cat sings."], ["Dog barks."], ANSWER, [vector(["Cat sings."], ["Dog barks."], ANSWER, {"P0": 1.0, "S0": 0.2})])
+    swapped = make_trace(["Dog barks."], ["Cat sings."], ANSWER, [vector(["Dog barks."], ["Cat sings."], ANSWER, {"P0": 1.0, "S0": 0.2})])
+    alignment = align_tokens(original, swapped)
+    assert alignment.pairs == ((0, 0),)  # only the template: the same words on the other side are an edit
+    assert len(alignment.removed) == 4 and len(alignment.inserted) == 4
+
+
+def test_a_whitespace_token_is_named_by_its_repr_in_the_sentence():
+    prompt = ["Ann  has 3."]  # the double space is a token of its own: " "
+    flat_raw = vector(prompt, STEPS, ANSWER, {"P0": 1.0, "S0": 0.2})
+    raised = list(flat_raw)
+    raised[2] += 0.5  # the " " token
+    diff = attribution_diff(make_trace(prompt, STEPS, ANSWER, [flat_raw]), make_trace(prompt, STEPS, ANSWER, [raised]))
+    assert diff.largest_rise[0] == 2 and "\u201c' '\u201d gains" in diff.sentence
+
+
+def test_traces_with_nothing_in_common_have_no_difference():
+    original, edited = _pair()
+    other = edited.model_copy(update={"tokens": [edited.tokens[0].model_copy(update={"text": "<|system|>"}),
+                                                 *edited.tokens[1:]]})
+    different = make_trace(["Zed."], ["Yes."], "No", [vector(["Zed."], ["Yes."], "No", {"P0": 1.0, "S0": 0.2})])
+    diff = attribution_diff(different, other)
+    assert diff.alignment.pairs == () and set(diff.values) == {None}
+    assert diff.top == 0.0 and diff.largest_rise is None and diff.largest_fall is None
+
+
+def test_a_log_probability_change_of_exactly_the_margin_is_a_tie():
+    assert edit_outcome(0.0, 0.1, "7").verdict == "tie" and edit_outcome(0.0, -0.1, "7").verdict == "tie"
+    outcome = edit_outcome(-2.0, -3.0, "7", "Answer: 9")
+    assert (outcome.before, outcome.after, outcome.old_answer, outcome.new_answer) == (-2.0, -3.0, "7", "Answer: 9")
+
+
+def test_a_long_repetitive_passage_between_two_edits_stays_aligned():
+    """Over 200 tokens a matcher's popular-token heuristic would drop the repeated word; every unchanged token
+    must still line up."""
+    chant = " ".join(["la"] * 250)
+    before, after = ["Alpha.", chant, "Omega."], ["Beta.", chant, "Zeta."]
+    original = make_trace(before, STEPS, ANSWER, [vector(before, STEPS, ANSWER, {"P0": 0.5, "P1": 0.5, "S0": 0.2})])
+    edited = make_trace(after, STEPS, ANSWER, [vector(after, STEPS, ANSWER, {"P0": 0.5, "P1": 0.5, "S0": 0.2})])
+    alignment = align_tokens(original, edited)
+    assert [original.tokens[i].text for i in alignment.removed] == ["Alpha.", " Omega."]
+    assert [edited.tokens[i].text for i in alignment.inserted] == ["Beta.", " Zeta."]
+
+
+def test_no_edit_is_offered_when_no_prompt_token_has_attribution():
+    original, _ = _pair()
+    zero = [0.0] * original.n_tokens
+    silent = original.model_copy(update={
+        "scores": original.scores.model_copy(update={"final": zero, "prompt": zero}),
+        "hops": [h.model_copy(update={"contribution": zero}) for h in original.hops]})
+    assert editable(silent) and default_edit(silent) is None

@@ -1,0 +1,56 @@
+"""Words and numbers as every view writes them (flashtrace.analysis.text): the exact strings a user reads."""
+
+import pytest
+
+from flashtrace.analysis.text import NBSP, counted, distinct_labels, flat, pct, points, quote, short_text
+
+
+@pytest.mark.parametrize(("share", "digits", "shown"), [
+    (0.783, 0, "78"), (0.783, 1, "78.3"), (0.006, 0, "1"), (0.0, 0, "0"), (1.0, 0, "100"),
+    (0.004, 0, "<1"), (0.0004, 1, "<0.1"), (0.00049, 1, "<0.1"), (0.0006, 1, "0.1"),
+])
+def test_a_share_reads_as_a_percentage_and_a_tiny_one_as_below_the_last_digit(share, digits, shown):
+    assert pct(share, digits) == f"{shown}{NBSP}%"
+
+
+def test_a_difference_reads_in_points_whatever_its_sign():
+    assert points(-0.0321) == "3.2 points" and points(0.5) == "50.0 points"
+
+
+def test_a_count_has_its_noun_in_the_right_number():
+    assert [counted(1, "step"), counted(3, "step"), counted(0, "step")] == ["1 step", "3 steps", "0 steps"]
+    assert counted(2, "query", "queries") == "2 queries" and counted(1, "query", "queries") == "1 query"
+    assert counted(1234, "token") == "1,234 tokens"
+
+
+def test_trace_text_is_flattened_without_chat_markers():
+    assert flat("<|im_start|>user\n  hi  </s> [INST]x[/INST]") == "user hi x"
+    assert quote("x \n y") == "\u201cx y\u201d"
+
+
+def test_long_text_is_shortened_in_the_middle_to_the_limit():
+    text = "abcdefghij klmnopqrstuvwxyz 0123456789 end"
+    assert short_text(text, 20) == "abcdef … 3456789 end" and short_text(text, 21) == "abcdefg … 3456789 end"
+    assert len(short_text("x" * 100, 30)) == 30
+    assert short_text("a" * 10, 10) == "a" * 10  # exactly the limit: kept whole
+    assert short_text("  \n ") == "(whitespace)"
+    assert len(short_text("y" * 100)) == 70  # the default limit
+
+
+def test_labels_that_would_collide_show_where_the_texts_differ():
+    a = "The pass key for the vault is: 1234. Remember it well and keep it safe."
+    labels = distinct_labels([a, a.replace("1234", "5678")], 30)
+    assert labels == ["\u2026 vault is: 1234. Remember it \u2026", "\u2026 vault is: 5678. Remember it \u2026"]
+    b = "Ann and Bob met at noon, X and then walked home."
+    assert distinct_labels([b, b.replace("X", "Y")], 34) == ["\u2026 at noon, X and then walked home.",
+                                                            "\u2026 at noon, Y and then walked home."]
+
+
+def test_identical_texts_are_numbered_and_distinct_ones_kept():
+    assert distinct_labels(["same", "same", "other"]) == ["same (1)", "same (2)", "other"]
+    c = "Many words in common up to the very end: one"
+    labels = distinct_labels([c, c.replace("one", "two"), c], 20)
+    assert labels == ["Many words in common \u2026 (1)", "Many w \u2026 ry end: two", "Many words in common \u2026 (2)"]
+    assert distinct_labels(["short", "text"], 48) == ["short", "text"]
+    long = "w" * 60
+    assert distinct_labels([long]) == [short_text(long, 48)]  # the default limit is 48
