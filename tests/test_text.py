@@ -7,7 +7,7 @@ from flashtrace.analysis.text import NBSP, counted, distinct_labels, flat, pct, 
 
 @pytest.mark.parametrize(("share", "digits", "shown"), [
     (0.783, 0, "78"), (0.783, 1, "78.3"), (0.006, 0, "1"), (0.0, 0, "0"), (1.0, 0, "100"),
-    (0.004, 0, "<1"), (0.0004, 1, "<0.1"), (0.00049, 1, "<0.1"), (0.0006, 1, "0.1"),
+    (0.004, 0, "<1"), (0.00497, 0, "<1"), (0.0004, 1, "<0.1"), (0.00049, 1, "<0.1"), (0.0006, 1, "0.1"),
 ])
 def test_a_share_reads_as_a_percentage_and_a_tiny_one_as_below_the_last_digit(share, digits, shown):
     assert pct(share, digits) == f"{shown}{NBSP}%"
@@ -54,3 +54,27 @@ def test_identical_texts_are_numbered_and_distinct_ones_kept():
     assert distinct_labels(["short", "text"], 48) == ["short", "text"]
     long = "w" * 60
     assert distinct_labels([long]) == [short_text(long, 48)]  # the default limit is 48
+
+
+def test_a_shortened_text_has_no_stray_space_at_the_cut():
+    assert short_text("abcde fghijklmnopqrstuvwxyz 3456789 end", 20) == "abcde \u2026 3456789 end"
+    assert short_text("abcdefghijklmnopqrstuvwxyz 456789 end", 20) == "abcdef \u2026 456789 end"
+
+
+def test_a_quote_is_shortened_to_its_limit():
+    assert len(quote("x" * 100)) == 72  # 70 characters and the two quote marks
+    assert len(quote("x" * 100, 30)) == 32
+
+
+def test_three_colliding_sentences_each_show_their_own_difference():
+    keys = [f"The number for key {c} is: 2201 and that is all there is to say about it." for c in "ABC"]
+    assert distinct_labels(keys, 30) == [f"\u2026 for key {c} is: 2201 and that \u2026" for c in "ABC"]
+
+
+def test_a_difference_label_starts_at_a_word_eight_characters_before_the_change():
+    for old, new, labels in [
+        ("1234567AAAA", "1234567BBBB", ["\u2026 is 1234567AAAA and then noth \u2026", "\u2026 is 1234567BBBB and then noth \u2026"]),
+        ("12345678A", "12345678B", ["\u2026 12345678A and then nothing m \u2026", "\u2026 12345678B and then nothing m \u2026"]),
+    ]:
+        text = f"The pass key for the vault is {old} and then nothing more will be said today."
+        assert distinct_labels([text, text.replace(old, new)], 30) == labels
