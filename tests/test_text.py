@@ -78,3 +78,10 @@ def test_a_difference_label_starts_at_a_word_eight_characters_before_the_change(
     ]:
         text = f"The pass key for the vault is {old} and then nothing more will be said today."
         assert distinct_labels([text, text.replace(old, new)], 30) == labels
+
+
+def test_each_label_starts_before_its_first_difference_from_any_other():
+    texts = [f"The pass key for the vault is: {k} and that is all there is to say about it."
+             for k in ("1234 5678 0000", "9999 5678 0000", "1234 5678 1111")]
+    assert distinct_labels(texts, 30) == ["\u2026 vault is: 1234 5678 0000 and \u2026", "\u2026 vault is: 9999 5678 0000 and \u2026",
+                                          "\u2026 vault is: 1234 5678 1111 and \u2026"]
