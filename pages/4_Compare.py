@@ -86,12 +86,19 @@ def methods(ref, trace) -> None:
     options = [*app_methods.FAST_METHODS, *(app_methods.SLOW_METHODS if slow else ())]
     ss["methods"] = [m for m in ss.get("methods", app_methods.DEFAULT_CHOICE) if m in options]
     chosen = st.multiselect("Methods", options, key="methods")
-    key = app_methods.stamp(ref)
-    if ss.get("methods_key") != key:  # results of one trace at a time
+    offered = app_methods.precisions(trace)
+    precision = offered[0] if len(offered) == 1 else st.radio(
+        "Deletion scoring", offered, format_func=lambda p: f"{p} ({'faster' if p == offered[0] else 'exact'})",
+        horizontal=True, key="methods_precision",
+        help="A bfloat16 copy of the model scores the deletion curves ~1.7x faster on this processor; float32 "
+             "scores them in the model itself (docs/evaluation.md compares the two).")
+    key = (*app_methods.stamp(ref), precision)
+    if ss.get("methods_key") != key:  # results of one trace and precision at a time
         ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
     results = ss["methods_results"]
     pending = [m for m in chosen if m not in results]
-    plan = app_methods.comparison_plan(trace, pending, first=not results, warm=app_methods.is_warm(key))
+    plan = app_methods.comparison_plan(trace, pending, first=not results, warm=app_methods.is_warm(key[:3]),
+                                       precision=precision)
     estimated = st.empty()  # cleared once the run is over
     if pending:
         estimated.caption(ui.plain(f"Estimated {app_state.time_range(*plan.range())} for {len(pending):d} method(s) "
@@ -100,7 +107,7 @@ def methods(ref, trace) -> None:
         ss["methods_run"], ss["methods_cancelled"] = (key, tuple(chosen)), False
     if pending and ss.get("methods_run") == (key, tuple(chosen)) and not ss.get("methods_cancelled"):
         with ui.shown_errors("Comparison failed: "):
-            app_methods.run_comparison(key, pending, results, plan)
+            app_methods.run_comparison(key[:3], pending, results, plan, precision)
             estimated.empty()
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
@@ -113,6 +120,7 @@ def methods(ref, trace) -> None:
         st.caption(app_methods.timing_caption(ss["methods_timing"]))  # md-ok: numbers and constant names
     if record:
         st.dataframe(method_table(record), hide_index=True, key="method_table")
+        st.caption(app_methods.precision_caption(record))  # md-ok: a constant sentence or an escaped dtype name
         st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
         st.plotly_chart(method_strips(record), key="method_strips", config=CHART)
 

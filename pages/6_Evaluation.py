@@ -66,8 +66,8 @@ with ui.shown_errors("Could not read the results: "):
     summary, records = evaluation(str(folder), signature(folder))
     settings = summary.get("settings") or {}
     if settings:
-        shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "n", "length", "k", "ig_steps",
-                                                                  "target", "threads", "seed")}
+        shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "score_dtype", "n", "length", "k",
+                                                                  "ig_steps", "target", "threads", "seed")}
         st.caption(ui.plain(" · ".join(f"{k} = {v}" for k, v in shown.items())))
         if settings.get("note"):
             st.caption(ui.plain(str(settings["note"])))

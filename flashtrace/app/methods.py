@@ -71,14 +71,35 @@ def is_warm(key: tuple[str, int, int]) -> bool:
     return _WARM[0] == key
 
 
-def run_method(ctx, name: str, progress=None) -> dict:
+def precisions(trace) -> list[str]:
+    """The deletion-scoring precisions offered for `trace`'s model, the default first: ``[bfloat16, float32]``
+    where a bfloat16 copy of its float32 model scores faster on this processor (`engine.models.scoring`),
+    else only the model's own dtype."""
+    from ..engine.models.scoring import choose
+
+    info = trace.model
+    chosen = choose(info.dtype, "cpu", info.n_params)
+    return [chosen] if chosen == info.dtype else [chosen, info.dtype]
+
+
+def run_method(ctx, name: str, progress=None, precision: str | None = None) -> dict:
     """One method on a warm context: its record entry (``seconds`` = its attribution only, ``deletion_s`` =
-    its deletion curve, counting only the states no earlier method of this trace had scored).
-    `progress(method, phase, done, total)` follows it (`flashtrace.evaluate.runner.evaluate_method`) and may
-    raise to stop it."""
+    its deletion curve, counting only the states no earlier method of this trace had scored in that
+    `precision`, a dtype name: by default the context's). `progress(method, phase, done, total)` follows it
+    (`flashtrace.evaluate.runner.evaluate_method`) and may raise to stop it."""
+    import torch
+
     from ..evaluate.runner import evaluate_method, example_record
 
     with model_lock():
+        dtype = getattr(torch, precision) if precision else ctx.score_dtype
+        if dtype != ctx.score_dtype:  # another precision: its own scorer and states, never mixed into one curve
+            kept = ctx.extra.setdefault("scorers", {})
+            if "deletion" in ctx.extra:
+                kept[ctx.score_dtype] = ctx.extra.pop("deletion")
+            if dtype in kept:
+                ctx.extra["deletion"] = kept[dtype]
+            ctx.score_dtype = dtype
         entry = evaluate_method(ctx, name, K, progress)
     return {**entry, "_record": example_record(ctx, {name: entry}, K)}
 
@@ -113,11 +134,13 @@ class LiveProgress:
                           + self._left(phase, share, now))  # md-ok: registry names, a phase and numbers
 
 
-def comparison_plan(trace, pending: list[str], first: bool, warm: bool):
+def comparison_plan(trace, pending: list[str], first: bool, warm: bool, precision: str | None = None):
     """The `RunEstimate` of running `pending` on `trace` (model shape from the trace: nothing is loaded):
-    the warm-up unless `warm` (model load, forward pass, first-use setup), then each method; `first`: no
-    deletion state of this trace is scored yet."""
+    the warm-up unless `warm` (model load, forward pass, first-use setup), then each method, its deletion
+    curve scored in `precision` (default: the first of `precisions`); `first`: no deletion state of this
+    trace is scored yet in that precision."""
     from ..engine.estimate import estimate, speed_of
+    from ..engine.models.scoring import speedup
     from ..evaluate.estimate import ExampleSize, RunEstimate, example_estimate
 
     n = len(trace.tokens)
@@ -125,7 +148,9 @@ def comparison_plan(trace, pending: list[str], first: bool, warm: bool):
     size = ExampleSize(n, hi - lo, len(trace.positions("reasoning", "answer")), len(trace.positions("prompt")),
                        max(1, sum(1 for s in trace.segments or [] if s.role == "prompt")))
     methods = pending if first else ["(scored)", *pending]  # a method before: the end states are scored
-    example = example_estimate(trace.model, size, methods, K, speed=speed_of(), recorded=True)
+    info = trace.model  # warm_context loads it on the CPU
+    faster = speedup(info.dtype, "cpu", precision or precisions(trace)[0])
+    example = example_estimate(info, size, methods, K, speed=speed_of(), recorded=True, score_speedup=faster)
     example["methods"].pop("(scored)", None)
     setup = 0.0 if warm else estimate(trace.model, n, 0, n_target=hi - lo, load=True, warm=False).seconds
     return RunEstimate(setup, [example])
@@ -164,7 +189,7 @@ def ticking(placeholder, label: str):
         thread.join()
 
 
-def run_comparison(key, pending: list[str], results: dict, plan) -> None:
+def run_comparison(key, pending: list[str], results: dict, plan, precision: str | None = None) -> None:
     """Run the `pending` methods (warm-up first), each method's progress and the time left (`plan`: the
     run's `RunEstimate`) drawn as it goes; Cancel (or an error) stops at the next layer of the forward pass
     running. The panel is gone after an error."""
@@ -186,7 +211,7 @@ def run_comparison(key, pending: list[str], results: dict, plan) -> None:
             for i, name in enumerate(pending):
                 cost = plan.examples[0]["methods"][name]
                 progress = LiveProgress(bar, i, len(pending), (countdown, started, done_s, cost))
-                results[name] = run_method(ctx, name, progress)
+                results[name] = run_method(ctx, name, progress, precision)
                 done_s += sum(cost)
                 timing["attribution"] += results[name]["seconds"]
                 timing["deletion curves"] += results[name]["deletion_s"]
@@ -200,6 +225,15 @@ def run_comparison(key, pending: list[str], results: dict, plan) -> None:
     finally:
         cancel.empty()
     ss["methods_timing"] = {"wall": time.perf_counter() - started, **timing}
+
+
+def precision_caption(record: dict) -> str:
+    """What the deletion curves were scored in (records made before it was stored: float32)."""
+    dtype = record.get("score_dtype", "float32")
+    if dtype == "bfloat16":
+        return ("Deletion curves scored in bfloat16 (a copy of the model: ~1.7x faster on this processor; the "
+                "metrics move by a few hundredths at most, docs/evaluation.md).")
+    return f"Deletion curves scored in {plain(dtype)}."
 
 
 def timing_caption(timing: dict) -> str:

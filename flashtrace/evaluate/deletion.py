@@ -4,7 +4,8 @@ A deletion curve of k steps needs k + 1 states of one sequence, each a forward p
 length (a deleted token is replaced, not removed), so they run as one batch with no padding; the same
 state asked for twice (by two methods, or by a second call after a cancelled one) runs once: the
 scorer keeps every score it computed for its sequence. Forward passes run without autograd, and only
-the logits that predict the target are computed.
+the logits that predict the target are computed, in the dtype the scorer was given (a bfloat16 copy of a
+float32 model scores ~1.7 times faster where the processor has bfloat16 arithmetic: `engine.models.scoring`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 
 from ..engine.attribution.baselines import target_logprob
 from ..engine.models.progress import each_layer
+from ..engine.models.scoring import scoring_model
 
 Progress = Callable[[int, int], None]  # (units done, units in all); a unit is one sequence through one layer
 
@@ -32,13 +34,15 @@ class DeletionScorer:
     """Target log-probabilities of deletion states of one sequence, each distinct state scored once.
 
     `loaded` is the `LoadedModel`, `ids` ``[N]`` the sequence, `positions` ``[P]`` the deletable positions
-    (a mask row marks which of them are replaced by `replace_id`), `target` the token range scored.
-    ``seconds`` and ``scored`` count the forward passes run so far (time, sequences)."""
+    (a mask row marks which of them are replaced by `replace_id`), `target` the token range scored, `dtype`
+    the precision of the passes (None: the model's own). ``seconds`` and ``scored`` count the forward passes
+    run so far (time, sequences)."""
 
     def __init__(self, loaded, ids: torch.Tensor, positions: torch.Tensor, replace_id: int, target: tuple[int, int],
-                 batch_size: int = 16):
+                 batch_size: int = 16, dtype: torch.dtype | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.dtype = dtype or loaded.dtype
         self.loaded, self.ids, self.positions = loaded, ids.reshape(-1), positions
         self.replace_id, self.target, self.batch_size = replace_id, tuple(target), batch_size
         self.seconds, self.scored = 0.0, 0
@@ -64,7 +68,8 @@ class DeletionScorer:
         may raise to stop (what finished stays scored)."""
         masks = masks.to(torch.bool).cpu()
         todo = self.missing(masks)
-        n_layers = len(self.loaded.spec.decoder_layers(self.loaded.model))
+        model = scoring_model(self.loaded, self.dtype)
+        n_layers = len(self.loaded.spec.decoder_layers(model))
         total = todo.shape[0] * n_layers
         for lo in range(0, todo.shape[0], self.batch_size):
             chunk = todo[lo:lo + self.batch_size]
@@ -74,8 +79,8 @@ class DeletionScorer:
 
             start = time.perf_counter()
             batch = deleted_batch(self.ids, self.positions, chunk, self.replace_id)
-            with torch.inference_mode(), each_layer(self.loaded, on_layer if progress else None):
-                values = target_logprob(self.loaded.model, batch, self.target, self.batch_size)  # [b]
+            with torch.inference_mode(), each_layer(self.loaded, on_layer if progress else None, model):
+                values = target_logprob(model, batch, self.target, self.batch_size)  # [b]
             self.seconds += time.perf_counter() - start
             self.scored += chunk.shape[0]
             for row, value in zip(chunk, values.tolist()):

@@ -75,9 +75,10 @@ def attribution_seconds(loaded, name: str, size: ExampleSize, speed: Speed, ig_s
 
 
 def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20, ig_steps: int = 16,
-                     speed: Speed | None = None, recorded: bool = False) -> dict:
+                     speed: Speed | None = None, recorded: bool = False, score_speedup: float = 1.0) -> dict:
     """``{"recording": s, "methods": {name: (attribution s, deletion s)}}`` for one example (`recorded`: its
-    forward pass is already made)."""
+    forward pass is already made; `score_speedup`: how much faster the deletion curves' precision scores than
+    the model's own, `engine.models.scoring.speedup`)."""
     speed = speed or speed_of()
     forward = 0.0 if recorded else estimate(loaded, size.n_tokens, 0, warm=True, slowdown=speed.slow,
                                             threads=speed.threads).forward_s
@@ -85,7 +86,7 @@ def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20,
     for i, name in enumerate(methods):
         states = deletion_states(size.n_prompt, k, first=i == 0)
         costs[name] = (attribution_seconds(loaded, name, size, speed, ig_steps),
-                       scoring_seconds(loaded, size.n_tokens, states, speed))
+                       scoring_seconds(loaded, size.n_tokens, states, speed) / score_speedup)
     return {"recording": forward, "methods": costs}
 
 
@@ -103,14 +104,15 @@ def sequence_size(loaded, prompt: str, response: str, target="answer", chat_temp
 
 
 def estimate_eval(loaded, jobs, k: int = 20, ig_steps: int = 16, target: str = "answer",
-                  speed: Speed | None = None) -> RunEstimate:
+                  speed: Speed | None = None, score_speedup: float = 1.0) -> RunEstimate:
     """The `RunEstimate` of `flashtrace eval` over ``[(id, Example, methods to run)]`` (`runner.pending`) with
-    a loaded model; ``examples[i]["id"]`` names each."""
+    a loaded model; ``examples[i]["id"]`` names each (`score_speedup`: see `example_estimate`)."""
     speed = speed or speed_of()
     run = RunEstimate()
     for ex_id, example, methods in jobs:
         size = sequence_size(loaded, example.prompt, example.response, target)
-        run.examples.append({"id": ex_id, **example_estimate(loaded, size, methods, k, ig_steps, speed)})
+        example_cost = example_estimate(loaded, size, methods, k, ig_steps, speed, score_speedup=score_speedup)
+        run.examples.append({"id": ex_id, **example_cost})
     return run
 
 

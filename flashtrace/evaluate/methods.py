@@ -16,6 +16,8 @@ import torch
 
 from ..engine.attribution import get_method
 from ..engine.models import LoadedModel
+from ..engine.models.scoring import AUTO
+from ..engine.models.scoring import score_dtype as score_dtype_for
 from ..run.tracing import Prepared, attribute, method_source, prepare, resolve_target
 from ..run.tracing import replacement_id as _replacement_id
 from .names import DEFAULT_METHODS
@@ -36,6 +38,7 @@ class EvalContext:
     ig_steps: int = 16
     batch_size: int = 16
     extra: dict = field(default_factory=dict)
+    score_dtype: torch.dtype | None = None  # the precision deletion curves are scored in (None: the model's)
 
     @property
     def ids(self) -> torch.Tensor:
@@ -62,8 +65,10 @@ def replacement_id(tokenizer) -> int:
 
 
 def build_context(loaded: LoadedModel, example: Example, target: str = "answer", chat_template: bool = True,
-                  ig_steps: int = 16, batch_size: int = 16) -> EvalContext:
-    """Record the example's forward pass and locate its target, prompt positions and gold tokens."""
+                  ig_steps: int = 16, batch_size: int = 16, score_dtype: str | torch.dtype | None = AUTO) -> EvalContext:
+    """Record the example's forward pass and locate its target, prompt positions and gold tokens.
+    `score_dtype`: the precision of the deletion curves' passes (`engine.models.scoring.score_dtype`: by
+    default bfloat16 for a float32 model where the processor has bfloat16 arithmetic, else the model's)."""
     prepared = prepare(loaded, example.prompt, example.response, chat_template=chat_template)
     seq = prepared.sequence
     lo, hi = resolve_target(seq, target)
@@ -72,7 +77,8 @@ def build_context(loaded: LoadedModel, example: Example, target: str = "answer",
         raise ValueError("the example has no prompt tokens")
     gold = [any(seq.tokens[p].start < b and seq.tokens[p].end > a for a, b in example.gold) for p in positions]
     return EvalContext(loaded, example, prepared, (lo, hi), torch.tensor(positions), torch.tensor(gold),
-                       replacement_id(loaded.tokenizer), ig_steps, batch_size)
+                       replacement_id(loaded.tokenizer), ig_steps, batch_size,
+                       score_dtype=score_dtype_for(loaded, score_dtype))
 
 
 def _flashtrace(hops: int, stop_tokens: str = "paper", hop0: str = "answer") -> Callable[[EvalContext], torch.Tensor]:

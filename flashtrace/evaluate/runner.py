@@ -19,6 +19,8 @@ import torch
 from ..base.fileio import atomic_write_text
 from ..engine.models import LoadedModel
 from .deletion import DeletionScorer
+from ..engine.models.scoring import AUTO, dtype_name
+from ..engine.models.scoring import score_dtype as score_dtype_for
 from .methods import EvalContext, build_context, get_eval_method
 from .metrics import curve_metrics, deletion_masks, deletion_order, recovery
 from .tasks import Example
@@ -32,7 +34,7 @@ def scorer(ctx: EvalContext) -> DeletionScorer:
     """The example's `DeletionScorer`, kept on the context: every state is scored once per example."""
     if "deletion" not in ctx.extra:
         ctx.extra["deletion"] = DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target,
-                                               ctx.batch_size)
+                                               ctx.batch_size, ctx.score_dtype)
     return ctx.extra["deletion"]
 
 
@@ -76,6 +78,7 @@ def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
         "n_gold": int(ctx.gold.sum()), "gold_tokens": ctx.gold.tolist(), "target": list(ctx.target),
         "positions": ctx.positions.tolist(),
         "tokens": [seq.tokens[p].text for p in ctx.positions.tolist()], "k": k,
+        "score_dtype": dtype_name(ctx.score_dtype or ctx.loaded.dtype),
         "forward_s": ctx.prepared.timings.get("forward_s"),
         "deletion_s": sum(m["deletion_s"] for m in methods.values()), "methods": methods,
     }
@@ -87,9 +90,10 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress
     return example_record(ctx, {name: evaluate_method(ctx, name, k, progress) for name in methods}, k)
 
 
-def _existing(path: Path, example: Example, k: int, target: str) -> dict | None:
+def _existing(path: Path, example: Example, k: int, target: str, score_dtype: str) -> dict | None:
     """The record already written at `path` when it can be kept or extended (the same prompt, response,
-    target and k), else None. Records written before the target was stored explained the answer."""
+    target, k and scoring precision), else None. Records written before the target was stored explained the
+    answer; those written before the scoring precision was stored were scored in float32."""
     if not path.exists():
         return None
     try:
@@ -97,32 +101,36 @@ def _existing(path: Path, example: Example, k: int, target: str) -> dict | None:
     except ValueError:
         return None
     same = (record.get("k") == k and record.get("prompt") == example.prompt
-            and record.get("response") == example.response and record.get("target_spec", "answer") == target)
+            and record.get("response") == example.response and record.get("target_spec", "answer") == target
+            and record.get("score_dtype", "float32") == score_dtype)
     return record if same and isinstance(record.get("methods"), dict) else None
 
 
 def _plan(examples: Iterable[tuple[str, Example]], methods: list[str], folder: Path, k: int, target: str,
-          resume: bool):
+          resume: bool, score_dtype: str):
     """``(id, example, path, previous record or None, methods to run)`` per example."""
     for ex_id, example in examples:
         path = folder / f"{ex_id}.json"
-        previous = _existing(path, example, k, target) if resume else None
+        previous = _existing(path, example, k, target, score_dtype) if resume else None
         yield ex_id, example, path, previous, [m for m in methods if previous is None or m not in previous["methods"]]
 
 
 def pending(examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, k: int = 20,
-            target: str = "answer", resume: bool = True) -> list[tuple[str, Example, list[str]]]:
+            target: str = "answer", resume: bool = True, score_dtype: str = "float32"
+            ) -> list[tuple[str, Example, list[str]]]:
     """``[(id, example, methods still to run)]`` of a run into `out`: what `run_eval` will compute (an
-    example already written with every method is left out)."""
+    example already written with every method is left out); `score_dtype` names the resolved precision."""
     folder = Path(out) / "examples"
-    return [(ex_id, example, todo) for ex_id, example, _, _, todo in _plan(examples, methods, folder, k, target, resume)
-            if todo]
+    plan = _plan(examples, methods, folder, k, target, resume, score_dtype)
+    return [(ex_id, example, todo) for ex_id, example, _, _, todo in plan if todo]
 
 
 def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str], *, k: int, ig_steps: int,
-             batch_size: int, target: str, progress: ExampleProgress | None = None) -> dict:
+             batch_size: int, target: str, score_dtype: str | None = AUTO, progress: ExampleProgress | None = None
+             ) -> dict:
     start = time.perf_counter()
-    ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size)
+    ctx = build_context(loaded, example, target=target, ig_steps=ig_steps, batch_size=batch_size,
+                        score_dtype=score_dtype)
     record = evaluate_context(ctx, todo, k, (lambda *step: progress(ex_id, *step)) if progress else None)
     record.update(id=ex_id, target_spec=target, total_s=time.perf_counter() - start)
     return record
@@ -139,10 +147,12 @@ def _write(path: Path, record: dict, previous: dict | None) -> None:
 
 def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
              k: int = 20, ig_steps: int = 16, batch_size: int = 16, target: str = "answer",
-             resume: bool = True, on_example: Callable[[str, dict], None] | None = None,
+             score_dtype: str | None = AUTO, resume: bool = True,
+             on_example: Callable[[str, dict], None] | None = None,
              progress: ExampleProgress | None = None) -> list[Path]:
     """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
-    `progress(id, method, phase, done, total)` follows each method of each example (`evaluate_method`).
+    `progress(id, method, phase, done, total)` follows each method of each example (`evaluate_method`);
+    `score_dtype` is the deletion curves' precision (`engine.models.scoring.score_dtype`).
 
     With `resume`, an example already written for the same prompt, response, target and k is kept when it
     has every method, and extended when it lacks some: only the missing methods are attributed and scored, and merged into
@@ -150,10 +160,12 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ex_id, example, path, previous, todo in _plan(examples, methods, folder, k, target, resume):
+    resolved = score_dtype_for(loaded, score_dtype)
+    for ex_id, example, path, previous, todo in _plan(examples, methods, folder, k, target, resume,
+                                                      dtype_name(resolved)):
         if todo:
             record = _compute(loaded, ex_id, example, todo, k=k, ig_steps=ig_steps, batch_size=batch_size,
-                              target=target, progress=progress)
+                              target=target, score_dtype=resolved, progress=progress)
             _write(path, record, previous)
         paths.append(path)
         if on_example:
@@ -183,17 +195,19 @@ class EvalWorker:
 
 def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, *,
                  dtype: str | None = None, k: int = 20, ig_steps: int = 16, batch_size: int = 16,
-                 target: str = "answer", resume: bool = True, address: str = "local", workers: int | None = None,
+                 target: str = "answer", score_dtype: str = "float32", resume: bool = True, address: str = "local",
+                 workers: int | None = None,
                  num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2,
                  on_example: Callable[[str, dict], None] | None = None) -> tuple[list[Path], dict[str, str]]:
     """`run_eval` on Ray actors (`flashtrace.run.distributed.RayPool`), each loading `model` once; records come
     back to this process, which alone writes them (same files, same resume rules). Returns the paths
-    written or kept and ``{id: error}`` for examples that failed (not written)."""
+    written or kept and ``{id: error}`` for examples that failed (not written). `score_dtype` is a dtype name
+    (not ``auto``: the workers' hardware is not known here)."""
     from ..run.distributed import RayPool
 
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
-    plan = list(_plan(examples, methods, folder, k, target, resume))
+    plan = list(_plan(examples, methods, folder, k, target, resume, score_dtype))
     paths, failed, jobs, by_id = [], {}, [], {}
     for ex_id, example, path, previous, todo in plan:
         by_id[ex_id] = (path, previous)
@@ -205,7 +219,7 @@ def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: l
                 on_example(ex_id, {})
     if not jobs:
         return paths, failed
-    options = dict(k=k, ig_steps=ig_steps, batch_size=batch_size, target=target)
+    options = dict(k=k, ig_steps=ig_steps, batch_size=batch_size, target=target, score_dtype=score_dtype)
     pool = RayPool(EvalWorker, (model, dtype, options), address=address, workers=workers, num_cpus=num_cpus,
                    num_gpus=num_gpus, max_retries=max_retries, jobs=len(jobs))
     try:

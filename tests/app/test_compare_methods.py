@@ -208,3 +208,33 @@ def test_live_progress_draws_the_time_left():
     assert [round(v, 2) for v, _ in bar.drawn] == [0.55, 0.78, 1.0]
     assert all(t.startswith("ifr (2 of 2): ") and t.endswith(" left") for _, t in bar.drawn)
     assert "deletion curve 50%" in bar.drawn[1][1]
+
+
+def test_deletion_scoring_precision_is_offered_named_and_kept_apart(open_page, tiny_ref, monkeypatch):
+    import torch
+
+    from flashtrace.app.state import TraceRef
+    from flashtrace.engine.attribution.baselines import target_logprob
+    from flashtrace.engine.models import scoring
+
+    monkeypatch.setattr(scoring, "_cpu_bf16", lambda: True)  # a processor with bfloat16 arithmetic
+    at = open_page(COMPARE, trace=tiny_ref)
+    radio = at.radio(key="methods_precision")
+    assert radio.options == ["bfloat16 (faster)", "float32 (exact)"] and radio.value == "bfloat16"
+    at.multiselect(key="methods").set_value(["attention"]).run()
+    at.button(key="run_methods").click().run()
+    no_problems(at)
+    fast = at.session_state["methods_results"]["attention"]
+    assert fast["_record"]["score_dtype"] == "bfloat16" and "scored in bfloat16" in _methods_text(at)
+    at.radio(key="methods_precision").set_value("float32").run()
+    assert at.session_state["methods_results"] == {}  # curves of one precision at a time
+    at.button(key="run_methods").click().run()
+    no_problems(at)
+    exact = at.session_state["methods_results"]["attention"]
+    assert exact["_record"]["score_dtype"] == "float32" and "scored in float32" in _methods_text(at)
+    assert exact["deletion_runs"] == fast["deletion_runs"] > 0  # its own states, not the bfloat16 ones
+    ctx, _ = app_methods.warm_context(app_methods.stamp(TraceRef.parse(tiny_ref)))
+    nothing_deleted = target_logprob(ctx.loaded.model, ctx.ids[None], ctx.target)  # float32, independently
+    assert exact["s"][0] == pytest.approx(float(nothing_deleted), abs=1e-4)
+    assert fast["s"][0] != pytest.approx(float(nothing_deleted), abs=1e-4)
+    assert ctx.loaded.model.dtype == torch.float32

@@ -14,6 +14,7 @@ from flashtrace.viz.evaluation import write_charts
 from flashtrace.evaluate.runner import evaluate_context, run_eval, score_deletions
 from flashtrace.evaluate.tasks import make_example
 from flashtrace.engine.models import load_model
+from flashtrace.engine.models.scoring import scoring_model
 from flashtrace.viz.export import image_export_problem
 
 METHODS = ["flashtrace-k0", "flashtrace-k1", "ifr", "attention", "rollout", "ig", "perturbation"]
@@ -48,7 +49,8 @@ def test_score_deletions_matches_manual_and_dedupes(ctx, llama):
     got = score_deletions(ctx, masks)
     manual = ctx.ids.clone()
     manual[ctx.positions[:5]] = ctx.replace_id
-    want = target_logprob(llama.model, torch.stack([ctx.ids, manual]), ctx.target)
+    model = scoring_model(llama, ctx.score_dtype)  # the precision the run chose (tests/evaluate/test_score_precision)
+    want = target_logprob(model, torch.stack([ctx.ids, manual]), ctx.target)
     assert torch.allclose(got, want[[0, 1, 1]], atol=1e-5)
 
 

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    import torch
 
 LayerCallback = Callable[[int, int], None]  # (layer index that starts, number of layers)
 
 
 @contextmanager
-def each_layer(loaded, callback: LayerCallback | None) -> Iterator[None]:
+def each_layer(loaded, callback: LayerCallback | None, model: "torch.nn.Module | None" = None) -> Iterator[None]:
     """Call ``callback(i, n_layers)`` as decoder layer ``i`` starts, for forward passes this thread runs
-    through `loaded` (a `LoadedModel`) inside the block. An exception the callback raises ends the pass.
-    With `callback` None, nothing is installed."""
+    through `loaded` (a `LoadedModel`; or through `model`, a copy of its model such as a scoring copy) inside
+    the block. An exception the callback raises ends the pass. With `callback` None, nothing is installed."""
     if callback is None:
         yield
         return
-    layers = loaded.spec.decoder_layers(loaded.model)
+    layers = loaded.spec.decoder_layers(loaded.model if model is None else model)
     n_layers, owner = len(layers), threading.get_ident()
 
     def hook_for(i: int):

@@ -1,0 +1,139 @@
+"""The deletion curves' scoring precision (issue 28 item 1): a bfloat16 copy of a float32 model where the
+processor has bfloat16 arithmetic, the model itself untouched, the choice recorded, estimated and kept apart
+on resume."""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from flashtrace.cli import main
+from flashtrace.engine.attribution.baselines import target_logprob
+from flashtrace.engine.models import load_model
+from flashtrace.engine.models import scoring
+from flashtrace.evaluate.deletion import DeletionScorer
+from flashtrace.evaluate.estimate import ExampleSize, example_estimate
+from flashtrace.evaluate.methods import build_context
+from flashtrace.evaluate.runner import run_eval
+from flashtrace.evaluate.tasks import make_example
+
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return load_model("tiny-llama")
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    """A CPU with bfloat16 arithmetic and 16 GiB free unless a test says otherwise."""
+    monkeypatch.setattr(scoring, "_cpu_bf16", lambda: True)
+    monkeypatch.setattr(scoring, "_room", lambda device_type: 16 * GiB)
+    return monkeypatch
+
+
+def test_auto_scores_a_float32_model_in_bfloat16_only_where_that_is_fast_and_fits(cpu):
+    assert scoring.choose("float32", "cpu", 135_000_000) == "bfloat16"
+    assert scoring.choose("bfloat16", "cpu", 135_000_000) == "bfloat16"  # already bf16: the model itself
+    assert scoring.choose("float16", "cpu", 135_000_000) == "float16"
+    assert scoring.choose("float32", "cpu", 8 * GiB) == "float32"  # a 16 GiB copy: over a quarter of 16 GiB
+    assert scoring.choose("float32", "mps", 135_000_000) == "float32"  # no known bf16 arithmetic
+    cpu.setattr(scoring, "_cpu_bf16", lambda: False)
+    assert scoring.choose("float32", "cpu", 135_000_000) == "float32"
+    assert scoring.speedup("float32", "cpu", "bfloat16") == 1.0  # emulated bf16 is no faster
+
+
+def test_named_choices_and_their_speedup(cpu):
+    assert scoring.choose("float32", "cpu", 10, "model") == "float32"
+    assert scoring.choose("float32", "cpu", 10, None) == "float32"
+    assert scoring.choose("float32", "cpu", 10, "bf16") == "bfloat16"
+    assert scoring.choose("bfloat16", "cpu", 10, "float32") == "float32"
+    with pytest.raises(ValueError, match="unknown scoring precision"):
+        scoring.choose("float32", "cpu", 10, "int8")
+    assert scoring.speedup("float32", "cpu", "bfloat16") == scoring.SPEEDUP["bfloat16"] > 1
+    assert scoring.speedup("float32", "cpu", "float32") == 1.0
+    assert scoring.speedup("bfloat16", "cpu", "float32") == 1.0
+
+
+def test_a_bfloat16_scorer_is_near_float32_closer_than_a_whole_bf16_copy_and_leaves_the_model_as_found(llama):
+    ctx = build_context(llama, make_example("needle", 3, length=30), batch_size=4, score_dtype="model")
+    params = {name: p.detach().clone() for name, p in llama.model.named_parameters()}
+    masks = torch.zeros(6, ctx.positions.numel(), dtype=torch.bool)
+    for row in range(1, 6):
+        masks[row, : 3 * row] = True
+    scorer = DeletionScorer(llama, ctx.ids, ctx.positions, ctx.replace_id, ctx.target, 4, torch.bfloat16)
+    got = scorer.score(masks)
+    rows = ctx.ids.repeat(6, 1)
+    for row in range(1, 6):
+        rows[row, ctx.positions[: 3 * row]] = ctx.replace_id
+    whole = copy.deepcopy(llama.model).to(torch.bfloat16)  # everything in bfloat16, the residual stream too
+    with torch.inference_mode():
+        exact = target_logprob(llama.model, rows, ctx.target)
+        coarse = target_logprob(whole, rows, ctx.target)
+    error = (got - exact).abs()
+    assert 0 < error.max() < 0.05 * exact.abs().max()  # really bfloat16, and near float32
+    assert error.mean() < (coarse - exact).abs().mean()
+    assert llama.dtype == torch.float32
+    assert all(torch.equal(p, params[name]) for name, p in llama.model.named_parameters())
+    twin = scoring.scoring_model(llama, torch.bfloat16)
+    assert twin is scoring.scoring_model(llama, torch.bfloat16)  # made once
+    assert scoring.scoring_model(llama, torch.float32) is llama.model
+    assert twin.get_input_embeddings().weight is llama.model.get_input_embeddings().weight  # shared, not copied
+    linear = twin.model.layers[0].mlp.down_proj
+    assert linear.weight.dtype == torch.bfloat16 and twin.model.norm.weight.dtype == torch.float32
+
+
+def test_records_name_their_precision_and_resume_keeps_precisions_apart(llama, tmp_path):
+    example = [("needle-0001", make_example("needle", 1, length=30))]
+    seen = []
+    run_eval(llama, example, ["attention"], tmp_path, k=4, score_dtype="model")
+    record = json.loads((tmp_path / "examples" / "needle-0001.json").read_text())
+    assert record["score_dtype"] == "float32"
+    run_eval(llama, example, ["attention"], tmp_path, k=4, score_dtype="bfloat16",
+             on_example=lambda ex_id, rec: seen.append(rec))
+    assert seen[-1] and seen[-1]["score_dtype"] == "bfloat16"  # recomputed, not merged into float32 curves
+    run_eval(llama, example, ["attention"], tmp_path, k=4, score_dtype="bfloat16",
+             on_example=lambda ex_id, rec: seen.append(rec))
+    assert seen[-1] == {}  # the same precision: kept
+
+
+def test_the_estimate_counts_the_faster_scoring():
+    size = ExampleSize(n_tokens=300, n_target=3, n_generated=60, n_prompt=200)
+    info = {"n_layers": 30, "n_heads": 9, "n_kv_heads": 3, "hidden_size": 576, "vocab_size": 49152,
+            "n_params": 134_515_008, "dtype": "float32", "name": "m", "family": "llama"}
+    from flashtrace.analysis.schema import ModelInfo
+
+    model = ModelInfo(**info)
+    plain = example_estimate(model, size, ["attention", "ifr"], k=20, recorded=True)
+    faster = example_estimate(model, size, ["attention", "ifr"], k=20, recorded=True, score_speedup=1.7)
+    for name in ("attention", "ifr"):
+        assert faster["methods"][name][0] == plain["methods"][name][0]  # attribution unchanged
+        assert faster["methods"][name][1] == pytest.approx(plain["methods"][name][1] / 1.7)
+
+
+def test_eval_records_the_precision_in_its_settings(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["eval", "--model", "tiny-llama", "--task", "needle", "--n", "1", "--length", "30", "--k", "3",
+                 "--methods", "attention", "--score-dtype", "model", "--out", str(out), "--no-plots",
+                 "--no-progress"])
+    assert code == 0
+    assert json.loads((out / "settings.json").read_text())["score_dtype"] == "float32"
+    assert json.loads((out / "examples" / "needle-0000.json").read_text())["score_dtype"] == "float32"
+
+
+def test_eval_prompts_default_to_200_tokens_and_0_asks_for_the_task_default():
+    import argparse
+
+    from flashtrace.cli.commands import eval as eval_command
+
+    parser = argparse.ArgumentParser()
+    eval_command.add_arguments(parser)
+    args = parser.parse_args(["--task", "needle", "--n", "1", "--out", "x"])
+    assert args.length == eval_command.EVAL_LENGTH == 200
+    (_, short), = eval_command._examples(args)
+    args.length = 0
+    (_, default), = eval_command._examples(args)
+    assert short.prompt == make_example("needle", 0, length=200).prompt
+    assert default.prompt == make_example("needle", 0).prompt and len(default.prompt) > 2 * len(short.prompt)
