@@ -69,10 +69,14 @@ def run_methods(loaded, prompt: str) -> tuple[float, int, float]:
     from flashtrace.evaluate.runner import evaluate_method
     from flashtrace.evaluate.tasks import Example
 
+    from flashtrace.engine.models.scoring import dtype_name, scoring_model, speedup
+
     ctx = build_context(loaded, Example(prompt, RESPONSE, "7", [], "bench"), batch_size=4)
     get_eval_method("flashtrace-k0")(ctx)  # the app's warm-up: first-use costs are not a method's
+    scoring_model(loaded, ctx.score_dtype)  # so is the scoring copy (made in the app's warm-up)
     size = sequence_size(loaded, prompt, RESPONSE)
-    plan = example_estimate(loaded, size, list(METHODS), 20, speed=speed_of(), recorded=True)
+    faster = speedup(dtype_name(loaded.dtype), loaded.device.type, dtype_name(ctx.score_dtype))
+    plan = example_estimate(loaded, size, list(METHODS), 20, speed=speed_of(), recorded=True, score_speedup=faster)
     start = time.perf_counter()
     for name in METHODS:
         evaluate_method(ctx, name, 20)

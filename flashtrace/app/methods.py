@@ -43,6 +43,7 @@ def stamp(ref: TraceRef) -> tuple[str, int, int]:
 def warm_context(key: tuple[str, int, int]):
     """``(EvalContext, {step: seconds})`` for the trace behind `key`: the model loaded, the trace's prompt and
     response recorded, and one untimed FlashTrace pass so first-use costs land here, not on a method."""
+    from ..engine.models.scoring import scoring_model
     from ..evaluate.methods import build_context, get_eval_method
     from ..evaluate.tasks import Example
 
@@ -61,6 +62,7 @@ def warm_context(key: tuple[str, int, int]):
         warmup["forward pass"] = time.perf_counter() - start
         start = time.perf_counter()
         get_eval_method("flashtrace-k0")(ctx)
+        scoring_model(loaded, ctx.score_dtype)  # the deletion curves' bfloat16 copy, when they use one
         warmup["first-use setup"] = time.perf_counter() - start
     _WARM[0] = key
     return ctx, warmup
@@ -231,8 +233,9 @@ def precision_caption(record: dict) -> str:
     """What the deletion curves were scored in (records made before it was stored: float32)."""
     dtype = record.get("score_dtype", "float32")
     if dtype == "bfloat16":
-        return ("Deletion curves scored in bfloat16 (a copy of the model: ~1.7x faster on this processor; the "
-                "metrics move by a few hundredths at most, docs/evaluation.md).")
+        return ("Deletion curves scored with bfloat16 matrix products (a copy of the model, ~1.7x faster on this "
+                "processor; docs/evaluation.md measures how far RISE and MAS move from float32's). Choose "
+                "float32 (exact) above for the model's own precision.")
     return f"Deletion curves scored in {plain(dtype)}."
 
 

@@ -225,7 +225,7 @@ def test_deletion_scoring_precision_is_offered_named_and_kept_apart(open_page, t
     at.button(key="run_methods").click().run()
     no_problems(at)
     fast = at.session_state["methods_results"]["attention"]
-    assert fast["_record"]["score_dtype"] == "bfloat16" and "scored in bfloat16" in _methods_text(at)
+    assert fast["_record"]["score_dtype"] == "bfloat16" and "scored with bfloat16 matrix products" in _methods_text(at)
     at.radio(key="methods_precision").set_value("float32").run()
     assert at.session_state["methods_results"] == {}  # curves of one precision at a time
     at.button(key="run_methods").click().run()
