@@ -90,8 +90,8 @@ def methods(ref, trace) -> None:
     precision = offered[0] if len(offered) == 1 else st.radio(
         "Deletion scoring", offered, format_func=lambda p: f"{p} ({'faster' if p == offered[0] else 'exact'})",
         horizontal=True, key="methods_precision",
-        help="A bfloat16 copy of the model scores the deletion curves ~1.7x faster on this processor; float32 "
-             "scores them in the model itself (docs/evaluation.md compares the two).")
+        help="A copy of the model whose matrix products run in bfloat16 scores the deletion curves ~1.7x faster "
+             "on this processor; float32 scores them in the model itself (docs/evaluation.md compares the two).")
     key = (*app_methods.stamp(ref), precision)
     if ss.get("methods_key") != key:  # results of one trace and precision at a time
         ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
