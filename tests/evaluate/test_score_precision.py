@@ -137,3 +137,21 @@ def test_eval_prompts_default_to_200_tokens_and_0_asks_for_the_task_default():
     (_, default), = eval_command._examples(args)
     assert short.prompt == make_example("needle", 0, length=200).prompt
     assert default.prompt == make_example("needle", 0).prompt and len(default.prompt) > 2 * len(short.prompt)
+
+
+def test_on_ray_auto_is_decided_as_here_so_ray_and_serial_runs_agree(cpu):
+    from argparse import Namespace
+
+    from flashtrace.cli.commands.eval import _score_dtype_name
+
+    def name(**kw):
+        args = Namespace(ray="auto", dtype=None, score_dtype="auto", num_gpus_per_worker=0)
+        vars(args).update(kw)
+        return _score_dtype_name(args, None)
+
+    assert name() == "bfloat16"
+    assert name(dtype="bf16") == "bfloat16" and name(dtype="float16") == "float16"
+    assert name(score_dtype="model") == "float32" and name(score_dtype="float32") == "float32"
+    assert name(dtype="auto") == "auto"  # only the worker knows the checkpoint's dtype
+    cpu.setattr(scoring, "_cpu_bf16", lambda: False)
+    assert name() == "float32"

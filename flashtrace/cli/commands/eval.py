@@ -143,12 +143,16 @@ def _settings(args, methods: list[str], loaded) -> dict:
 
 
 def _score_dtype_name(args, loaded) -> str:
-    """The deletion curves' precision, by name. On Ray the workers' hardware is unknown here: ``auto`` and
-    ``model`` score in the model's dtype."""
-    from ...engine.models.scoring import AUTO, MODEL, dtype_name, score_dtype
+    """The deletion curves' precision, by name. On Ray the model is not loaded here, and ``auto`` is decided
+    for workers with this machine's processor (or a GPU, with --num-gpus-per-worker), so a run gives the same
+    numbers with and without Ray."""
+    from ...engine.models.scoring import choose, dtype_name, score_dtype
 
     if args.ray:
-        return (args.dtype or "float32") if args.score_dtype in (AUTO, MODEL) else args.score_dtype
+        if args.dtype == "auto":  # the checkpoint's dtype, known only where it loads: each worker decides
+            return args.score_dtype
+        device = "cuda" if args.num_gpus_per_worker > 0 else "cpu"
+        return choose(args.dtype or "float32", device, 0, args.score_dtype)
     return dtype_name(score_dtype(loaded, args.score_dtype))
 
 

@@ -73,6 +73,7 @@ def choose(model_dtype: str, device_type: str, n_params: int, choice: str | None
     """The dtype name scoring passes run in, for `choice` (see the module), for a model of `n_params`
     parameters in `model_dtype` (a name such as ``float32``) on a `device_type` device."""
     choice = _ALIASES.get(choice, choice) if choice else MODEL
+    model_dtype = _ALIASES.get(model_dtype, model_dtype).removeprefix("torch.")
     if choice == MODEL:
         return model_dtype
     if choice != AUTO:
