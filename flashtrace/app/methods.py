@@ -62,7 +62,7 @@ def warm_context(key: tuple[str, int, int]):
         warmup["forward pass"] = time.perf_counter() - start
         start = time.perf_counter()
         get_eval_method("flashtrace-k0")(ctx)
-        scoring_model(loaded, ctx.score_dtype)  # the deletion curves' bfloat16 copy, when they use one
+        scoring_model(loaded, ctx.score_dtype)  # the deletion curves' scoring copy, when they use one
         warmup["first-use setup"] = time.perf_counter() - start
     _WARM[0] = key
     return ctx, warmup
@@ -75,8 +75,8 @@ def is_warm(key: tuple[str, int, int]) -> bool:
 
 def precisions(trace) -> list[str]:
     """The deletion-scoring precisions offered for `trace`'s model, the default first: ``[bfloat16, float32]``
-    where a bfloat16 copy of its float32 model scores faster on this processor (`engine.models.scoring`),
-    else only the model's own dtype."""
+    where a copy of its float32 model with bfloat16 matrix products scores faster on this processor
+    (`engine.models.scoring`), else only the model's own dtype."""
     from ..engine.models.scoring import choose
 
     info = trace.model

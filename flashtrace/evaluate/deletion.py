@@ -4,8 +4,9 @@ A deletion curve of k steps needs k + 1 states of one sequence, each a forward p
 length (a deleted token is replaced, not removed), so they run as one batch with no padding; the same
 state asked for twice (by two methods, or by a second call after a cancelled one) runs once: the
 scorer keeps every score it computed for its sequence. Forward passes run without autograd, and only
-the logits that predict the target are computed, in the dtype the scorer was given (a bfloat16 copy of a
-float32 model scores ~1.7 times faster where the processor has bfloat16 arithmetic: `engine.models.scoring`).
+the logits that predict the target are computed, in the dtype the scorer was given (a copy of a float32
+model with bfloat16 matrix products scores ~1.7 times faster where the processor has bfloat16 arithmetic:
+`engine.models.scoring`).
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 
 A deletion curve of k = 20 steps is about twenty forward passes of the whole sequence per method, and on
 a CPU they are most of a methods comparison's time. Where the processor multiplies bfloat16 natively (AVX-512
-BF16 or AMX on x86, a GPU that supports it), a bfloat16 copy of a float32 model scores ~1.7 times faster
-(measured on this project's 2-core machine, `docs/benchmarks.md`) and moves each point of a curve by a small
-fraction of the curve's range (`docs/evaluation.md` measures how much the metrics move). Only the matrix
-products run in bfloat16: the copy's linear layers take and give back float32, so the residual stream, the
-norms, the softmax and the output head keep the model's precision (about 2.6 times closer to float32 than a
-whole bfloat16 copy, at nearly its speed), and it shares every other tensor with the model. It is made once
-per model and kept while the model lives; the model itself is never changed.
+BF16 or AMX on x86, a GPU that supports it), a copy of a float32 model whose matrix products run in bfloat16
+scores ~1.6-1.7 times faster (measured on this project's 2-core machine, `docs/benchmarks.md`) and moves each
+point of a curve by a small fraction of the curve's range (`docs/evaluation.md` measures how much the metrics
+move). Only the matrix products run in bfloat16: the copy's linear layers take and give back float32, so
+the residual stream, the norms, the softmax and the output head keep the model's precision (about 2.6 times
+closer to float32 than a whole bfloat16 copy, at nearly its speed), and it shares every other tensor with the
+model. It is made once per model and kept while the model lives; the model itself is never changed.
 
 `choose` picks, for ``"auto"``, bfloat16 for a float32 model when the device multiplies it natively and the
 copy takes at most a quarter of the memory available, else the model's own dtype; ``"model"`` always keeps
