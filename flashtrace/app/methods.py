@@ -94,14 +94,8 @@ def run_method(ctx, name: str, progress=None, precision: str | None = None) -> d
     from ..evaluate.runner import evaluate_method, example_record
 
     with model_lock():
-        dtype = getattr(torch, precision) if precision else ctx.score_dtype
-        if dtype != ctx.score_dtype:  # another precision: its own scorer and states, never mixed into one curve
-            kept = ctx.extra.setdefault("scorers", {})
-            if "deletion" in ctx.extra:
-                kept[ctx.score_dtype] = ctx.extra.pop("deletion")
-            if dtype in kept:
-                ctx.extra["deletion"] = kept[dtype]
-            ctx.score_dtype = dtype
+        if precision:  # the runner keeps one scorer per precision (`evaluate.runner.scorer`)
+            ctx.score_dtype = getattr(torch, precision)
         entry = evaluate_method(ctx, name, K, progress)
     return {**entry, "_record": example_record(ctx, {name: entry}, K)}
 

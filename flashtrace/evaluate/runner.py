@@ -31,11 +31,13 @@ ExampleProgress = Callable[[str, str, str, int, int], None]  # the same, after t
 
 
 def scorer(ctx: EvalContext) -> DeletionScorer:
-    """The example's `DeletionScorer`, kept on the context: every state is scored once per example."""
-    if "deletion" not in ctx.extra:
-        ctx.extra["deletion"] = DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target,
-                                               ctx.batch_size, ctx.score_dtype)
-    return ctx.extra["deletion"]
+    """The example's `DeletionScorer` in the context's scoring precision, kept on the context: every state is
+    scored once per example and precision (curves of two precisions never share a state)."""
+    key = ("deletion", ctx.score_dtype)
+    if key not in ctx.extra:
+        ctx.extra[key] = DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target,
+                                        ctx.batch_size, ctx.score_dtype)
+    return ctx.extra[key]
 
 
 def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:

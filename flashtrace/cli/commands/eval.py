@@ -120,12 +120,13 @@ def _settings(args, methods: list[str], loaded) -> dict:
     task it holds."""
     import torch
 
+    from ...engine.models.scoring import dtype_name
     from ...evaluate.report import load_settings
 
     if args.ray:
         dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
     else:
-        dtype, threads = str(loaded.dtype).replace("torch.", ""), torch.get_num_threads()
+        dtype, threads = dtype_name(loaded.dtype), torch.get_num_threads()
     settings = {"model": args.model, "dtype": dtype, "score_dtype": _score_dtype_name(args, loaded),
                 "methods": ",".join(methods),
                 "n": args.n, "length": args.length, "seed": args.seed, "k": args.k, "ig_steps": args.ig_steps,
