@@ -1,6 +1,8 @@
 """Words and numbers as every view writes them (flashtrace.analysis.text): the exact strings a user reads."""
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from flashtrace.analysis.text import NBSP, counted, distinct_labels, flat, pct, points, quote, short_text
 
@@ -8,9 +10,22 @@ from flashtrace.analysis.text import NBSP, counted, distinct_labels, flat, pct, 
 @pytest.mark.parametrize(("share", "digits", "shown"), [
     (0.783, 0, "78"), (0.783, 1, "78.3"), (0.006, 0, "1"), (0.0, 0, "0"), (1.0, 0, "100"),
     (0.004, 0, "<1"), (0.00497, 0, "<1"), (0.0004, 1, "<0.1"), (0.00049, 1, "<0.1"), (0.0006, 1, "0.1"),
+    (0.005, 0, "<1"), (0.0005, 2, "0.05"), (0.00004, 2, "<0.01"),
 ])
 def test_a_share_reads_as_a_percentage_and_a_tiny_one_as_below_the_last_digit(share, digits, shown):
     assert pct(share, digits) == f"{shown}{NBSP}%"
+
+
+@given(share=st.floats(min_value=0, max_value=1, exclude_min=True), digits=st.integers(0, 3))
+@example(share=0.005, digits=0)  # exactly half of the last digit: rounds to even, "0"
+@example(share=5e-324, digits=3)
+def test_a_non_zero_share_never_reads_as_zero_and_a_shown_number_is_the_share_rounded(share, digits):
+    shown = pct(share, digits)
+    number = shown.removesuffix(f"{NBSP}%")
+    if number.startswith("<"):  # below the last digit shown: said so, with that digit's value
+        assert float(number[1:]) == 10 ** -digits and 100 * share < 10 ** -digits
+    else:
+        assert float(number) > 0 and abs(float(number) - 100 * share) <= 0.5 * 10 ** -digits + 1e-9
 
 
 def test_a_difference_reads_in_points_whatever_its_sign():

@@ -12,11 +12,12 @@ _SPECIAL = re.compile(r"<\|[^|<>]{0,40}\|>|</?s>|\[/?INST\]")  # chat-template m
 
 def pct(share: float, digits: int = 0) -> str:
     """A share as a percentage with a no-break space: ``"78 %"``, ``"78.3 %"`` (`digits`), ``"<1 %"`` for
-    a small non-zero share that would round to zero."""
-    floor = 0.5 * 10 ** -digits / 100
-    if 0 < share < floor:
+    a small non-zero share that would round to zero (decided on the rounded text itself, so a share at exactly
+    half the last digit, which rounds to even, reads "<1 %" too)."""
+    shown = f"{100 * share:.{digits}f}"
+    if share > 0 and float(shown) == 0:
         return f"<{10 ** -digits:g}{NBSP}%"
-    return f"{100 * share:.{digits}f}{NBSP}%"
+    return f"{shown}{NBSP}%"
 
 
 def points(delta: float) -> str:
