@@ -41,7 +41,7 @@ run_box = run_col.popover("Run an evaluation", icon=":material/terminal:", key="
 if run_box.open:  # drawn when opened: a code block loads the browser's syntax highlighter (~0.3 s a page load)
     run_box.markdown("Evaluations run from the command line (they take minutes to hours); this page reads their "
                      "folders.")
-    run_box.code("flashtrace eval --task all --n 30 --length 200 --out benchmarks/results/my_eval\n"
+    run_box.code("flashtrace eval --task all --n 30 --out benchmarks/results/my_eval\n"
                  "flashtrace eval --jsonl my_examples.jsonl --methods flashtrace,attention --out benchmarks/results/mine",
                  language="bash")
 custom = "" if ui.read_only() else other_col.text_input(  # a read-only demo reads no folder a visitor names

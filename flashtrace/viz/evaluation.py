@@ -169,9 +169,10 @@ def write_charts(summary: dict, out) -> list:
     atomic_write_text(written[0], report_html(summary))
     if export.image_export_problem() is None:
         figures = task_figures(summary)
-        for name, index in (("metrics.png", 0), ("deletion_curves.png", 1)):
-            atomic_write_bytes(out / name, stacked_png([pair[index] for pair in figures.values()]))
-            written.append(out / name)
+        with export.image_session():  # one browser draws every chart
+            for name, index in (("metrics.png", 0), ("deletion_curves.png", 1)):
+                atomic_write_bytes(out / name, stacked_png([pair[index] for pair in figures.values()]))
+                written.append(out / name)
     return written
 
 

@@ -14,6 +14,7 @@ the app offers the chart's own camera button (plotly's client-side PNG) instead.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import html
 import json
@@ -157,4 +158,26 @@ def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int
         raise RuntimeError(f"could not draw the {fmt.upper()} ({type(exc).__name__}: {exc})") from None
 
 
-__all__ = ["standalone_html", "figure_image", "image_export_problem", "bundle_base64", "PLOTLY_JS_VERSION"]
+@contextlib.contextmanager
+def image_session():
+    """Draw every `figure_image` inside the block with one headless browser instead of one started per image
+    (a few seconds each). Does nothing where images cannot be drawn, or where a session is already open (the
+    outer one keeps it); the browser is closed when the block ends, also on an error."""
+    if image_export_problem():
+        yield
+        return
+    import kaleido
+
+    server = kaleido._global_server  # noqa: SLF001 - kaleido 1.x offers no public "is it running?"
+    if server.is_running():
+        yield
+        return
+    kaleido.start_sync_server(silence_warnings=True)
+    try:
+        yield
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
+
+
+__all__ = ["standalone_html", "figure_image", "image_export_problem", "image_session", "bundle_base64",
+           "PLOTLY_JS_VERSION"]

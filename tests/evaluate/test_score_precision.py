@@ -123,7 +123,7 @@ def test_eval_records_the_precision_in_its_settings(tmp_path, capsys):
     assert json.loads((out / "examples" / "needle-0000.json").read_text())["score_dtype"] == "float32"
 
 
-def test_eval_prompts_default_to_200_tokens_and_0_asks_for_the_task_default():
+def test_eval_prompts_default_to_100_tokens_and_0_asks_for_the_task_default():
     import argparse
 
     from flashtrace.cli.commands import eval as eval_command
@@ -131,11 +131,11 @@ def test_eval_prompts_default_to_200_tokens_and_0_asks_for_the_task_default():
     parser = argparse.ArgumentParser()
     eval_command.add_arguments(parser)
     args = parser.parse_args(["--task", "needle", "--n", "1", "--out", "x"])
-    assert args.length == eval_command.EVAL_LENGTH == 200
+    assert args.length == eval_command.EVAL_LENGTH == 100
     (_, short), = eval_command._examples(args)
     args.length = 0
     (_, default), = eval_command._examples(args)
-    assert short.prompt == make_example("needle", 0, length=200).prompt
+    assert short.prompt == make_example("needle", 0, length=100).prompt
     assert default.prompt == make_example("needle", 0).prompt and len(default.prompt) > 2 * len(short.prompt)
 
 

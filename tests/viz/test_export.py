@@ -11,7 +11,8 @@ import pytest
 
 from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.analysis.graph import HopGraph
-from flashtrace.viz.export import BUNDLE, bundle_base64, figure_image, image_export_problem, standalone_html
+from flashtrace.viz.export import (BUNDLE, bundle_base64, figure_image, image_export_problem, image_session,
+                                   standalone_html)
 from flashtrace.viz.graph import hop_graph_figure
 from flashtrace.viz.report import static_graph, trace_report_html
 
@@ -77,6 +78,28 @@ def test_figure_image_png_and_svg():
     assert png.startswith(b"\x89PNG") and b"<svg" in svg[:500]
     with pytest.raises(ValueError):
         figure_image(fig, "gif")
+
+
+def test_image_session_draws_with_one_browser_and_closes_it():
+    """Eval's charts draw several images in one session: a browser kept open across them (an inner session
+    leaves the outer one's browser open) and closed when the outer block ends, also after an error."""
+    if image_export_problem():
+        pytest.skip(image_export_problem())
+    import kaleido
+
+    server = kaleido._global_server  # noqa: SLF001
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+    with image_session():
+        assert server.is_running()
+        with image_session():
+            first = figure_image(fig, "png", 300, 200, scale=1)
+        assert server.is_running()
+        second = figure_image(fig, "png", 300, 200, scale=1)
+    assert not server.is_running()
+    assert first.startswith(b"\x89PNG") and second.startswith(b"\x89PNG")
+    with pytest.raises(RuntimeError, match="boom"), image_session():
+        raise RuntimeError("boom")
+    assert not server.is_running()
 
 
 @pytest.mark.browser

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-EVAL_LENGTH = 200  # the command's default prompt length (the task generators' own defaults run 200-512 tokens)
+EVAL_LENGTH = 100  # the command's default prompt length, as in the published runs (the tasks' own run 200-512 tokens)
 HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic tasks or a JSONL file"
 
 
@@ -24,9 +24,9 @@ def add_arguments(parser) -> None:
                              "optional answer and gold ([[start, end], ...] or gold_text [...])")
     parser.add_argument("--n", type=int, default=10, help="examples per task (seeds seed..seed+n-1)")
     parser.add_argument("--length", type=int, default=EVAL_LENGTH,
-                        help=f"approximate prompt length in tokens (default {EVAL_LENGTH}: a few minutes for --n 3 on a "
-                             "laptop CPU; 0 for each task's own default, e.g. needle 512; the published runs in "
-                             "docs/evaluation.md use 100)")
+                        help=f"approximate prompt length in tokens (default {EVAL_LENGTH}, as in the published runs of "
+                             "docs/evaluation.md: about a minute for --n 3 on a laptop CPU; 0 for each task's own "
+                             "default, e.g. needle 512)")
     parser.add_argument("--methods", default="flashtrace,ifr,attention",
                         help="comma-separated: flashtrace (expands over --hops), flashtrace-kK, "
                              "flashtrace-kK-nostop (stop tokens keep their score), "
