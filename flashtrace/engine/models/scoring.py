@@ -117,14 +117,15 @@ def _mixed_copy(model: "torch.nn.Module", dtype: "torch.dtype") -> "torch.nn.Mod
     head = model.get_output_embeddings()
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m is not head]
     keep = {id(t): t for t in [*model.parameters(), *model.buffers()]}
+    memo = dict(keep)
     for m in linears:
-        for t in m.parameters(recurse=False):
+        for t in m.parameters(recurse=False):  # converted straight to `dtype`: no float32 copy on the way
+            memo[id(t)] = torch.nn.Parameter(t.detach().to(dtype), requires_grad=False)
             keep.pop(id(t), None)
-    twin = copy.deepcopy(model, memo=dict(keep))  # the linear layers' weights copied, everything else shared
+    twin = copy.deepcopy(model, memo=memo)  # the linear layers' weights converted, everything else shared
     own = model.dtype if hasattr(model, "dtype") else next(model.parameters()).dtype
     for m in twin.modules():
         if isinstance(m, torch.nn.Linear) and id(m.weight) not in keep:
-            m.to(dtype)
             m.register_forward_pre_hook(lambda _m, args: (args[0].to(dtype), *args[1:]))
             m.register_forward_hook(lambda _m, _args, out: out.to(own))
     return twin.eval()
