@@ -66,7 +66,7 @@ def test_rename_and_delete(tmp_path, a_trace):
         lib.rename("missing", "x")
     lib.delete("two")
     assert [e.name for e in lib.entries()] == ["un-new"]
-    with pytest.raises(LibraryError):
+    with pytest.raises(LibraryError, match=r"^no trace named 'two' in the library$"):
         lib.delete("two")
 
 

@@ -1,13 +1,19 @@
 """The library's naming and lookup helpers a Python user calls directly: where the library lives by default,
-the name the next save would get, the filters' facets and an entry's word match."""
+the name the next save would get, the filters' facets and an entry's word match; which names open a file (one
+copied in by hand does, nothing outside the folder or hidden does) and what a refused write says."""
 
+import errno
+import re
+import shutil
 from pathlib import Path
 
 import platformdirs
 import pytest
 
 from flashtrace.run.tracing import attribute, prepare
-from flashtrace.store.library import LIBRARY_ENV, Entry, Library, default_root
+from flashtrace.store import library
+from flashtrace.analysis.schema import TraceValidationError
+from flashtrace.store.library import LIBRARY_ENV, Entry, Library, LibraryError, default_root
 from tests.conftest import _load
 
 
@@ -33,12 +39,12 @@ def test_unique_name_is_the_name_the_next_save_gets(tmp_path, small_trace):
 
 
 def test_facets_list_the_models_and_tasks_present(tmp_path, small_trace):
-    lib = Library(tmp_path)
+    lib = Library(tmp_path / "lib")
     assert lib.facets() == {"model": [], "task": []}  # no folder yet
     lib.save(small_trace, "plain")
     tasked = small_trace.model_copy(update={"extra": {"task": "needle"}})  # as batch runs of a task write it
     lib.save(tasked, "tasked")
-    (tmp_path / "broken.json").write_text("{")
+    (tmp_path / "lib" / "broken.json").write_text("{")
     assert lib.facets() == {"model": ["tiny-llama"], "task": ["needle"]}
 
 
@@ -47,3 +53,123 @@ def test_an_entry_matches_every_word_of_a_query_in_any_field():
                   model="tiny-llama", method="flashtrace", prompt_head="Ann has 3 apples")
     assert entry.matches("") and entry.matches("APPLES fruit") and entry.matches("llama ann flashtrace")
     assert not entry.matches("apples pears") and not entry.matches("needle")
+    assert not entry.matches("xx")  # a word matches the fields' text only
+
+
+def test_a_file_copied_in_by_hand_opens_and_deletes_under_its_own_name(tmp_path, small_trace):
+    lib = Library(tmp_path)
+    saved = lib.path(lib.save(small_trace, "original"))
+    names = ["My trace (copy)", "X-ray été"]  # spaces, brackets, an X, another script: not names a save gives
+    for name in names:
+        shutil.copy(saved, tmp_path / f"{name}.json")
+    assert {e.name for e in lib.entries()} == {"original", *names}
+    for name in names:
+        assert lib.exists(name) and lib.open(name).scores.final == small_trace.scores.final
+        lib.delete(name)
+    assert [e.name for e in lib.entries()] == ["original"]
+
+
+def test_no_name_opens_a_file_outside_the_folder_or_a_hidden_one(tmp_path, small_trace):
+    root = tmp_path / "lib"
+    lib = Library(root)
+    saved = lib.path(lib.save(small_trace, "t"))
+    (root / "sub").mkdir()
+    for place in (tmp_path / "outside.json", root / "sub" / "t.json", root / ".tmp-t.json", root / ".json",
+                  root / "...json", root / "sub\\t.json"):
+        shutil.copy(saved, place)  # a file is there: only the name check keeps it out
+    for bad in ("../outside", "sub/t", "sub\\t", ".tmp-t", "..", ""):
+        with pytest.raises(LibraryError, match="invalid trace name"):
+            lib.open(bad)
+        with pytest.raises(LibraryError, match="invalid trace name"):
+            lib.delete(bad)
+    assert (tmp_path / "outside.json").is_file() and (root / ".tmp-t.json").is_file()
+    with pytest.raises(LibraryError, match="invalid trace name"):  # too long for the file system: refused, no OSError
+        lib.open("a trace " * 40)
+
+
+def test_when_every_name_is_taken_the_save_is_refused_naming_it(tmp_path, small_trace, monkeypatch):
+    monkeypatch.setattr(library, "MAX_SUFFIX", 3)
+    lib = Library(tmp_path)
+    assert [lib.save(small_trace, "My trace") for _ in range(3)] == ["My-trace", "My-trace-2", "My-trace-3"]
+    for attempt in (lambda: lib.unique_name("My trace"), lambda: lib.save(small_trace, "My trace")):
+        with pytest.raises(LibraryError, match=r"^no free name left for 'My-trace'$"):
+            attempt()
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (OSError(errno.ENOSPC, "No space left on device"), "No space left on device"),
+    (PermissionError(), "PermissionError"),  # no text from the system: the kind of error
+])
+def test_a_write_the_folder_refuses_says_which_and_why(tmp_path, small_trace, monkeypatch, error, reason):
+    lib = Library(tmp_path)
+    lib.save(small_trace, "t")
+
+    def refuse(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(library, "publish_text", refuse)
+    monkeypatch.setattr(library, "move_exclusive", refuse)
+    monkeypatch.setattr(Path, "unlink", refuse)
+    for verb, write in (("save to", lambda: lib.save(small_trace, "u")), ("rename in", lambda: lib.rename("t", "u")),
+                        ("delete from", lambda: lib.delete("t"))):
+        with pytest.raises(LibraryError, match=f"^cannot {verb} the library folder {re.escape(str(tmp_path))}: "
+                                               f"{reason}$"):
+            write()
+
+
+def test_a_trace_deleted_by_someone_else_during_a_rename_is_reported_missing(tmp_path, small_trace, monkeypatch):
+    lib = Library(tmp_path)
+    lib.save(small_trace, "t")
+
+    def gone(src, dst):
+        raise FileNotFoundError(src)
+
+    monkeypatch.setattr(library, "move_exclusive", gone)
+    with pytest.raises(LibraryError, match=r"^no trace named 't' in the library$"):
+        lib.rename("t", "u")
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def test_a_read_only_library_refuses_every_write_and_writes_nothing_at_all(tmp_path, small_trace):
+    saved = Library(tmp_path).path(Library(tmp_path).save(small_trace, "t"))
+    (tmp_path / "batch").mkdir()
+    shutil.copy(saved, tmp_path / "batch" / "b.json")
+    before = _files(tmp_path)
+    demo = Library(tmp_path, read_only=True)
+    for done, write in (("saved", lambda: demo.save(small_trace, "u")), ("renamed", lambda: demo.rename("t", "u")),
+                        ("deleted", lambda: demo.delete("t")),
+                        ("imported", lambda: demo.import_json(small_trace.to_json(), "u"))):
+        with pytest.raises(LibraryError, match=rf"^this library is read-only \(a read-only demo\): nothing is {done}$"):
+            write()
+    batch = demo.collection("batch")
+    with pytest.raises(LibraryError, match="read-only"):  # its collections are read-only too
+        batch.save(small_trace, "u")
+    assert [e.name for e in demo.entries()] == ["t"] and [e.name for e in batch.entries()] == ["b"]
+    assert demo.facets() == {"model": ["tiny-llama"], "task": []} == batch.facets()
+    assert _files(tmp_path) == before  # not even the listing's index file
+
+
+def test_a_folder_holding_only_hidden_temporary_files_is_no_collection(tmp_path):
+    (tmp_path / "partial").mkdir()
+    (tmp_path / "partial" / ".tmp-1.json").write_text("{")
+    (tmp_path / "batch").mkdir()
+    (tmp_path / "batch" / "t.json").write_text("{")
+    assert Library(tmp_path).collections() == ["batch"]
+
+
+def test_an_import_is_refused_above_the_size_limit_and_taken_at_it(tmp_path, small_trace, monkeypatch):
+    text = small_trace.to_json()
+    monkeypatch.setattr(library, "MAX_FILE_BYTES", len(text))
+    lib = Library(tmp_path)
+    with pytest.raises(TraceValidationError, match=rf"^file is {len(text) + 1} bytes; the limit is {len(text)}$"):
+        lib.import_json(text + " ", "over")
+    assert lib.import_json(text, "at") == "at" and [e.name for e in lib.entries()] == ["at"]
+
+
+def test_an_exported_trace_reads_one_field_a_line(tmp_path, small_trace):
+    lib = Library(tmp_path)
+    lines = lib.export_json(lib.save(small_trace, "t")).decode("utf-8").splitlines()
+    assert lines[0] == "{" and lines[1].startswith(' "schema_version": ') and lines[-1] == "}"
