@@ -5,15 +5,17 @@ How it measures (Playwright + Debian's chromium, one app server):
 
 - warm-up: the server is started and every page is opened once on the small free-form trace, so the
   server's imports and the app's trace-independent caches are in place (reported apart);
-- a page is *drawn* when Streamlit runs no script and the page's DOM has not changed for `QUIET_MS`
-  (``tests.app.browser.wait_quiet``, the tests' own wait); its time is that of the last change (a
+- a page is *drawn* when Streamlit runs no script, the page's DOM has not changed for `QUIET_MS`
+  (``tests.app.browser.wait_quiet``, the tests' own wait) and no request of the page (an element's script
+  chunk) is in flight or was answered in that time; its time is that of the last change (a
   MutationObserver installed before the page's own scripts records it), so the quiet wait is not counted;
 - first load: from the navigation's start (``performance.timeOrigin``) to the last change, opening
   ``/Page?trace=gallery:NAME`` by URL (a full page load: Streamlit's and Plotly's JavaScript are parsed
   again each time). The first page opened with a trace also reads its file;
 - interaction: from the click (or key) to the last change, on the page just loaded.
 
-Usage: ``.venv/bin/python benchmarks/page_times.py [--traces arithmetic,long-vartrack] [--repeats 3]``.
+Usage: ``.venv/bin/python benchmarks/page_times.py [--traces arithmetic,long-vartrack] [--repeats 3]
+[--pages Explore,Compare]`` (``--pages``: only those pages, warm-up included).
 Writes ``benchmarks/results/page_times.json`` and prints a table with the load average.
 """
 
@@ -63,40 +65,78 @@ PAGES = {  # URL path: (name in the table, the interaction timed on it or None)
 }
 
 
-def drawn_at(page, timeout_ms: float = 120_000) -> float:
-    """Milliseconds since the navigation started at which the page last changed, once it is drawn."""
+LAST_RESPONSE = "Math.max(0, ...performance.getEntriesByType('resource').map((e) => e.responseEnd))"
+MORE_RESOURCE_TIMINGS = "performance.setResourceTimingBufferSize(5000)"  # the default 250 is under a page's chunks
+
+
+def drawn_at(page, loading: set, timeout_ms: float = 120_000) -> float:
+    """Milliseconds since the navigation started at which the page last changed, once it is drawn: quiet
+    (``wait_quiet``), no request of the page in flight (`loading`, kept by `track_requests`) and none
+    answered in the last `QUIET_MS`. Streamlit fetches an element's script chunk when the element first
+    shows; while a large one (Plotly's, 4.7 MB) downloads and compiles on a loaded machine the page can stay
+    unchanged for longer than the quiet wait, and the chart is drawn only after it."""
     from tests.app.browser import wait_quiet
 
-    return wait_quiet(page, QUIET_MS, timeout_ms, selector="h1")
+    deadline = page.evaluate("performance.now()") + timeout_ms
+    while True:
+        last = wait_quiet(page, QUIET_MS, timeout_ms, selector="h1")
+        now = page.evaluate("performance.now()")
+        if now > deadline:
+            raise TimeoutError(f"the page did not settle in {timeout_ms / 1000:.0f} s ({len(loading)} requests open)")
+        if loading:
+            page.wait_for_timeout(20)  # then wait for the quiet again, counted from after the request ended
+        elif now - page.evaluate(LAST_RESPONSE) > QUIET_MS:
+            return last
 
 
-def first_load(page, url: str) -> float:
+def track_requests(page) -> set:
+    """The set of the page's HTTP requests in flight, kept up to date (Streamlit's websocket is not one)."""
+    loading: set = set()
+    page.on("request", lambda request: loading.add(request))  # Playwright wraps Python functions, not built-ins
+    page.on("requestfinished", lambda request: loading.discard(request))
+    page.on("requestfailed", lambda request: loading.discard(request))
+    return loading
+
+
+def first_load(page, loading: set, url: str) -> float:
     page.goto(url, timeout=120_000)
-    return drawn_at(page) / 1000
+    return drawn_at(page, loading) / 1000
 
 
-def interaction(page, act) -> float:
+def interaction(page, loading: set, act) -> float:
     start = page.evaluate("performance.now()")
     act(page)
     page.wait_for_timeout(150)  # Streamlit shows its status widget only once the rerun has started
-    return (drawn_at(page) - start) / 1000
+    return (drawn_at(page, loading) - start) / 1000
 
 
-def measure(url: str, chromium, trace: str, repeats: int) -> dict[str, dict[str, list[float]]]:
-    """``{page: {"load": [s, ...], "interaction": [s, ...]}}``: `repeats` rounds over every page."""
+def measure(url: str, chromium, trace: str, repeats: int, pages: dict = PAGES) -> dict[str, dict[str, list[float]]]:
+    """``{page: {"load": [s, ...], "interaction": [s, ...]}}``: `repeats` rounds over `pages` (default: every page)."""
     from tests.app.browser import OBSERVER
 
     out: dict[str, dict[str, list[float]]] = {}
     for round_ in range(repeats):
         page = chromium.new_page(viewport={"width": 1400, "height": 1000})
         page.add_init_script(OBSERVER)  # before the page's own scripts: the first change counts
-        for path, (name, act) in PAGES.items():
+        page.add_init_script(MORE_RESOURCE_TIMINGS)
+        loading = track_requests(page)
+        for path, (name, act) in pages.items():
             times = out.setdefault(name, {"load": [], "interaction": []})
-            times["load"].append(first_load(page, f"{url}/{path}?trace=gallery:{trace}"))
+            times["load"].append(first_load(page, loading, f"{url}/{path}?trace=gallery:{trace}"))
             if act is not None:
-                times["interaction"].append(interaction(page, act))
+                times["interaction"].append(interaction(page, loading, act))
         page.close()
     return out
+
+
+def pick_pages(parser: argparse.ArgumentParser, names: str) -> dict:
+    """The entries of `PAGES` named (case-insensitive) in the comma-separated `names`; every page when empty."""
+    wanted = {n.strip().lower() for n in names.split(",") if n.strip()}
+    unknown = wanted - {name.lower() for name, _ in PAGES.values()}
+    if unknown:
+        parser.error(f"unknown pages {', '.join(sorted(unknown))}; the pages are "
+                     + ", ".join(name for name, _ in PAGES.values()))
+    return {path: entry for path, entry in PAGES.items() if not wanted or entry[0].lower() in wanted}
 
 
 def main() -> int:
@@ -108,16 +148,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default="arithmetic,long-vartrack", help="gallery traces (comma-separated)")
     parser.add_argument("--repeats", type=int, default=3, help="rounds over every page (the first is a first visit)")
+    parser.add_argument("--pages", default="", help="only these pages, by name in the table (comma-separated; "
+                                                     "default: every page)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "page_times.json")
     args = parser.parse_args()
+    pages = pick_pages(parser, args.pages)
     load_before = os.getloadavg()[0]
     results = {"load_before": load_before, "cpu_count": os.cpu_count(), "quiet_ms": QUIET_MS, "traces": {}}
     with app_server() as url, sync_playwright() as p:
         chromium = launch(p)
-        results["warm_up"] = measure(url, chromium, "free-form", 1)
+        results["warm_up"] = measure(url, chromium, "free-form", 1, pages)
         for trace in args.traces.split(","):
             n = load_gallery_trace(trace).n_tokens
-            results["traces"][trace] = {"tokens": n, "pages": measure(url, chromium, trace, args.repeats)}
+            results["traces"][trace] = {"tokens": n, "pages": measure(url, chromium, trace, args.repeats, pages)}
         chromium.close()
     results["load_after"] = os.getloadavg()[0]
     report(results)
