@@ -10,6 +10,7 @@ from flashtrace.analysis.facts import analyse
 from flashtrace.app.glossary import help_link
 from flashtrace.app.rerun import edit_panel, pair_links
 from flashtrace.viz import mass_per_hop, token_heatmap, tokens_html, top_tokens, view_values
+from flashtrace.viz.heatmap import top_tokens_html
 from flashtrace.viz.segments import segment_bars
 from flashtrace.viz.tokens import salient_positions, scale_maxima
 
@@ -72,8 +73,8 @@ if picked:
     left, right = st.columns([2, 3])
     with left, ui.shown_errors():
         k = st.slider("Top-k", 5, 50, 10, key="topk")
-        st.dataframe(top_tokens(trace, hop=hop, k=k, details=ui.details()), hide_index=True,
-                     column_config={"share": st.column_config.NumberColumn(format="percent")})
+        # a plain table: a data grid would load ~1.6 MB of scripts for ten rows (issue 28: first load)
+        st.html(top_tokens_html(top_tokens(trace, hop=hop, k=k, details=ui.details())))
         st.caption("Share of " + ("the prompt's attribution" if hop is None else f"hop {hop:d}'s own attribution")
                    + "; tokens made only of punctuation (such as - = : ,) are left out.")
     with right, ui.shown_errors():  # filled when opened: a second chart costs the page's first load ~0.3 s

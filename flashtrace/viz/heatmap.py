@@ -4,10 +4,13 @@ folded away; and the top-k table rows for the same view."""
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from ..analysis.facts import analyse
 from ..analysis.schema import Trace
+from ..analysis.text import pct
 from ..analysis.views import top_view_tokens
 from .colors import GOLD, PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
 from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
@@ -173,6 +176,30 @@ def _target_outlines(drawn: list[tuple[int, tuple[int, int]]], target: range | s
             runs.append([r, c, c])
     return [{"type": "rect", "x0": c0 - 0.5, "x1": c1 + 0.5, "y0": r - 0.5, "y1": r + 0.5,
              "line": {"color": color, "width": 2, "dash": dash}, "fillcolor": "rgba(0,0,0,0)"} for r, c0, c1 in runs]
+
+
+TOP_TOKENS_CSS = ("<style>.ft-topk{border-collapse:collapse;width:100%;font-size:0.875rem;margin-bottom:0.5rem}"
+                  ".ft-topk th,.ft-topk td{border:1px solid rgba(128,128,128,0.25);padding:0.3rem 0.6rem;"
+                  "text-align:left;white-space:pre}.ft-topk th{font-weight:400;opacity:0.7;"
+                  "background:rgba(128,128,128,0.08)}.ft-topk .ft-num{text-align:right}</style>")
+_NUMBERS = ("rank", "position", "share")  # right-aligned, as in a data table
+
+
+def top_tokens_html(rows: list[dict]) -> str:
+    """The `top_tokens` rows as a plain HTML table (class ``ft-topk``): every cell escaped text, shares as
+    percentages with two decimals. A page shows it instead of a data grid, whose scripts (~1.6 MB) cost a
+    first load more than ten rows are worth."""
+    if not rows:
+        return '<p class="ft-topk">No tokens to rank.</p>'
+
+    def cell(tag: str, column: str, text: str) -> str:
+        align = ' class="ft-num"' if column in _NUMBERS else ""
+        return f"<{tag}{align}>{html.escape(text)}</{tag}>"
+
+    head = "".join(cell("th", c, c) for c in rows[0])
+    body = "".join("<tr>" + "".join(cell("td", c, pct(v, 2) if c == "share" else str(v)) for c, v in row.items())
+                   + "</tr>" for row in rows)
+    return f'{TOP_TOKENS_CSS}<table class="ft-topk"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:

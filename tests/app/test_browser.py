@@ -128,7 +128,7 @@ def test_dark_theme_explore_and_graph(server, browser):
     settle(page)
     page.locator(".ft-tok").nth(100).wait_for(state="attached", timeout=30_000)  # every token rendered (folded runs too)
     assert page.locator(".ft-tok").count() == 150
-    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    page.locator(".ft-topk").first.wait_for(timeout=30_000)  # the top-k table
     settle(page)
     shot(page, "explore_text_dark")
     page.goto(f"{url}/Hop_graph?trace=gallery:free-form&node=A", timeout=90_000)

@@ -1,8 +1,10 @@
 import html
+from html.parser import HTMLParser
 
 import pytest
 
 from flashtrace.analysis.facts import analyse
+from flashtrace.analysis.text import pct
 from flashtrace.store.gallery import load_gallery_trace
 from flashtrace.viz.colors import TARGET_OUTLINE
 from flashtrace.viz import heatmap_values, view_values
@@ -10,6 +12,39 @@ from flashtrace.viz import heatmap_values, view_values
 from .conftest import charts, figure, no_problems
 
 EXPLORE = "pages/2_Explore.py"
+
+
+class _Cells(HTMLParser):
+    """The text of each table row's cells, header row first."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.cell is not None:
+            self.rows[-1].append("".join(self.cell))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def top_k_table(at) -> list[dict[str, str]]:
+    """The top-k table as shown: one dict per row, column name to the cell's text."""
+    body = next(h.proto.body for h in at.get("html") if 'class="ft-topk"' in h.proto.body)
+    parser = _Cells()
+    parser.feed(body)
+    head, *rows = parser.rows
+    return [dict(zip(head, row)) for row in rows]
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +106,11 @@ def test_text_view_escapes_tokens(open_page):
 
 def test_top_k_table_and_mass_bar(open_page, free_form):
     at = open_page(EXPLORE, trace="gallery:free-form")
-    table = at.dataframe[0].value
+    table = top_k_table(at)
     words = [p for p, t, _s in free_form.top_prompt_tokens(40) if any(c.isalnum() for c in t)]
-    assert list(table["share"][:3]) == pytest.approx([free_form.scores.prompt[p] for p in words[:3]])
-    assert "position" not in table.columns  # in words unless Details is on
+    assert [row["share"] for row in table[:3]] == [pct(free_form.scores.prompt[p], 2) for p in words[:3]]
+    assert [row["rank"] for row in table] == [str(r) for r in range(1, 11)]  # the slider's default k
+    assert "position" not in table[0]  # in words unless Details is on
     assert "mass_per_hop" not in charts(at)  # drawn when its expander is opened
     at.session_state["explore_mass"] = True
     at.run()
@@ -154,8 +190,8 @@ def test_hop_view_outlines_the_target_and_keeps_it_off_the_scale(open_page, vart
     outlines = [s for s in spec["layout"]["shapes"] if s["type"] == "rect" and s["line"]["color"] == TARGET_OUTLINE]
     assert sum(round(s["x1"] - s["x0"]) for s in outlines) == hi - lo
     at.toggle(key="details").set_value(True).run()  # positions show with Details on
-    table = at.dataframe[0].value
-    assert "position" in table.columns and not any(lo <= p < hi for p in table["position"])
+    table = top_k_table(at)
+    assert "position" in table[0] and not any(lo <= int(row["position"]) < hi for row in table)
 
 
 def test_hop_views_share_one_colour_scale_by_default(open_page, vartrack):

@@ -185,3 +185,16 @@ def test_folded_heatmap_keeps_salient_rows_and_the_target(small_trace):
     cells, _ = heatmap_cells(small_trace, 5, (0, small_trace.n_tokens), keep)
     rows = {rc[0] for rc in cells if rc is not None}
     assert rows == set(range(len(rows)))  # shown rows are packed, no empty rows left behind
+
+
+def test_top_tokens_table_shows_every_cell_as_plain_text():
+    from flashtrace.viz.heatmap import top_tokens_html
+
+    rows = [{"rank": 1, "position": 7, "token": "<b>x</b> & *y* [z](http://e.org)", "role": "prompt", "share": 0.0817},
+            {"rank": 2, "position": 3, "token": "·a", "role": "reasoning", "share": 0.00001}]
+    table = top_tokens_html(rows)
+    assert "&lt;b&gt;x&lt;/b&gt; &amp; *y* [z](http://e.org)" in table and "<b>" not in table
+    assert "<th>token</th>" in table and '<th class="ft-num">share</th>' in table
+    assert '<td class="ft-num">8.17\u00a0%</td>' in table and '<td class="ft-num">&lt;0.01\u00a0%</td>' in table
+    assert table.count("<tr>") == 3
+    assert "<table" not in top_tokens_html([])  # nothing to rank: a line, not an empty table
