@@ -18,7 +18,8 @@ def a_trace():
     ("Apples / sums", "Apples-sums"), ("../../etc/passwd", "etc-passwd"), ("..", "trace"), ("", "trace"),
     (".hidden", "hidden"), ("café au lait", "cafe-au-lait"), ("a" * 200, "a" * 80), ("ok_name-1.v2", "ok_name-1.v2"),
     ("C:\\win\\x", "C-win-x"), ("<script>", "script"), ("con", "con_"), ("NUL.txt", "NUL_.txt"), ("COM1", "COM1_"),
-    ("con_", "con_"), ("console", "console"),
+    ("con_", "con_"), ("console", "console"), ("Apples - sums", "Apples-sums"), ("X-ray box", "X-ray-box"),
+    ("..." + "a" * 100, "a" * 80), ("a" * 79 + "-b", "a" * 79),  # leading dots do not count; no dash left at the cut
 ])
 def test_sanitize_name(raw, safe):
     assert sanitize_name(raw) == safe

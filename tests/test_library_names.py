@@ -3,6 +3,7 @@ the name the next save would get, the filters' facets and an entry's word match;
 copied in by hand does, nothing outside the folder or hidden does) and what a refused write says."""
 
 import errno
+import os
 import re
 import shutil
 from pathlib import Path
@@ -127,6 +128,33 @@ def test_a_trace_deleted_by_someone_else_during_a_rename_is_reported_missing(tmp
     monkeypatch.setattr(library, "move_exclusive", gone)
     with pytest.raises(LibraryError, match=r"^no trace named 't' in the library$"):
         lib.rename("t", "u")
+
+
+def test_a_listing_pages_from_the_newest_and_says_where_each_file_is(tmp_path, small_trace):
+    lib = Library(tmp_path / "lib")
+    assert lib.query() == ([], 0)  # no folder yet: nothing, and no matches
+    for age, name in enumerate(("old", "mid", "new")):
+        path = lib.path(lib.save(small_trace, name))
+        os.utime(path, ns=(1_700_000_000_000_000_000 + age * 10**9,) * 2)
+    page, total = lib.query(limit=2)
+    assert [e.name for e in page] == ["new", "mid"] and total == 3
+    assert [e.name for e in lib.query(limit=2, offset=2)[0]] == ["old"]
+    for entry in page:
+        assert entry.path == tmp_path / "lib" / f"{entry.name}.json"
+        assert entry.modified == entry.path.stat().st_mtime_ns / 1e9  # seconds, as os.stat gives them
+
+
+def test_a_missing_trace_is_named_when_opened(tmp_path):
+    with pytest.raises(LibraryError, match=r"^no trace named 'gone' in the library$"):
+        Library(tmp_path).open("gone")
+
+
+def test_a_save_that_overwrites_replaces_the_trace_of_that_name(tmp_path, small_trace):
+    lib = Library(tmp_path)
+    lib.save(small_trace, "t")
+    retitled = small_trace.model_copy(update={"title": "second version"})
+    assert lib.save(retitled, "t", overwrite=True) == "t"
+    assert [e.name for e in lib.entries()] == ["t"] and lib.open("t").title == "second version"
 
 
 def _files(folder: Path) -> list[str]:
