@@ -180,11 +180,12 @@ def test_a_read_only_library_refuses_every_write_and_writes_nothing_at_all(tmp_p
     assert _files(tmp_path) == before  # not even the listing's index file
 
 
-def test_a_folder_holding_only_hidden_temporary_files_is_no_collection(tmp_path):
-    (tmp_path / "partial").mkdir()
-    (tmp_path / "partial" / ".tmp-1.json").write_text("{")
-    (tmp_path / "batch").mkdir()
-    (tmp_path / "batch" / "t.json").write_text("{")
+def test_only_sub_folders_holding_trace_files_are_collections(tmp_path):
+    for folder, file in (("partial", ".tmp-1.json"), ("notes", "readme.txt"), ("batch", "t.json"), ("empty", None)):
+        (tmp_path / folder).mkdir()
+        if file:
+            (tmp_path / folder / file).write_text("{")
+    (tmp_path / "top.json").write_text("{")  # a trace file beside them is no collection
     assert Library(tmp_path).collections() == ["batch"]
 
 
