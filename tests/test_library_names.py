@@ -165,6 +165,9 @@ def test_a_read_only_library_refuses_every_write_and_writes_nothing_at_all(tmp_p
     saved = Library(tmp_path).path(Library(tmp_path).save(small_trace, "t"))
     (tmp_path / "batch").mkdir()
     shutil.copy(saved, tmp_path / "batch" / "b.json")
+    stale = tmp_path / ".tmp-left-by-a-dead-writer.json"
+    stale.write_text("{")
+    os.utime(stale, (1_700_000_000, 1_700_000_000))  # old and unlocked: a writable library removes it on opening
     before = _files(tmp_path)
     demo = Library(tmp_path, read_only=True)
     for done, write in (("saved", lambda: demo.save(small_trace, "u")), ("renamed", lambda: demo.rename("t", "u")),
@@ -177,7 +180,9 @@ def test_a_read_only_library_refuses_every_write_and_writes_nothing_at_all(tmp_p
         batch.save(small_trace, "u")
     assert [e.name for e in demo.entries()] == ["t"] and [e.name for e in batch.entries()] == ["b"]
     assert demo.facets() == {"model": ["tiny-llama"], "task": []} == batch.facets()
-    assert _files(tmp_path) == before  # not even the listing's index file
+    assert _files(tmp_path) == before  # not even the listing's index file, nor the dead writer's file
+    Library(tmp_path)
+    assert not stale.exists()
 
 
 def test_only_sub_folders_holding_trace_files_are_collections(tmp_path):

@@ -94,6 +94,8 @@ REFUSED = {
     "duplicate ids": (lambda d: d["segments"][2].update(id="P0"), "error, segment ids must be unique$"),
     "unknown step": (lambda d: d["steps"]["vectors"].update(Q9=[0.0] * N),
                      r"steps.vectors names segments that do not exist: \['Q9'\]"),
+    "four unknown steps": (lambda d: d["steps"]["vectors"].update({k: [0.0] * N for k in ("Q4", "Q1", "Q3", "Q2")}),
+                           r"do not exist: \['Q1', 'Q2', 'Q3'\]$"),  # the first three, in order
     "intervention on the answer": (lambda d: d["interventions"]["edits"][1].update(segments=["S0", "A"]),
                                    r"error, interventions.edits\[1\] names \['A'\], which are not prompt sentences or "
                                    r"reasoning steps of this trace$"),
