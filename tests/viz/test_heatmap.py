@@ -1,8 +1,11 @@
 import json
+from pathlib import Path
 
 import pytest
 
-from flashtrace.viz import heatmap_values, token_grid, token_heatmap, top_tokens, view_values, visible_label
+from flashtrace.analysis.schema import Trace
+from flashtrace.store.gallery import gallery_dir
+from flashtrace.viz import heatmap_values, step_values, token_grid, token_heatmap, top_tokens, view_values, visible_label
 
 
 def test_combined_view_is_the_normalised_prompt_scores(small_trace):
@@ -15,6 +18,18 @@ def test_combined_view_is_the_normalised_prompt_scores(small_trace):
 def test_hop_view_is_the_hop_mass_share(small_trace, hop):
     raw = small_trace.hops[hop].raw
     assert view_values(small_trace, hop) == pytest.approx([v / sum(raw) for v in raw])
+
+
+def test_a_step_view_is_that_steps_attribution_as_a_share_of_its_own_total():
+    trace = Trace.load(Path(gallery_dir()) / "free-form.json")
+    for step in ("S1", "A"):
+        vector = trace.steps.vectors[step]
+        assert step_values(trace, step) == pytest.approx([v / sum(vector) for v in vector])
+    silent = trace.model_copy(update={"steps": trace.steps.model_copy(update={"vectors": {"S1": [0.0] * trace.n_tokens}})})
+    assert step_values(silent, "S1") == [0.0] * trace.n_tokens  # no attribution: zero shares, not a division by zero
+    for missing in (trace.model_copy(update={"steps": None}), trace):
+        with pytest.raises(ValueError, match=r"^segment Q9 has no step attribution in this trace$"):
+            step_values(missing, "Q9")
 
 
 def test_unknown_hop_is_refused(small_trace):
