@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from flashtrace.analysis.schema import Trace
+from flashtrace.analysis.views import top_view_tokens
 from flashtrace.store.gallery import gallery_dir
 from flashtrace.viz import heatmap_values, step_values, token_grid, token_heatmap, top_tokens, view_values, visible_label
 
@@ -32,8 +33,23 @@ def test_a_step_view_is_that_steps_attribution_as_a_share_of_its_own_total():
             step_values(missing, "Q9")
 
 
+def test_a_hops_top_tokens_include_answer_words_before_the_target():
+    """A target that is the tail of the answer ("42" in "The answer is 42"): the answer's earlier words can explain
+    it in a hop view (the combined view ranks prompt tokens only). Ten tokens unless told otherwise."""
+    trace = Trace.load(Path(gallery_dir()) / "free-form.json")
+    lo, hi = trace.settings.target
+    word = next(i for i in range(lo, hi - 1) if any(c.isalnum() for c in trace.tokens[i].text))
+    raw = list(trace.hops[1].raw)
+    raw[word] = 2 * max(raw)
+    hops = [*trace.hops[:1], trace.hops[1].model_copy(update={"raw": raw}), *trace.hops[2:]]
+    tail = trace.model_copy(update={"hops": hops, "settings": trace.settings.model_copy(update={"target": (word + 1, hi)})})
+    assert top_view_tokens(tail, 1, k=1) == [word] and trace.tokens[word].role == "answer"
+    assert word not in top_view_tokens(tail, None, k=trace.n_tokens)
+    assert len(top_view_tokens(trace)) == 10 < len(top_view_tokens(trace, k=trace.n_tokens))
+
+
 def test_unknown_hop_is_refused(small_trace):
-    with pytest.raises(ValueError, match="hop 3"):
+    with pytest.raises(ValueError, match=r"^hop 3 is not in this trace \(it has hops 0\.\.2\)$"):
         view_values(small_trace, 3)
 
 
