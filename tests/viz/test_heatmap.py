@@ -41,10 +41,13 @@ def test_a_hops_top_tokens_include_answer_words_before_the_target():
     word = next(i for i in range(lo, hi - 1) if any(c.isalnum() for c in trace.tokens[i].text))
     raw = list(trace.hops[1].raw)
     raw[word] = 2 * max(raw)
+    silent = next(i for i in reversed(trace.positions("prompt")) if any(c.isalnum() for c in trace.tokens[i].text))
+    raw[silent] = 0.0  # a word without attribution is no top token, however many are asked for
     hops = [*trace.hops[:1], trace.hops[1].model_copy(update={"raw": raw}), *trace.hops[2:]]
     tail = trace.model_copy(update={"hops": hops, "settings": trace.settings.model_copy(update={"target": (word + 1, hi)})})
     assert top_view_tokens(tail, 1, k=1) == [word] and trace.tokens[word].role == "answer"
     assert word not in top_view_tokens(tail, None, k=trace.n_tokens)
+    assert silent not in top_view_tokens(tail, 1, k=trace.n_tokens) and silent in top_view_tokens(trace, 1, k=trace.n_tokens)
     assert len(top_view_tokens(trace)) == 10 < len(top_view_tokens(trace, k=trace.n_tokens))
 
 
