@@ -2,6 +2,7 @@
 repr with the analysis' top sentence, and `show()` as HTML in a kernel (nbclient) and as coloured text in a
 terminal (a subprocess's captured output)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -14,8 +15,9 @@ import pytest
 from nbclient import NotebookClient
 
 from flashtrace import Trace
+from flashtrace.analysis import facts
 from flashtrace.analysis.facts import analyse
-from flashtrace.analysis.text import short_text
+from flashtrace.analysis.text import quote, short_text
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = sorted(p for p in (ROOT / "assets" / "gallery").glob("*.json") if p.name != "index.json")
@@ -56,6 +58,44 @@ def test_repr_is_one_short_line_with_the_analysis_top_sentence(path):
     words = short_text(piece.text, 40).split(" … ")[0][:20]
     assert tr.model.name in line and f"{tr.n_tokens:,} tokens" in line and f"{tr.settings.hops} hop" in line
     assert words in line and f"{round(100 * share)}\u00a0%" in line  # the share analyse computed, as shown
+
+
+def test_repr_quotes_the_target_text_and_shortens_a_long_model_name_to_40_characters():
+    tr = Trace.load(ROOT / "assets" / "gallery" / "free-form.json")
+    lo, hi = tr.settings.target
+    target = "".join(t.text for t in tr.tokens[lo:hi])
+    assert f" · target {quote(target, 30)} · " in repr(tr)
+    name = "org/" + "a-model-name-far-longer-than-forty-characters-" * 2
+    renamed = tr.model_copy(update={"model": tr.model.model_copy(update={"name": name})})
+    shown = repr(renamed).removeprefix("<Trace ").split(" · ")[0]
+    assert len(shown) == 40 and shown == short_text(name, 40) and shown.startswith("org/a-model")
+
+
+def test_repr_shortens_a_long_top_sentence_to_fill_exactly_the_200_characters():
+    tr = Trace.load(ROOT / "assets" / "gallery" / "needle.json")
+    renamed = tr.model_copy(update={"model": tr.model.model_copy(update={"name": "org/" + "long-model-name-" * 5})})
+    line = repr(renamed)
+    sentence = line.split(" · top sentence ")[1]
+    assert len(line) == 200 and " … " in sentence and sentence.endswith("” 36 %>")
+
+
+def test_repr_leaves_the_top_piece_out_when_there_is_none_or_the_analysis_fails(monkeypatch):
+    path = ROOT / "assets" / "gallery" / "free-form.json"
+    tr = Trace.load(path)
+    lo, hi = tr.settings.target
+    head = (f"<Trace {tr.model.name} · {tr.n_tokens} tokens · {tr.settings.hops} hops · "
+            f"target {quote(''.join(t.text for t in tr.tokens[lo:hi]), 30)}")
+    doc = json.loads(path.read_text())
+    doc["scores"].update(final=[0.0] * tr.n_tokens, prompt=[0.0] * tr.n_tokens)
+    for hop in doc["hops"]:
+        hop["contribution"] = [0.0] * tr.n_tokens
+    assert repr(Trace.from_json(json.dumps(doc))) == head + " · no prompt attribution>"
+
+    def broken(trace):
+        raise RuntimeError("analysis failed")
+
+    monkeypatch.setattr(facts, "analyse", broken)
+    assert repr(tr) == head + ">"  # a repr never raises
 
 
 def test_show_prints_coloured_text_in_a_terminal(tmp_path):
