@@ -1,10 +1,10 @@
 """The precision of scoring passes: the forward passes that only score a sequence (deletion curves).
 
 A deletion curve of k = 20 steps is about twenty forward passes of the whole sequence per method, and on
-a CPU they are most of a methods comparison's time. Where the processor multiplies bfloat16 natively (AVX-512
-BF16 or AMX on x86, a GPU that supports it), a copy of a float32 model whose matrix products run in bfloat16
-scores ~1.6-1.7 times faster (measured on this project's 2-core machine, `docs/benchmarks.md`) and moves each
-point of a curve by a small fraction of the curve's range (`docs/evaluation.md` measures how much the metrics
+a CPU they are most of a methods comparison's time. Where the processor multiplies bfloat16 fast (AMX on
+x86, a GPU that supports it; AVX-512 BF16 alone is slower than float32 there, see `_cpu_bf16`), a copy of a
+float32 model whose matrix products run in bfloat16 scores ~1.6-1.7 times faster (measured on a 2-core machine
+of this project, `docs/benchmarks.md`) and moves each point of a curve by a small fraction of the curve's range (`docs/evaluation.md` measures how much the metrics
 move). Only the matrix products run in bfloat16: the copy's linear layers take and give back float32, so
 the residual stream, the norms, the softmax and the output head keep the model's precision (about 2.6 times
 closer to float32 than a whole bfloat16 copy, at nearly its speed), and it shares every other tensor with the
@@ -38,15 +38,22 @@ _COPIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> {
 _LOCK = threading.Lock()
 
 
+def fast_bf16_flags(cpuinfo: str) -> bool:
+    """Whether a processor with these ``/proc/cpuinfo`` flags multiplies bfloat16 fast (AMX; see `_cpu_bf16`)."""
+    return "amx_bf16" in cpuinfo.split()
+
+
 @lru_cache(maxsize=1)
 def _cpu_bf16() -> bool:
+    """Whether this processor multiplies bfloat16 matrices faster than float32: it has AMX. AVX-512 BF16 alone
+    is not enough: on such a 2-core machine (no AMX) torch 2.13's bfloat16 matrix products ran 1.5-1.8 times
+    *slower* than float32, and a bfloat16 scoring copy 1.5 times slower."""
     flags = Path("/proc/cpuinfo")
     if flags.is_file():  # Linux: the processor's feature flags, read without torch
-        text = flags.read_text(errors="replace")
-        return "avx512_bf16" in text or "amx_bf16" in text
-    import torch  # elsewhere: oneDNN's own check
+        return fast_bf16_flags(flags.read_text(errors="replace"))
+    import torch  # elsewhere: torch's own check
 
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return bool(torch.cpu._is_amx_tile_supported())
 
 
 def native_bf16(device_type: str) -> bool:
