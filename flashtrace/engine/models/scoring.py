@@ -1,16 +1,17 @@
 """The precision of scoring passes: the forward passes that only score a sequence (deletion curves).
 
-A deletion curve of k = 20 steps is about twenty forward passes of the whole sequence per method, and on
-a CPU they are most of a methods comparison's time. Where the processor multiplies bfloat16 fast (AMX on
-x86, a GPU that supports it; AVX-512 BF16 alone is slower than float32 there, see `_cpu_bf16`), a copy of a
-float32 model whose matrix products run in bfloat16 scores ~1.6-1.7 times faster (measured on a 2-core machine
-of this project, `docs/benchmarks.md`) and moves each point of a curve by a small fraction of the curve's range (`docs/evaluation.md` measures how much the metrics
-move). Only the matrix products run in bfloat16: the copy's linear layers take and give back float32, so
-the residual stream, the norms, the softmax and the output head keep the model's precision (about 2.6 times
-closer to float32 than a whole bfloat16 copy, at nearly its speed), and it shares every other tensor with the
-model. It is made once per model and kept while the model lives; the model itself is never changed.
+A deletion curve of k = 20 steps is about twenty forward passes of the whole sequence per method, and on a CPU
+they are most of a methods comparison's time. Where the processor multiplies bfloat16 fast (AMX on x86, a GPU that
+supports it; AVX-512 BF16 alone is slower than float32 there, see `_cpu_bf16`), a copy of a float32 model whose
+matrix products run in bfloat16 scores ~1.6-1.7 times faster (measured on a 2-core machine of this project,
+`docs/benchmarks.md`) and moves each point of a curve by a small fraction of the curve's range
+(`docs/evaluation.md` measures how much the metrics move). Only the matrix products run in bfloat16: the copy's
+linear layers take and give back float32, so the residual stream, the norms, the softmax and the output head keep
+the model's precision (about 2.6 times closer to float32 than a whole bfloat16 copy, at nearly its speed), and it
+shares every other tensor with the model. It is made once per model and kept while the model lives; the model
+itself is never changed.
 
-`choose` picks, for ``"auto"``, bfloat16 for a float32 model when the device multiplies it natively and the
+`choose` picks, for ``"auto"``, bfloat16 for a float32 model when the device multiplies it fast and the
 copy takes at most a quarter of the memory available, else the model's own dtype; ``"model"`` always keeps
 the model's dtype, and a dtype name asks for that one. The rule works on names, without torch (the app's
 estimates use it before any model is loaded); `score_dtype` applies it to a loaded model.
@@ -151,4 +152,5 @@ def scoring_model(loaded, dtype: "torch.dtype") -> "torch.nn.Module":
         return copies[dtype]
 
 
-__all__ = ["SCORE_DTYPES", "choose", "dtype_name", "native_bf16", "score_dtype", "scoring_model", "speedup"]
+__all__ = ["SCORE_DTYPES", "choose", "dtype_name", "fast_bf16_flags", "native_bf16", "score_dtype", "scoring_model",
+           "speedup"]
