@@ -1,6 +1,9 @@
 import json
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import flashtrace
 from flashtrace.store.library import LIBRARY_ENV, Library, LibraryError, default_root, sanitize_name
@@ -23,6 +26,19 @@ def a_trace():
 ])
 def test_sanitize_name(raw, safe):
     assert sanitize_name(raw) == safe
+
+
+def test_a_reserved_name_at_the_length_limit_stays_within_80_characters():
+    name = sanitize_name("NUL." + "a" * 76)  # pathvalidate's added "_" made it 81
+    assert len(name) == 80 and name.startswith("NUL_.")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_any_title_gives_a_safe_stem_of_at_most_80_characters(title):
+    name = sanitize_name(title)
+    assert 1 <= len(name) <= 80
+    assert re.fullmatch(r"[A-Za-z0-9._-]+", name) and not name.startswith(".")
 
 
 def test_root_from_environment(monkeypatch, tmp_path):

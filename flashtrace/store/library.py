@@ -53,7 +53,11 @@ def sanitize_name(name: str) -> str:
     text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode("ascii")
     text = _UNSAFE.sub("-", text.strip())
     text = re.sub(r"-{2,}", "-", text).strip(".-_")[:MAX_NAME].strip(".-_")
-    return sanitize_filename(text, platform="universal", max_len=MAX_NAME) if text else "trace"
+    if not text:
+        return "trace"
+    safe = sanitize_filename(text, platform="universal", max_len=MAX_NAME)
+    # a reserved name's added "_" is not counted by max_len ("NUL." + 76 letters gave 81 characters): cut the end
+    return safe if len(safe) <= MAX_NAME else safe[:MAX_NAME].rstrip(".-")
 
 
 @dataclass(frozen=True)
