@@ -58,7 +58,11 @@ _OUTSIDE = ["--deselect", "tests/test_trace_output.py::test_show_displays_html_i
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
 MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
-    "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py"],
+    "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py",
+                                  "tests/test_r3_output_paths.py", "tests/test_trace_refusals.py", "tests/test_fileio.py"],
+    "flashtrace/base/install.py": ["tests/test_install.py"],
+    "flashtrace/base/json_budget.py": ["tests/test_trace_parse.py", "tests/test_r3_trace_load.py", "tests/test_trace_refusals.py"],
+    "flashtrace/base/progress.py": ["tests/test_install.py"],
     "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py", "tests/test_moved.py"],
     "flashtrace/base/units.py": ["tests/test_units.py"],
     "flashtrace/engine/attribution/baselines.py": ["tests/evaluate/test_baselines.py", "tests/attribution/test_registry.py"],
@@ -225,7 +229,7 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
               "other": other, "caught_share": round(caught / checked, 4) if checked else None, "survivors": survivors}
     if not total:
         record["note"] = "no mutant: mutmut mutates function bodies, and this module has no undecorated function"
-    kept = ("seconds", "load", "survivors_rerun_seconds", "when")
+    kept = ("seconds", "load", "survivors_rerun_seconds", "when", "workers", "nice")  # --report keeps how it ran
     if previous:
         record.update({k: previous[k] for k in kept if k in previous})
     if seconds is not None:
@@ -273,8 +277,10 @@ def to_run(args: argparse.Namespace, results: dict) -> list[str]:
 def run_module(module: str, results: dict, reasons: dict, workers: int, survivors_only: bool,
                nice: int = NICE) -> dict:
     previous = results["modules"].get(module)
+    # an interrupted run of this checkout goes on (a fresh checkout has no mutmut results: it starts over, and
+    # the recorded part's seconds are not added)
     resume = (not survivors_only and previous is not None and previous.get("source_hash") == source_hash(module)
-              and previous.get("checked", 0) < previous["mutants"])
+              and previous.get("checked", 0) < previous["mutants"] and _meta(module).is_file())
     if survivors_only:
         names = [s["name"] for s in (previous or {}).get("survivors", [])]
     else:  # no names: mutmut tries only the mutants without a result yet (an interrupted run goes on)
