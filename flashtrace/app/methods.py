@@ -227,8 +227,8 @@ def precision_caption(record: dict) -> str:
     """What the deletion curves were scored in (records made before it was stored: float32)."""
     dtype = record.get("score_dtype", "float32")
     if dtype == "bfloat16":
-        return ("Deletion curves scored with bfloat16 matrix products (a copy of the model, ~1.7x faster on this "
-                "processor; docs/evaluation.md measures how far RISE and MAS move from float32's). Choose "
+        return ("Deletion curves scored with bfloat16 matrix products (a copy of the model; 1.6-2.3x faster "
+                "than float32 on the processors with AMX we measured; docs/evaluation.md measures how far RISE and MAS move from float32's). Choose "
                 "float32 (exact) above for the model's own precision.")
     return f"Deletion curves scored in {plain(dtype)}."
 

@@ -1,7 +1,8 @@
 """Cost estimate before a run: predicted seconds and peak memory of a trace from the model's shape.
 
 The model counts work (floating-point operations and bytes touched) and divides by throughputs
-calibrated on the reference machine (2 CPU cores, SmolLM2-135M, float32, 1 torch thread).
+calibrated on the reference machine (2 CPU cores, SmolLM2-135M, float32, 1 torch thread), scaled on a CPU by
+how fast this machine multiplies matrices against that one (`throughput.machine_speed`, measured once).
 Memory is counted exactly from what is kept: the weights, the recording (linear in N) and the
 largest transient buffers. The CLI and the app call `check_fits` to warn before a long run and to
 refuse one that would not fit in memory.
@@ -21,6 +22,7 @@ import os
 from dataclasses import dataclass
 
 from .models.memory import ResourceError, available_bytes  # noqa: F401 - re-exported: the CLI and app use them
+from .throughput import machine_speed
 
 # Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
 FORWARD_FLOPS_PER_S = 6.0e10
@@ -40,6 +42,9 @@ SCORE_FLOPS_PER_S = 7.0e10  # forward passes that only score: no recording, no a
 DECODE_BYTES_PER_S = 2.0e10  # a generation step reads every weight once
 DECODE_LAYER_OVERHEAD_S = 1.6e-3  # per layer per generation step: kernel launches, the key/value cache, Python
 # (estimate_accuracy, idle: 64 new tokens ran 2.2-3.1 s longer than 4e-4 predicted, at 113 to 2,039 tokens)
+# of a float32 scoring pass's body, the share a bfloat16 copy's matrix products speed up (the rest: norms,
+# activations, casts): score_precision, idle, 2 threads: the copy scored 2.29× faster with products 6.5× faster
+MATMUL_SHARE = 0.7
 RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by this
 
 
@@ -218,6 +223,16 @@ def _optional_parts(s: Shape, slow: float, load: bool, warm: bool | None, steps_
             "warmup_s": 0.0 if warm else WARMUP_S * slow, "steps_s": steps_s}
 
 
+def _speeds(threads: int, gpu: bool, slow: float, n_layers: int) -> tuple[float, float]:
+    """``(forward, attribution)``: how many times faster than the reference machine's one thread a forward pass
+    and the span sweeps run with `threads` (a GPU, this CPU's `machine_speed`, the load factor `slow`)."""
+    cores = min(threads, os.cpu_count() or 1)
+    machine = GPU_SPEEDUP if gpu else machine_speed()
+    speed = cores ** 0.7 * machine / slow
+    # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
+    return speed, speed if gpu else min(cores, n_layers) * machine / slow
+
+
 def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
              device: str = "cpu", threads: int | None = None, steps: bool = False, load: bool = False,
              warm: bool | None = None, slowdown: float | None = None) -> Estimate:
@@ -234,9 +249,7 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
     body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
     fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
-    speed = min(threads, os.cpu_count() or 1) ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow
-    # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
-    attr_speed = speed if gpu else min(min(threads, os.cpu_count() or 1), s.n_layers) / slow
+    speed, attr_speed = _speeds(threads, gpu, slow, s.n_layers)
     step_flops = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8)
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:
@@ -265,19 +278,30 @@ def speed_of(device: str = "cpu", threads: int | None = None, slowdown: float | 
     threads = threads or _torch_threads()
     gpu = str(device).startswith("cuda")
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
-    return Speed(min(threads, os.cpu_count() or 1) ** 0.7 * (GPU_SPEEDUP if gpu else 1.0) / slow, slow, threads)
+    return Speed(_speeds(threads, gpu, slow, 1)[0], slow, threads)
+
+
+def _flops_parts(s: Shape, n_tokens: float) -> tuple[float, float]:
+    """``(body, attention)`` FLOPs of one forward pass over `n_tokens`: the matrix products of the weights, and
+    the attention's scores and weighted sums."""
+    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
+    return 2 * body_params * n_tokens, 2 * s.n_layers * s.n_heads * s.head_dim * n_tokens * n_tokens
 
 
 def forward_flops(s: Shape, n_tokens: float) -> float:
     """FLOPs of one forward pass over `n_tokens`: the body's matrix products and the attention."""
-    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
-    return 2 * body_params * n_tokens + 2 * s.n_layers * s.n_heads * s.head_dim * n_tokens * n_tokens
+    return sum(_flops_parts(s, n_tokens))
 
 
-def scoring_seconds(model, n_tokens: int, n_sequences: float, speed: Speed | None = None) -> float:
+def scoring_seconds(model, n_tokens: int, n_sequences: float, speed: Speed | None = None,
+                    matmul_speedup: float = 1.0) -> float:
     """`n_sequences` forward passes over `n_tokens` that only score (no recording, no autograd, batched), as
-    deletion curves, segment ablation and IG run them."""
-    return n_sequences * forward_flops(shape_of(model), n_tokens) / SCORE_FLOPS_PER_S / (speed or speed_of()).forward
+    deletion curves, segment ablation and IG run them; `matmul_speedup`: how much faster the scoring copy's
+    matrix products are than float32 (`scoring.speedup`), which speeds up `MATMUL_SHARE` of the body's time
+    (the attention and the rest stay in float32)."""
+    body, attention = _flops_parts(shape_of(model), n_tokens)
+    body *= MATMUL_SHARE / max(matmul_speedup, 1e-3) + 1 - MATMUL_SHARE
+    return n_sequences * (body + attention) / SCORE_FLOPS_PER_S / (speed or speed_of()).forward
 
 
 def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = None) -> float:

@@ -5,7 +5,7 @@ length (a deleted token is replaced, not removed), so they run as one batch with
 state asked for twice (by two methods, or by a second call after a cancelled one) runs once: the
 scorer keeps every score it computed for its sequence. Forward passes run without autograd, and only
 the logits that predict the target are computed, in the dtype the scorer was given (a copy of a float32
-model with bfloat16 matrix products scores ~1.7 times faster where the processor has bfloat16 arithmetic:
+model with bfloat16 matrix products scores 1.6-2.3 times faster where the processor has AMX:
 `engine.models.scoring`).
 """
 

@@ -77,8 +77,8 @@ def attribution_seconds(loaded, name: str, size: ExampleSize, speed: Speed, ig_s
 def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20, ig_steps: int = 16,
                      speed: Speed | None = None, recorded: bool = False, score_speedup: float = 1.0) -> dict:
     """``{"recording": s, "methods": {name: (attribution s, deletion s)}}`` for one example (`recorded`: its
-    forward pass is already made; `score_speedup`: how much faster the deletion curves' precision scores than
-    the model's own, `engine.models.scoring.speedup`)."""
+    forward pass is already made; `score_speedup`: how much faster the matrix products of the deletion curves'
+    precision run than the model's own, `engine.models.scoring.speedup`)."""
     speed = speed or speed_of()
     forward = 0.0 if recorded else estimate(loaded, size.n_tokens, 0, warm=True, slowdown=speed.slow,
                                             threads=speed.threads).forward_s
@@ -86,7 +86,7 @@ def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20,
     for i, name in enumerate(methods):
         states = deletion_states(size.n_prompt, k, first=i == 0)
         costs[name] = (attribution_seconds(loaded, name, size, speed, ig_steps),
-                       scoring_seconds(loaded, size.n_tokens, states, speed) / score_speedup)
+                       scoring_seconds(loaded, size.n_tokens, states, speed, matmul_speedup=score_speedup))
     return {"recording": forward, "methods": costs}
 
 

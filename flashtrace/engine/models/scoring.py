@@ -3,8 +3,8 @@
 A deletion curve of k = 20 steps is about twenty forward passes of the whole sequence per method, and on a CPU
 they are most of a methods comparison's time. Where the processor multiplies bfloat16 fast (AMX on x86, a GPU that
 supports it; AVX-512 BF16 alone is slower than float32 there, see `_cpu_bf16`), a copy of a float32 model whose
-matrix products run in bfloat16 scores ~1.6-1.7 times faster (measured on a 2-core machine of this project,
-`docs/benchmarks.md`) and moves each point of a curve by a small fraction of the curve's range
+matrix products run in bfloat16 scores 1.6-2.3 times faster (measured on two 2-core machines of this project,
+`docs/benchmarks.md`; the estimates measure the products' speedup on the machine they run on, `speedup`) and moves each point of a curve by a small fraction of the curve's range
 (`docs/evaluation.md` measures how much the metrics move). Only the matrix products run in bfloat16: the copy's
 linear layers take and give back float32, so the residual stream, the norms, the softmax and the output head keep
 the model's precision (about 2.6 times closer to float32 than a whole bfloat16 copy, at nearly its speed), and it
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # torch is imported where it is used: the command line's help
 
 AUTO, MODEL = "auto", "model"
 SCORE_DTYPES = (AUTO, MODEL, "float32", "bfloat16", "float16")  # the choices the CLI offers
-SPEEDUP = {"bfloat16": 1.7}  # scoring time of a float32 model ÷ that of its copy (estimates use it)
+CUDA_SPEEDUP = {"bfloat16": 2.0, "float16": 2.0}  # a GPU's half-precision matrix products ÷ float32 (uncalibrated)
 COPY_SHARE = 0.25  # "auto" makes a copy only when it takes at most this share of the memory available
 _ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -94,11 +94,17 @@ def choose(model_dtype: str, device_type: str, n_params: int, choice: str | None
 
 
 def speedup(model_dtype: str, device_type: str, dtype: str) -> float:
-    """How many times faster scoring in `dtype` is than in the model's own `model_dtype` (names) on a
-    `device_type` device: 1 when they are the same, or when the device has no bfloat16 arithmetic."""
-    if dtype == model_dtype or model_dtype != "float32" or not native_bf16(device_type):
+    """How many times faster the matrix products of scoring in `dtype` run than in the model's own `model_dtype`
+    (names) on a `device_type` device (`estimate.scoring_seconds` turns it into the pass's time): 1 when they are
+    the same or the model is not float32; on a CPU measured here (`throughput.matmul_speedup`: below 1 where
+    the precision is emulated); on a GPU the uncalibrated `CUDA_SPEEDUP`."""
+    if dtype == model_dtype or model_dtype != "float32":
         return 1.0
-    return SPEEDUP.get(dtype, 1.0)
+    if device_type != "cpu":
+        return CUDA_SPEEDUP.get(dtype, 1.0)
+    from ..throughput import matmul_speedup
+
+    return matmul_speedup(dtype)
 
 
 def dtype_name(dtype: "torch.dtype") -> str:

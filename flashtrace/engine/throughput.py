@@ -1,0 +1,82 @@
+"""How fast this machine multiplies matrices, measured once per process, so that time estimates follow the
+machine they run on instead of the one they were calibrated on.
+
+Processors of the same family differ several-fold at exactly the work a trace does: on two 2-core machines of
+this project, float32 runs of the same trace differed ~2× and a bfloat16 scoring copy was 2.3× faster than
+float32 on one (AMX) and 1.5× slower on the other (AVX-512 BF16 alone). `estimate` therefore multiplies its
+calibrated throughputs by `machine_speed`, this machine's float32 matrix-product throughput against the
+reference machine's, and `scoring.speedup` asks `matmul_flops_per_s` how much faster another precision's
+products are here.
+
+The measurement is the best of `REPEATS` products of a SmolLM2-sized linear layer (`SHAPE`) with torch's current
+threads: ~30 ms per precision on a 2-core machine, taken the first time an estimate needs it. Best-of keeps it
+close to the idle value on a busy machine; the machine's load is `cpu_slowdown`'s business, not this one's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
+
+SHAPE = (256, 576, 1536)  # rows × inputs × outputs: SmolLM2-135M's MLP up-projection over 256 tokens
+REPEATS = 12
+# `matmul_flops_per_s("float32")` per thread-equivalent (threads ** 0.7) on the machine the estimate's throughputs
+# describe. On the 2 Dec 2026 machine (2 cores, AMX) it measured ~2.1e11 with 2 threads, and idle traces, generations
+# and methods comparisons (benchmarks/estimate_accuracy.py) took 0.40-0.67× the estimate made without this factor
+# and 0.59-1.04× with a factor 2.5, so the reference is 2.1e11 / 2.5.
+REFERENCE_FLOPS_PER_S = 8.4e10
+SPEED_BOUNDS = (0.05, 50.0)  # a measurement outside these is taken as broken, not as this machine
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+@lru_cache(maxsize=None)
+def _measure(dtype: str, threads: int) -> float:
+    import torch
+
+    rows, inputs, outputs = SHAPE
+    kind = getattr(torch, dtype)
+    x, w = torch.randn(rows, inputs).to(kind), torch.randn(outputs, inputs).to(kind)
+    best = float("inf")
+    with torch.inference_mode():
+        torch.nn.functional.linear(x, w)  # the first call pays for kernel selection
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            torch.nn.functional.linear(x, w)
+            best = min(best, time.perf_counter() - start)
+    return 2 * rows * inputs * outputs / max(best, 1e-9)
+
+
+def matmul_flops_per_s(dtype: str = "float32") -> float:
+    """This machine's throughput (FLOP/s) for a SmolLM2-sized matrix product in `dtype` (a name such as
+    ``bfloat16``) with torch's current threads: measured the first time, then remembered for the process."""
+    return _measure(dtype, _threads())
+
+
+def machine_speed() -> float:
+    """How many times faster than the reference machine this one multiplies float32 matrices, per
+    thread-equivalent (``threads ** 0.7``, as `estimate` counts threads). ``FLASHTRACE_MACHINE_SPEED`` sets it
+    (e.g. ``1`` for the reference machine's numbers)."""
+    pinned = os.environ.get("FLASHTRACE_MACHINE_SPEED")
+    if pinned:
+        return float(pinned)
+    threads = _threads()
+    per_thread = matmul_flops_per_s("float32") / min(threads, os.cpu_count() or 1) ** 0.7
+    low, high = SPEED_BOUNDS
+    return min(max(per_thread / REFERENCE_FLOPS_PER_S, low), high)
+
+
+def matmul_speedup(dtype: str) -> float:
+    """How many times faster a matrix product runs in `dtype` than in float32 on this machine (below 1 where
+    the precision is emulated, as bfloat16 is without AMX)."""
+    if dtype == "float32":
+        return 1.0
+    return matmul_flops_per_s(dtype) / matmul_flops_per_s("float32")
+
+
+__all__ = ["matmul_flops_per_s", "machine_speed", "matmul_speedup", "REFERENCE_FLOPS_PER_S", "SHAPE"]

@@ -1,0 +1,46 @@
+"""The estimate follows the machine it runs on (issue 28 item 2): a measured matrix-product throughput scales
+the calibrated one, and a precision's speedup is measured, not assumed. Whether runs then fall in their range is
+timed by benchmarks/estimate_accuracy.py on an idle machine, not asserted here."""
+
+import pytest
+
+from flashtrace.engine import throughput
+from flashtrace.engine.estimate import estimate, scoring_seconds, speed_of
+
+
+def test_the_measurement_is_a_positive_throughput_remembered_per_precision_and_threads():
+    first = throughput.matmul_flops_per_s("float32")
+    assert first > 1e8  # any CPU in use multiplies faster than 0.1 GFLOP/s
+    assert throughput.matmul_flops_per_s("float32") == first  # measured once per process
+    assert throughput.matmul_speedup("float32") == 1.0
+    assert throughput.matmul_speedup("bfloat16") > 0
+
+
+def test_a_machine_twice_the_reference_halves_the_compute_not_the_fixed_costs(tiny_llama, monkeypatch):
+    monkeypatch.setenv("FLASHTRACE_MACHINE_SPEED", "1")
+    ref = estimate(tiny_llama, 300, 1, warm=False, load=True, steps=True, slowdown=1.0, threads=1)
+    monkeypatch.setenv("FLASHTRACE_MACHINE_SPEED", "2")
+    fast = estimate(tiny_llama, 300, 1, warm=False, load=True, steps=True, slowdown=1.0, threads=1)
+    assert fast.forward_s == pytest.approx(ref.forward_s / 2)
+    assert fast.attribution_s == pytest.approx(ref.attribution_s / 2)
+    assert fast.steps_s == pytest.approx(ref.steps_s / 2)
+    assert (fast.load_s, fast.warmup_s, fast.overhead_s) == (ref.load_s, ref.warmup_s, ref.overhead_s)
+    assert speed_of(threads=1, slowdown=1.0).forward == 2.0
+
+
+def test_the_machine_speed_is_the_measured_rate_against_the_reference(monkeypatch):
+    monkeypatch.delenv("FLASHTRACE_MACHINE_SPEED", raising=False)
+    monkeypatch.setattr(throughput, "_threads", lambda: 1)
+    monkeypatch.setattr(throughput, "matmul_flops_per_s", lambda dtype="float32": 3 * throughput.REFERENCE_FLOPS_PER_S)
+    assert throughput.machine_speed() == pytest.approx(3.0)
+    monkeypatch.setattr(throughput, "matmul_flops_per_s", lambda dtype="float32": 0.0)  # a broken timer
+    assert throughput.machine_speed() == throughput.SPEED_BOUNDS[0]
+
+
+def test_faster_products_shorten_only_the_body_of_a_scoring_pass(tiny_llama, monkeypatch):
+    monkeypatch.setenv("FLASHTRACE_MACHINE_SPEED", "1")
+    speed = speed_of(threads=1, slowdown=1.0)
+    plain = scoring_seconds(tiny_llama, 200, 10, speed)
+    faster = scoring_seconds(tiny_llama, 200, 10, speed, matmul_speedup=4.0)
+    emulated = scoring_seconds(tiny_llama, 200, 10, speed, matmul_speedup=0.5)
+    assert emulated > plain > faster > plain / 4  # the attention and the non-product share stay float32
