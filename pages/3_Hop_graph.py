@@ -8,7 +8,7 @@ from flashtrace.app.glossary import help_link
 from flashtrace.app.interventions import intervention_panel
 from flashtrace.analysis.facts import OF_PROMPT, analyse
 from flashtrace.analysis.graph import OTHER
-from flashtrace.analysis.story import graph_words, path_words
+from flashtrace.analysis.graph_words import graph_words, path_words
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.tokens import plotly_text
 from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node

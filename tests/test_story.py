@@ -214,7 +214,7 @@ def test_counts_and_percentages_read_plainly():
 
 def test_paths_that_skip_the_reasoning_say_why():
     from flashtrace.analysis.graph import HopPath
-    from flashtrace.analysis.story import path_words
+    from flashtrace.analysis.graph_words import path_words
 
     direct = [HopPath(("A", "P1"), 0.3), HopPath(("A", "P4"), 0.1), None]
     assert "skipping the reasoning" in path_words(direct)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .check import FAITHFULNESS_KEY, Check, summarise_check
 from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions
+from .gold import gold_positions
 from .schema import Trace
 from .text import distinct_labels
 
@@ -234,28 +235,6 @@ def _pieces(trace: Trace, gold: set[int]) -> tuple[str, list[Piece]]:
     labels = distinct_labels([r[1] for r in rows], LABEL_CHARS)
     return kind, [Piece(key, text, label, lo, hi, any(p in gold for p in range(lo, hi)))
                   for (key, text, lo, hi), label in zip(rows, labels)]
-
-
-def _gold_ranges(extra: dict) -> list[tuple[int, int]]:
-    spans = extra.get("gold")
-    if spans is None and isinstance(extra.get("gallery"), dict):
-        spans = extra["gallery"].get("gold")
-    if not isinstance(spans, list):
-        return []
-
-    def valid(span) -> bool:
-        return (isinstance(span, (list, tuple)) and len(span) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in span) and 0 <= span[0] < span[1])
-
-    return [(s[0], s[1]) for s in spans if valid(s)]
-
-
-def gold_positions(trace: Trace) -> set[int]:
-    """Prompt tokens inside a gold character range (``extra["gold"]`` or ``extra["gallery"]["gold"]``:
-    ``[start, end]`` pairs into the prompt text); malformed entries are ignored."""
-    ranges = _gold_ranges(trace.extra)
-    return {i for i, t in enumerate(trace.tokens) if t.role == "prompt" and t.start is not None and t.end is not None
-            and any(t.start < hi and lo < max(t.end, t.start + 1) for lo, hi in ranges)}
 
 
 def _order(shares: np.ndarray) -> tuple[int, ...]:

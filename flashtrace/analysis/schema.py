@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 from uuid import uuid4
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_core import from_json
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
@@ -31,10 +31,11 @@ from .invariants import check_trace
 from .limits import (HOP0_SPANS, MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_FILE_BYTES, MAX_HOPS,  # noqa: F401 - re-exported
                      MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT, MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, REL_TOL,
                      RECURSIVE_SPANS, STOP_PRESETS)
+from .records import (MAX_EDITS, EditKind, EditRecord, InterventionRecord, ResampledStep,  # noqa: F401 - re-exported
+                      ResampleRecord, StrictModel as _Strict)
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)  # older traces are migrated on load (version 1: see `Settings`; 2: no interventions)
-MAX_EDITS = 1_000  # interventions stored in one trace
 MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
@@ -46,10 +47,6 @@ class TraceValidationError(FlashTraceError, ValueError):
     """A trace file or object is malformed; the message names the field and the problem."""
 
     exit_code = EXIT_USAGE
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False)
 
 
 class TokenRecord(_Strict):
@@ -174,62 +171,6 @@ class StepRecord(_Strict):
 
     vectors: dict[str, Vector] = Field(max_length=MAX_TOKENS, fail_fast=True)
     seconds: float = Field(ge=0)
-
-
-EditKind = Literal["step", "top", "random", "gold", "edit"]
-
-
-class EditRecord(_Strict):
-    """One intervention: the segments removed (or, with `replacement`, the first replaced by that text and the
-    others removed) and the target's teacher-forced log-probability afterwards (summed over its tokens).
-    `kind`: ``step`` (one reasoning step removed), ``top`` (the top evidence sentence), ``random`` (a random
-    prompt sentence), ``gold`` (the gold sentences), ``edit`` (the user's choice). `answer`: the answer the
-    model generated greedily after the edit, when asked for."""
-
-    kind: EditKind
-    segments: list[Annotated[str, Field(min_length=1, max_length=20)]] = Field(min_length=1, max_length=MAX_TOKENS,
-                                                                               fail_fast=True)
-    replacement: str | None = Field(default=None, max_length=MAX_TEXT)
-    logprob: float
-    answer: str | None = Field(default=None, max_length=MAX_TEXT)
-
-
-class ResampledStep(_Strict):
-    """One reasoning step resampled (`flashtrace.run.resample`): per continuation sampled after the step
-    (`kept`) or in its place (`removed`), the original target's teacher-forced log-probability after it, and
-    whether the continuation's own answer matched the original one."""
-
-    step: str = Field(min_length=1, max_length=20)
-    kept: list[float] = Field(max_length=MAX_EDITS, fail_fast=True)
-    removed: list[float] = Field(max_length=MAX_EDITS, fail_fast=True)
-    kept_match: list[bool] = Field(max_length=MAX_EDITS, fail_fast=True)
-    removed_match: list[bool] = Field(max_length=MAX_EDITS, fail_fast=True)
-
-
-class ResampleRecord(_Strict):
-    """`n` resampled continuations per reasoning step: how they were drawn (seed, temperature, top-p, at most
-    `max_new_tokens` each), the seconds they took, and the results per step."""
-
-    n: int = Field(ge=1, le=MAX_EDITS)
-    seed: int
-    max_new_tokens: int = Field(ge=1)
-    temperature: float | None = Field(default=None, gt=0)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-    seconds: float = Field(ge=0)
-    steps: list[ResampledStep] = Field(max_length=MAX_EDITS, fail_fast=True)
-
-
-class InterventionRecord(_Strict):
-    """Interventions on a trace (`flashtrace.run.interventions`): the target's log-probability unedited
-    (`before`) and after each edit, with the model, the random seed and the seconds they took; `resampled`
-    (optional, absent in older files): the steps' resampled continuations."""
-
-    before: float
-    edits: list[EditRecord] = Field(max_length=MAX_EDITS, fail_fast=True)
-    model: str = Field(max_length=500)
-    seed: int | None = None
-    seconds: float = Field(ge=0)
-    resampled: ResampleRecord | None = None
 
 
 class Trace(_Strict):

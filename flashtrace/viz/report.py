@@ -12,8 +12,9 @@ import re
 import plotly.graph_objects as go
 
 from ..analysis.facts import OF_PROMPT, analyse
+from ..analysis.graph_words import graph_words
 from ..analysis.schema import Trace
-from ..analysis.story import change_words, depth_table, graph_words, reach_words
+from ..analysis.story import change_words, depth_table, reach_words
 from ..analysis.text import pct
 from .heatmap import token_heatmap, top_tokens
 from .export import standalone_html
