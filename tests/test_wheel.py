@@ -46,25 +46,34 @@ def _disk_bytes(folder: Path) -> int:
     return sum(os.lstat(Path(d) / f).st_blocks * 512 for d, _, files in os.walk(folder) for f in files)
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The wheel, built once for this module's tests as the README does, offline (this environment's
+    setuptools): the folder holding ``dist/`` and pip's verbose output."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-v",
+                          "-w", tmp / "dist"], capture_output=True, text=True, timeout=300,
+                         env=_clean_env(PYTHONDONTWRITEBYTECODE=""), check=True)
+    return tmp, out.stdout + out.stderr
+
+
 @pytest.mark.slow
-def test_the_documented_cpu_install_takes_a_cpu_torch_and_traces(tmp_path):
+def test_the_documented_cpu_install_takes_a_cpu_torch_and_traces(built, tmp_path):
     build = _documented("pip", "wheel")
     assert build[:2] == ["pip", "wheel"] and "." in build
-    # the build itself, offline (this environment's setuptools), and without a warning from setuptools
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-v",
-                          "-w", tmp_path / "dist"], capture_output=True, text=True, timeout=300,
-                         env=_clean_env(PYTHONDONTWRITEBYTECODE=""), check=True)
-    assert not re.search(r"warning", out.stdout + out.stderr, re.I), re.findall(r".*warning.*", out.stdout, re.I)
+    # the build itself (the fixture's), without a warning from setuptools
+    folder, log = built
+    assert not re.search(r"warning", log, re.I), re.findall(r".*warning.*", log, re.I)
     install = _documented("pip install", "[cpu]")
-    wheel = tmp_path / next(word for word in install if word.endswith(".whl[cpu]")).removesuffix("[cpu]")
-    assert wheel.is_file(), f"the README names {wheel.name}; the build made {os.listdir(tmp_path / 'dist')}"
+    wheel = folder / next(word for word in install if word.endswith(".whl[cpu]")).removesuffix("[cpu]")
+    assert wheel.is_file(), f"the README names {wheel.name}; the build made {os.listdir(folder / 'dist')}"
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", venv)
     python = venv / "bin" / "python"
     # As documented, with PyTorch's CPU index as the extra index. Where that index cannot be reached (this
     # test machine), pip's configured find-links serve the same torch 2.13.0+cpu wheel; PIP_RETRIES=0 keeps
     # the unreachable index from costing retries.
-    _run(python, "-m", *install, cwd=tmp_path, env=_clean_env(PIP_RETRIES="0"), timeout=1800)
+    _run(python, "-m", *install, cwd=folder, env=_clean_env(PIP_RETRIES="0"), timeout=1800)
     torch_build = _run(python, "-c", "import torch; print(torch.__version__, torch.version.cuda)", cwd=tmp_path,
                        env=_clean_env()).stdout.split()
     assert torch_build[0].endswith("+cpu") and torch_build[1] == "None", torch_build
@@ -85,10 +94,9 @@ def test_the_documented_cpu_install_takes_a_cpu_torch_and_traces(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "--no-build-isolation", "-q", "-w", tmp / "dist")
-    wheel = next((tmp / "dist").glob("flashtrace_studio-*.whl"))
+def installed(built, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("installed")
+    wheel = next((built[0] / "dist").glob("flashtrace_studio-*.whl"))
     venv = tmp / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
