@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -245,33 +246,50 @@ GOLD_DRAWN = """() => [...document.querySelectorAll('.js-plotly-plot')].map((gd)
         .filter((p) => (p.style.stroke || '') === '%s' && p.getBoundingClientRect().width > 0).length}))""" % GOLD_RGB
 
 
+def query(page) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.url).query)
+
+
+def gold_drawn(page, view: str) -> list[dict]:
+    """Once `view`'s chart is drawn and the page settled: that chart's gold, as drawn."""
+    page.wait_for_function(f"() => [...document.querySelectorAll('.js-plotly-plot')].some((gd) => "
+                           f"gd.querySelector('.main-svg') && (gd._fullLayout.meta || {{}}).view === '{view}')",
+                           timeout=60_000)
+    settle(page)
+    return [f for f in page.evaluate(GOLD_DRAWN) if f["view"] == view]
+
+
 def test_gold_is_visible_on_every_evidence_view(gallery_app):
     """Explore's heatmap (outlined cells) and text view (underlined tokens) and the Hop graph (ringed nodes)
-    of every gallery trace that knows its evidence show it, as the Story does (the walk above)."""
+    of every gallery trace that knows its evidence show it, as the Story does (the walk above). Each trace
+    is opened once by URL on Explore; its text view and its Hop graph are reached from there as a reader
+    does (the View control, the link to the Hop graph), without reloading the app."""
     playwright = pytest.importorskip("playwright.sync_api")
     names = [item.name for item in list_gallery() if load_gallery_trace(item.name).extra.get("gallery", {}).get("gold")]
     assert len(names) >= 6
     problems: list[str] = []
-    views = {"Explore": ("Explore", "token_heatmap"), "Hop graph": ("Hop_graph", "hop_graph")}
     url = gallery_app
     with playwright.sync_playwright() as p:
         browser = launch(p)
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
         try:
             for name in names:
-                for label, (path, view) in views.items():
-                    page.goto(f"{url}/{path}?trace=gallery:{name}", timeout=90_000)
-                    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=60_000)
-                    settle(page)
-                    drawn = [f for f in page.evaluate(GOLD_DRAWN) if f["view"] == view]
-                    if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
-                        problems.append(f"{name}: {label} draws no gold ({drawn})")
-                page.goto(f"{url}/Explore?trace=gallery:{name}&view=text", timeout=90_000)
+                page.goto(f"{url}/Explore?trace=gallery:{name}", timeout=90_000)
+                drawn = gold_drawn(page, "token_heatmap")
+                if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+                    problems.append(f"{name}: Explore draws no gold ({drawn})")
+                page.get_by_role("radio", name="text", exact=True).click()  # the View control
                 page.locator(".ft-tokens").first.wait_for(timeout=60_000)
                 settle(page)
+                assert query(page) == {"trace": [f"gallery:{name}"], "view": ["text"]}, page.url
                 underlined = page.locator(".ft-tokens .ft-gold")
                 if not underlined.count() or not underlined.first.is_visible():
                     problems.append(f"{name}: Explore's text view underlines no gold token")
+                page.locator('a[href*="Hop_graph?trace="]').first.click()
+                drawn = gold_drawn(page, "hop_graph")
+                assert "/Hop_graph?" in page.url and query(page)["trace"] == [f"gallery:{name}"], page.url
+                if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+                    problems.append(f"{name}: Hop graph draws no gold ({drawn})")
         finally:
             browser.close()
     assert problems == []
