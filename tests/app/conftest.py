@@ -48,6 +48,20 @@ def gallery_app(tmp_path_factory):
     assert not list(folder.glob("*.json")), "a test sharing the gallery app server saved a trace"
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's chromium through Playwright, one for a module's browser tests (starting it costs seconds);
+    each test opens its own pages and closes them. Every test of such a module takes it: Playwright's sync
+    API allows one instance at a time."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    from .browser import launch
+
+    with playwright.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
 @pytest.fixture(scope="session")
 def gallery_items():
     items = list_gallery()

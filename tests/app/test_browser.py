@@ -7,7 +7,7 @@ import pytest
 
 from flashtrace.store.library import LIBRARY_ENV, Library
 
-from .browser import ROOT, app_server, launch, settle
+from .browser import ROOT, app_server, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -20,15 +20,6 @@ def server(tmp_path_factory):
     library = tmp_path_factory.mktemp("library")
     with app_server({LIBRARY_ENV: str(library)}) as url:
         yield url, library
-
-
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        b = launch(p)
-        yield b
-        b.close()
 
 
 def shot(page, name: str) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from flashtrace.store.library import LIBRARY_ENV
 
-from .browser import app_server, cpu_seconds, launch, server_pid, settle
+from .browser import app_server, cpu_seconds, server_pid, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,21 +24,20 @@ def _cpu_over(pid: int, seconds: float) -> float:
 
 
 @contextmanager
-def _opened(tmp_path, path: str):
-    """``(page, server pid)``: a fresh app server with an empty library, and Debian's chromium on `path`."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url, playwright.sync_playwright() as p:
-        chromium = launch(p)
-        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}{path}", timeout=90_000)
+def _opened(tmp_path, browser, path: str):
+    """``(page, server pid)``: a fresh app server with an empty library, and a new page of `browser` (the
+    module's chromium) on `path`."""
+    with app_server({LIBRARY_ENV: str(tmp_path / "library")}) as url:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
+            page.goto(f"{url}{path}", timeout=90_000)
             yield page, server_pid(url)
         finally:
-            chromium.close()
+            page.close()
 
 
-def test_generation_streams_and_cancel_stops_it(tmp_path):
-    with _opened(tmp_path, "/Trace") as (page, pid):
+def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
+    with _opened(tmp_path, browser, "/Trace") as (page, pid):
         page.get_by_role("heading", name="Run a trace").wait_for(timeout=90_000)
         settle(page)
         for _attempt in range(3):  # a click landing while the page still reruns can be dropped: try again
@@ -87,10 +86,10 @@ def test_generation_streams_and_cancel_stops_it(tmp_path):
     assert idle < 0.3, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
 
 
-def test_compare_cancel_stops_the_deletion_scoring(tmp_path):
+def test_compare_cancel_stops_the_deletion_scoring(tmp_path, browser):
     """Compare → Methods on a gallery trace (SmolLM2): Cancel during a deletion curve gives control back within
     2 s and the server then idles, where it used to finish the method in the background."""
-    with _opened(tmp_path, "/Compare?trace=gallery:arithmetic") as (page, pid):
+    with _opened(tmp_path, browser, "/Compare?trace=gallery:arithmetic") as (page, pid):
         page.get_by_role("heading", name="Compare").first.wait_for(timeout=90_000)
         settle(page)
         page.get_by_role("tab", name="Methods").click()

@@ -17,7 +17,7 @@ import pytest
 from flashtrace.store.library import LIBRARY_ENV, Library
 from tests.bad_files import RTL_NAME, gallery_data, seed_library
 
-from .browser import ROOT, free_port, launch, serving, settle
+from .browser import ROOT, free_port, serving, settle
 from .url_params import runs_apart
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -51,13 +51,11 @@ def flashtrace_app(env: dict, *flags: str):
 QUERIES = ["", "?trace=lib:good", "?trace=lib:overflow", "?trace=gallery:needle&step=4"]
 
 
-def test_every_page_renders_with_every_kind_of_bad_file(tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
+def test_every_page_renders_with_every_kind_of_bad_file(tmp_path, browser):
     folder = tmp_path / "library"
     listed = seed_library(folder)
     bad = [name for name, kind in listed.items() if kind == "bad"]
-    with flashtrace_app({LIBRARY_ENV: str(folder)}) as url, playwright.sync_playwright() as p:
-        browser = launch(p)
+    with flashtrace_app({LIBRARY_ENV: str(folder)}) as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         for name in PAGES:
             # once per distinct set of parameters the page reads (a page reading no ?trace= lists the bad
@@ -82,7 +80,7 @@ def test_every_page_renders_with_every_kind_of_bad_file(tmp_path):
         page.get_by_text("Deleted").wait_for(timeout=60_000)
         settle(page)
         assert problems(page) == []
-        browser.close()
+        page.close()
     assert not (folder / "overflow.json").exists()
     assert {e.name for e in Library(folder).entries()} == set(listed) - {"overflow"}
     assert (folder / f"{RTL_NAME}.json").exists()
@@ -134,16 +132,14 @@ CRAFTED = ["?trace=lib:good", "?trace=lib:good&step=5&run=1", "?trace=gallery:ne
            "?trace=lib:good&delete=good&confirm_delete_good_0=true"]
 
 
-def test_read_only_demo_shows_no_write_or_run_control_and_changes_nothing(tmp_path):
-    playwright = pytest.importorskip("playwright.sync_api")
+def test_read_only_demo_shows_no_write_or_run_control_and_changes_nothing(tmp_path, browser):
     folder = tmp_path / "library"
     folder.mkdir()
     import json
 
     (folder / "good.json").write_text(json.dumps(gallery_data("free-form")), encoding="utf-8")
     before = snapshot(folder)
-    with flashtrace_app({LIBRARY_ENV: str(folder)}, "--read-only") as url, playwright.sync_playwright() as p:
-        browser = launch(p)
+    with flashtrace_app({LIBRARY_ENV: str(folder)}, "--read-only") as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         pid = server_pid(url)
         for name in PAGES:
@@ -157,7 +153,7 @@ def test_read_only_demo_shows_no_write_or_run_control_and_changes_nothing(tmp_pa
         visit(page, f"{url}/Compare?trace=lib:good")
         assert page.get_by_role("tab", name="Methods").count() == 0
         idle = cpu_until_idle(pid)  # a model run or a write started behind the pages would show as CPU time here
-        browser.close()
+        page.close()
     assert idle < 1.0, f"the server used {idle:.1f} s of CPU after the pages were drawn"
     assert snapshot(folder) == before
     assert not subprocess.run(["ls", "-A", str(folder)], capture_output=True, text=True).stdout.count(".index")

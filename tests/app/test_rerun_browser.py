@@ -15,7 +15,7 @@ from flashtrace.run.tracing import attribute, prepare
 from flashtrace.store.gallery import GALLERY_ENV
 from flashtrace.store.library import LIBRARY_ENV
 
-from .browser import ROOT, app_server, launch, settle
+from .browser import ROOT, app_server, settle
 from .test_interventions_panel import PROMPT, RESPONSE
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -30,13 +30,13 @@ def gallery(tmp_path_factory):
     return folder, trace
 
 
-def _offline(p, path: Path) -> tuple[list[str], int]:
-    """Open `path` in a fresh browser that blocks every request but file:// ones; the requests attempted and
-    the number of charts drawn."""
-    browser = launch(p)
+def _offline(browser, path: Path) -> tuple[list[str], int]:
+    """Open `path` in a fresh browser context (nothing cached) that blocks every request but file:// ones;
+    the requests attempted and the number of charts drawn."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
     attempted = []
     try:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
 
         def block(route):
             if route.request.url.startswith("file://"):
@@ -52,33 +52,31 @@ def _offline(p, path: Path) -> tuple[list[str], int]:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "rerun-export.png"), full_page=True)
     finally:
-        browser.close()
+        context.close()
     return attempted, drawn
 
 
 @contextmanager
-def _edit_panel(tmp_path, folder):
-    """The app on the tiny gallery in chromium, at the Story's step 4 with the edit-and-re-run panel open:
-    yields (playwright, page)."""
-    playwright = pytest.importorskip("playwright.sync_api")
+def _edit_panel(tmp_path, folder, browser):
+    """The app on the tiny gallery in a new page of `browser` (the module's chromium), at the Story's step 4
+    with the edit-and-re-run panel open: yields the page."""
     env = {GALLERY_ENV: str(folder), LIBRARY_ENV: str(tmp_path / "library")}
-    with app_server(env) as url, playwright.sync_playwright() as p:
-        browser = launch(p)
+    with app_server(env) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"{url}/Story?trace=gallery:balls&step=4", timeout=90_000)
             page.get_by_text("Prove it live: edit and re-run").wait_for(timeout=90_000)
             settle(page)
             page.get_by_text("Prove it live: edit and re-run").click()
-            yield p, page
+            yield page
         finally:
-            browser.close()
+            page.close()
 
 
-def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gallery):
+def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gallery, browser):
     folder, trace = gallery
     top = default_edit(trace)
-    with _edit_panel(tmp_path, folder) as (p, page):
+    with _edit_panel(tmp_path, folder, browser) as page:
         page.get_by_role("button", name="Edit and re-run", exact=True).wait_for(timeout=30_000)
         settle(page)
         chosen = page.locator('[data-testid="stMultiSelect"]').inner_text()
@@ -103,14 +101,14 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
         download.value.save_as(exported)
         text = exported.read_text(encoding="utf-8")
         assert "log-probability after" in text and "new answer (greedy)" in text
-        attempted, drawn = _offline(p, exported)
+        attempted, drawn = _offline(browser, exported)
     assert attempted == []
     assert drawn == 3  # the original's heatmap, the edited trace's and the difference
 
 
-def test_cancel_stops_the_re_run_within_two_seconds(tmp_path, gallery):
+def test_cancel_stops_the_re_run_within_two_seconds(tmp_path, gallery, browser):
     folder, _trace = gallery
-    with _edit_panel(tmp_path, folder) as (_p, page):
+    with _edit_panel(tmp_path, folder, browser) as page:
         box = page.locator('[data-testid="stNumberInputField"]')
         box.wait_for(timeout=30_000)
         box.fill("1024")  # the longest generation: a run long enough to cancel

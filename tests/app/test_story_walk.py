@@ -30,7 +30,7 @@ from flashtrace.store.gallery import gallery_path, list_gallery, load_gallery_tr
 
 from flashtrace.viz.story import panel_figures
 
-from .browser import ROOT, external, launch, settle
+from .browser import ROOT, external, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTH, HEIGHT = 1280, 720
@@ -218,22 +218,19 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
-def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, present):
-    playwright = pytest.importorskip("playwright.sync_api")
+def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, present, browser):
     names = [item.name for item in list_gallery()]
     assert len(names) >= 6
     problems: list[str] = []
     outside, errors = [], []  # requests to another host, JavaScript errors
-    with playwright.sync_playwright() as p:
-        browser = launch(p)
-        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-        page.on("request", lambda r: outside.append(r.url) if external(r.url) else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        try:
-            for name in names:
-                walk(page, gallery_app, name, present, problems)
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    page.on("request", lambda r: outside.append(r.url) if external(r.url) else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        for name in names:
+            walk(page, gallery_app, name, present, problems)
+    finally:
+        page.close()
     assert problems == []
     assert outside == []
     assert errors == []
@@ -259,37 +256,34 @@ def gold_drawn(page, view: str) -> list[dict]:
     return [f for f in page.evaluate(GOLD_DRAWN) if f["view"] == view]
 
 
-def test_gold_is_visible_on_every_evidence_view(gallery_app):
+def test_gold_is_visible_on_every_evidence_view(gallery_app, browser):
     """Explore's heatmap (outlined cells) and text view (underlined tokens) and the Hop graph (ringed nodes)
     of every gallery trace that knows its evidence show it, as the Story does (the walk above). Each trace
     is opened once by URL on Explore; its text view and its Hop graph are reached from there as a reader
     does (the View control, the link to the Hop graph), without reloading the app."""
-    playwright = pytest.importorskip("playwright.sync_api")
     names = [item.name for item in list_gallery() if load_gallery_trace(item.name).extra.get("gallery", {}).get("gold")]
     assert len(names) >= 6
     problems: list[str] = []
     url = gallery_app
-    with playwright.sync_playwright() as p:
-        browser = launch(p)
-        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-        try:
-            for name in names:
-                page.goto(f"{url}/Explore?trace=gallery:{name}", timeout=90_000)
-                drawn = gold_drawn(page, "token_heatmap")
-                if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
-                    problems.append(f"{name}: Explore draws no gold ({drawn})")
-                page.get_by_role("radio", name="text", exact=True).click()  # the View control
-                page.locator(".ft-tokens").first.wait_for(timeout=60_000)
-                settle(page)
-                assert query(page) == {"trace": [f"gallery:{name}"], "view": ["text"]}, page.url
-                underlined = page.locator(".ft-tokens .ft-gold")
-                if not underlined.count() or not underlined.first.is_visible():
-                    problems.append(f"{name}: Explore's text view underlines no gold token")
-                page.locator('a[href*="Hop_graph?trace="]').first.click()
-                drawn = gold_drawn(page, "hop_graph")
-                assert "/Hop_graph?" in page.url and query(page)["trace"] == [f"gallery:{name}"], page.url
-                if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
-                    problems.append(f"{name}: Hop graph draws no gold ({drawn})")
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        for name in names:
+            page.goto(f"{url}/Explore?trace=gallery:{name}", timeout=90_000)
+            drawn = gold_drawn(page, "token_heatmap")
+            if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+                problems.append(f"{name}: Explore draws no gold ({drawn})")
+            page.get_by_role("radio", name="text", exact=True).click()  # the View control
+            page.locator(".ft-tokens").first.wait_for(timeout=60_000)
+            settle(page)
+            assert query(page) == {"trace": [f"gallery:{name}"], "view": ["text"]}, page.url
+            underlined = page.locator(".ft-tokens .ft-gold")
+            if not underlined.count() or not underlined.first.is_visible():
+                problems.append(f"{name}: Explore's text view underlines no gold token")
+            page.locator('a[href*="Hop_graph?trace="]').first.click()
+            drawn = gold_drawn(page, "hop_graph")
+            assert "/Hop_graph?" in page.url and query(page)["trace"] == [f"gallery:{name}"], page.url
+            if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+                problems.append(f"{name}: Hop graph draws no gold ({drawn})")
+    finally:
+        page.close()
     assert problems == []
