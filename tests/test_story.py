@@ -230,3 +230,36 @@ def test_step_one_names_the_sentence_that_asks_in_a_long_prompt():
     facts = ["Alpha is one and it stays one for a long while, as every reader of this long text knows."] * 4
     trace = make_trace(facts + ["Tell me alpha."], S, A, [vector(facts + ["Tell me alpha."], S, A, {"P0": .5, "S0": .5})])
     assert len(trace.prompt) > 300 and asked(trace) == "Tell me alpha."  # no question mark: the last sentence
+
+
+@pytest.mark.parametrize("top, randoms, verdict", [
+    (0.0, [-1.0, -2.0], "not-lower"),  # no drop at all: not lower
+    (-1.0, [-1.0, -2.0], "within-random"),  # as much as the smallest random drop: within the draws
+    (-2.0, [-1.0, -2.0], "within-random"),  # as much as the largest
+    (-4.0, [-1.0, -2.0, -3.0], "clearly-above"),  # 2 standard deviations (n - 1) above the draws' mean, 3 draws
+    (-3.9, [-1.0, -2.0, -3.0], "above-draws"),  # 1.9 of them (2.3 with the population's deviation)
+    (-9.0, [-1.0, -2.0], "above-draws"),  # far above, but two draws cannot tell
+    (-9.0, [-1.0], "above-draws"),  # one draw: no spread at all
+])
+def test_check_verdicts_at_their_boundaries(top, randoms, verdict):
+    from flashtrace.analysis.check import summarise_check
+
+    check = summarise_check({**CHECK, "before": 0.0, "top": top, "random": randoms})
+    assert check.verdict == verdict
+    assert (check.drop_top, check.drops_random) == (-top, tuple(-r for r in randoms))
+    assert (check.fraction, check.n_deleted, check.randoms) == (0.1, 12, tuple(randoms))
+    assert check.drop_random_mean == pytest.approx(-sum(randoms) / len(randoms))
+    if len(randoms) == 3:
+        assert check.z == pytest.approx(-top - 2.0)  # the draws' drops 1, 2, 3: mean 2, sample deviation 1
+    if len(randoms) == 1:
+        assert check.z is None
+
+
+def test_a_check_needs_numbers_where_numbers_belong():
+    from flashtrace.analysis.check import valid_check
+
+    assert valid_check(CHECK)
+    for bad in ({**CHECK, "fraction": True}, {**CHECK, "n_deleted": True}, {**CHECK, "n_deleted": 12.0},
+                {**CHECK, "random": (-0.5,)}, {**CHECK, "random": [-0.5, False]}, {**CHECK, "before": None},
+                {**CHECK, "random": [-0.5, float("nan")]}, [CHECK]):
+        assert not valid_check(bad), bad
