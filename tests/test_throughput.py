@@ -8,9 +8,18 @@ from flashtrace.engine import throughput
 from flashtrace.engine.estimate import estimate, scoring_seconds, speed_of
 
 
-def test_the_measurement_is_a_positive_throughput_remembered_per_precision_and_threads():
+@pytest.fixture
+def two_threads():
     import torch
 
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+def test_the_measurement_is_a_positive_throughput_remembered_per_precision_on_one_thread(two_threads):
+    torch = two_threads
     torch.manual_seed(7)
     expected = torch.rand(3)
     torch.manual_seed(7)
@@ -19,6 +28,7 @@ def test_the_measurement_is_a_positive_throughput_remembered_per_precision_and_t
     assert torch.equal(torch.rand(3), expected)  # a seeded run draws the same numbers with or without an estimate
     assert first > 1e8  # any CPU in use multiplies faster than 0.1 GFLOP/s
     assert throughput.matmul_flops_per_s("float32") == first  # not measured again within the minute
+    assert torch.get_num_threads() == 2  # measured on one thread, the process's setting put back
     assert throughput.matmul_speedup("float32") == 1.0
     assert throughput.matmul_speedup("bfloat16") > 0
 
@@ -37,7 +47,6 @@ def test_a_machine_twice_the_reference_halves_the_compute_not_the_fixed_costs(ti
 
 def test_the_machine_speed_is_the_measured_rate_against_the_reference(monkeypatch):
     monkeypatch.delenv("FLASHTRACE_MACHINE_SPEED", raising=False)
-    monkeypatch.setattr(throughput, "_threads", lambda: 1)
     monkeypatch.setattr(throughput, "matmul_flops_per_s", lambda dtype="float32": 3 * throughput.REFERENCE_FLOPS_PER_S)
     assert throughput.machine_speed() == pytest.approx(3.0)
     monkeypatch.setattr(throughput, "matmul_flops_per_s", lambda dtype="float32": 0.0)  # a broken timer
@@ -56,7 +65,7 @@ def test_faster_products_shorten_only_the_body_of_a_scoring_pass(tiny_llama, mon
 def test_a_busy_first_measurement_gives_way_to_a_faster_later_one(monkeypatch):
     readings = iter([1e10, 4e10, 2e10])  # busy, idle, busy again
     clock = iter([1000.0, 1030.0, 1070.0, 1140.0])
-    monkeypatch.setattr(throughput, "_measure", lambda dtype, threads: next(readings))
+    monkeypatch.setattr(throughput, "_measure", lambda dtype: next(readings))
     monkeypatch.setattr(throughput.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(throughput, "_BEST", {})
     assert throughput.matmul_flops_per_s("float32") == 1e10

@@ -1,17 +1,18 @@
-"""How fast this machine multiplies matrices, measured once per process, so that time estimates follow the
+"""How fast this machine multiplies matrices, measured in the process, so that time estimates follow the
 machine they run on instead of the one they were calibrated on.
 
 Processors of the same family differ several-fold at exactly the work a trace does: on two 2-core machines of
 this project, float32 runs of the same trace differed ~2× and a bfloat16 scoring copy was 2.3× faster than
 float32 on one (AMX) and 1.5× slower on the other (AVX-512 BF16 alone). `estimate` therefore multiplies its
-calibrated throughputs by `machine_speed`, this machine's float32 matrix-product throughput against the
-reference machine's, and `scoring.speedup` asks `matmul_flops_per_s` how much faster another precision's
-products are here.
+calibrated throughputs (one torch thread on the reference machine) by `machine_speed`, this machine's one-thread
+float32 matrix-product throughput against the reference machine's, and `scoring.speedup` asks
+`matmul_flops_per_s` how much faster another precision's products are here.
 
-The measurement is the best of `REPEATS` products of a SmolLM2-sized linear layer (`SHAPE`) with torch's current
-threads: ~30 ms per precision on a 2-core machine, taken the first time an estimate needs it and again at most
-once a minute, keeping the best. Best-of keeps it close to the idle value on a busy machine; the machine's load is
-`cpu_slowdown`'s business, not this one's.
+The measurement is the best of `REPEATS` products of a SmolLM2-sized linear layer (`SHAPE`) on one torch thread:
+~30 ms per precision on a 2-core machine, taken the first time an estimate needs it and again at most once a
+minute, keeping the best. One thread, because several threads wait on each other when another process holds a
+core: with two busy processes on 2 cores, two threads measured 0.08× the idle speed and one thread 0.98×
+(best of 12). The machine's load is `cpu_slowdown`'s business, not this one's.
 """
 
 from __future__ import annotations
@@ -22,65 +23,64 @@ import time
 
 SHAPE = (256, 576, 1536)  # rows × inputs × outputs: SmolLM2-135M's MLP up-projection over 256 tokens
 REPEATS = 12
-# `matmul_flops_per_s("float32")` per thread-equivalent (threads ** 0.7) on the machine the estimate's throughputs
-# describe. On the 2 Dec 2026 machine (2 cores, AMX) it measured ~2.1e11 with 2 threads, and idle traces, generations
-# and methods comparisons (benchmarks/estimate_accuracy.py) took 0.40-0.67× the estimate made without this factor
-# and 0.59-1.04× with a factor 2.5, so the reference is 2.1e11 / 2.5.
+# `matmul_flops_per_s("float32")` on the machine the estimate's throughputs describe. On the 2 Dec 2026 machine
+# (2 cores, AMX) it measured 2.0-2.1e11, and idle traces, generations and methods comparisons
+# (benchmarks/estimate_accuracy.py) took 0.40-0.67× the estimate made without this factor and 0.59-1.04× with a
+# factor 2.5, so the reference is 2.1e11 / 2.5.
 REFERENCE_FLOPS_PER_S = 8.4e10
 REMEASURE_S = 60.0
 SPEED_BOUNDS = (0.05, 50.0)  # a measurement outside these is taken as broken, not as this machine
 
 
-def _threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
-
-
-def _measure(dtype: str, threads: int) -> float:
+def _measure(dtype: str) -> float:
+    """FLOP/s of the best of `REPEATS` products in `dtype` on one torch thread (torch's thread count is
+    process-wide: it is set back afterwards unless someone changed it meanwhile)."""
     import torch
 
     rows, inputs, outputs = SHAPE
     kind = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(0)  # its own generator: measuring leaves torch's global RNG as it was
     x, w = (torch.randn(shape, generator=gen).to(kind) for shape in ((rows, inputs), (outputs, inputs)))
-    best = float("inf")
-    with torch.inference_mode():
-        torch.nn.functional.linear(x, w)  # the first call pays for kernel selection
-        for _ in range(REPEATS):
-            start = time.perf_counter()
-            torch.nn.functional.linear(x, w)
-            best = min(best, time.perf_counter() - start)
+    best, threads = float("inf"), torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            torch.nn.functional.linear(x, w)  # the first call pays for kernel selection
+            for _ in range(REPEATS):
+                start = time.perf_counter()
+                torch.nn.functional.linear(x, w)
+                best = min(best, time.perf_counter() - start)
+    finally:
+        if torch.get_num_threads() == 1:
+            torch.set_num_threads(threads)
     return 2 * rows * inputs * outputs / max(best, 1e-9)
 
 
-_BEST: dict[tuple[str, int], tuple[float, float]] = {}  # (dtype, threads) -> (best FLOP/s so far, when measured)
+_BEST: dict[str, tuple[float, float]] = {}  # dtype -> (best FLOP/s so far, when measured)
 _LOCK = threading.Lock()
 
 
 def matmul_flops_per_s(dtype: str = "float32") -> float:
-    """This machine's throughput (FLOP/s) for a SmolLM2-sized matrix product in `dtype` (a name such as
-    ``bfloat16``) with torch's current threads: the best measured in this process, measured again at most every
-    `REMEASURE_S` (a process that first measured on a busy machine learns its idle speed)."""
-    key, now = (dtype, _threads()), time.monotonic()
+    """This machine's one-thread throughput (FLOP/s) for a SmolLM2-sized matrix product in `dtype` (a name such
+    as ``bfloat16``): the best measured in this process, measured again at most every `REMEASURE_S` (a process
+    that first measured on a busy machine learns its idle speed)."""
+    now = time.monotonic()
     with _LOCK:
-        best, when = _BEST.get(key, (0.0, -float("inf")))
+        best, when = _BEST.get(dtype, (0.0, -float("inf")))
         if now - when >= REMEASURE_S:
-            _BEST[key] = best, when = max(best, _measure(*key)), now
+            _BEST[dtype] = best, when = max(best, _measure(dtype)), now
     return best
 
 
 def machine_speed() -> float:
-    """How many times faster than the reference machine this one multiplies float32 matrices, per
-    thread-equivalent (``threads ** 0.7``, as `estimate` counts threads). ``FLASHTRACE_MACHINE_SPEED`` sets it
-    (e.g. ``1`` for the reference machine's numbers)."""
+    """How many times faster than the reference machine this one multiplies float32 matrices on one thread
+    (`estimate` counts the threads apart). ``FLASHTRACE_MACHINE_SPEED`` sets it (e.g. ``1`` for the reference
+    machine's numbers)."""
     pinned = os.environ.get("FLASHTRACE_MACHINE_SPEED")
     if pinned:
         return float(pinned)
-    threads = _threads()
-    per_thread = matmul_flops_per_s("float32") / min(threads, os.cpu_count() or 1) ** 0.7
     low, high = SPEED_BOUNDS
-    return min(max(per_thread / REFERENCE_FLOPS_PER_S, low), high)
+    return min(max(matmul_flops_per_s("float32") / REFERENCE_FLOPS_PER_S, low), high)
 
 
 def matmul_speedup(dtype: str) -> float:
