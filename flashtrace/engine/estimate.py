@@ -43,7 +43,8 @@ DECODE_BYTES_PER_S = 2.0e10  # a generation step reads every weight once
 DECODE_LAYER_OVERHEAD_S = 1.6e-3  # per layer per generation step: kernel launches, the key/value cache, Python
 # (estimate_accuracy, idle: 64 new tokens ran 2.2-3.1 s longer than 4e-4 predicted, at 113 to 2,039 tokens)
 # of a float32 scoring pass's body, the share a bfloat16 copy's matrix products speed up (the rest: norms,
-# activations, casts): score_precision, idle, 2 threads: the copy scored 2.29× faster with products 6.5× faster
+# activations, casts): score_precision, idle, 2 threads, 294 tokens: the copy scored 2.29× faster where products ran
+# 5.6× faster (one thread, `throughput.matmul_speedup`)
 MATMUL_SHARE = 0.7
 RANGE_FACTOR = 2.0  # `Estimate.range`: the prediction divided and multiplied by this
 
