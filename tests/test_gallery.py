@@ -8,7 +8,7 @@ from flashtrace.analysis.facts import MARGIN, analyse
 from flashtrace.analysis.story import card_note
 from flashtrace.evaluate.faithfulness import FAITHFULNESS_KEY
 from flashtrace.evaluate.gallery import GALLERY, PRESETS, build_gallery, build_trace, preset_text, round_floats
-from flashtrace.store.gallery import gallery_dir, list_gallery, load_gallery_trace
+from flashtrace.store.gallery import GalleryItem, gallery_dir, list_gallery, load_gallery_trace, write_index
 
 
 def test_shipped_gallery_covers_every_family_a_free_form_prompt_and_a_long_trace():
@@ -148,3 +148,50 @@ def test_build_trace_records_gold_spans():
     facts = [trace.prompt[a:b] for a, b in gold]
     assert len(facts) == 2 and all(f.endswith(".") and f in trace.response for f in facts)
     assert any(f.startswith("Fenna was born in ") for f in facts) and any(" is a city in " in f for f in facts)
+
+
+def test_a_gallery_without_its_index_lists_the_same_cards_from_the_files(tmp_path, monkeypatch):
+    names = ["arithmetic", "needle", "vartrack-answer-11"]  # the last: its top prompt sentence changes
+    for name in names:
+        (tmp_path / f"{name}.json").write_bytes((gallery_dir() / f"{name}.json").read_bytes())
+    shipped = {it.name: it for it in list_gallery()}
+    assert list_gallery(tmp_path) == [shipped[n] for n in sorted(names)]  # read from the files, by name
+    monkeypatch.setenv("FLASHTRACE_GALLERY", str(tmp_path))
+    assert load_gallery_trace("needle").title == shipped["needle"].title  # $FLASHTRACE_GALLERY is the gallery
+    assert shipped["vartrack-answer-11"].top_segment_changed
+    with pytest.raises(ValueError, match="^no gallery trace named 'vartrack'; the gallery has: arithmetic, needle, "
+                                         "vartrack-answer-11$"):
+        load_gallery_trace("vartrack")
+    written = write_index(tmp_path, order=["needle"])
+    assert [it.name for it in written] == ["needle", "arithmetic", "vartrack-answer-11"]  # named first, then by name
+    assert [GalleryItem(**row) for row in json.loads((tmp_path / "index.json").read_text())] == written
+    assert list_gallery(tmp_path) == written  # from the index now
+
+
+def test_an_index_naming_a_missing_file_or_unreadable_is_not_trusted(tmp_path):
+    (tmp_path / "needle.json").write_bytes((gallery_dir() / "needle.json").read_bytes())
+    (tmp_path / "broken.json").write_text("{")  # a damaged trace is left out, the others listed
+    card = next(it for it in list_gallery() if it.name == "needle").__dict__
+    gone = json.dumps([card, {**card, "name": "gone"}])  # a complete card whose file is missing
+    for index in (gone, "[{", json.dumps([{**card, "unknown": 1}])):
+        (tmp_path / "index.json").write_text(index)
+        assert [it.name for it in list_gallery(tmp_path)] == ["needle"]
+    assert list_gallery(tmp_path / "missing") == []
+    with pytest.raises(ValueError, match="the gallery has: nothing$"):
+        load_gallery_trace("needle", tmp_path / "missing")
+
+
+def test_any_trace_copied_into_a_gallery_folder_gets_a_card(tmp_path):
+    from .trace_factory import make_trace, vector
+
+    prompt, steps, answer = ["Alpha is one.", "Beta is two.", "What is alpha?"], ["Step one reads alpha."], "one"
+    raws = [vector(prompt, steps, answer, {"S0": 1.0}), vector(prompt, steps, answer, {"P1": 0.5, "S0": 0.5})]
+    make_trace(prompt, steps, answer, raws, hop0="generation").save(tmp_path / "plain.json")  # not from the builder
+    make_trace(prompt, steps, answer, raws, extra={"gallery": {"task": "needle"}}).save(tmp_path / "tasked.json")
+    plain, tasked = write_index(tmp_path)
+    assert (plain.name, plain.description, plain.task, plain.hop0) == ("plain", "", "", "generation")
+    assert (tasked.name, tasked.description, tasked.task, tasked.hop0) == ("tasked", "", "needle", "answer")
+    # hop 0 reaches no prompt piece: nothing to compare, the deepest hop's top piece still named
+    assert (plain.change, plain.top_segment_k0, plain.top_segment_kmax) == ("none", None, "P1")
+    assert [it.size for it in (plain, tasked)] == [(tmp_path / f"{n}.json").stat().st_size for n in ("plain", "tasked")]
+    assert list_gallery(tmp_path) == [plain, tasked]
