@@ -72,3 +72,36 @@ def test_a_busy_first_measurement_gives_way_to_a_faster_later_one(monkeypatch):
     assert throughput.matmul_flops_per_s("float32") == 1e10  # 30 s later: remembered, not measured
     assert throughput.matmul_flops_per_s("float32") == 4e10  # 70 s after the first: measured again, faster
     assert throughput.matmul_flops_per_s("float32") == 4e10  # a slower reading never lowers the best
+
+
+def test_the_measurement_is_the_products_flops_over_the_fastest_repeat_in_the_named_precision(monkeypatch):
+    """A fake clock: each product takes 4 ms except one of 2 ms; the rate is that product's FLOPs over 2 ms,
+    and the products run in the precision asked for (a bfloat16 rate measured in float32 would be wrong)."""
+    import torch
+
+    ticks = iter([0.0, 0.004, 1.0, 1.002] + [2.0 + k for k in range(2 * throughput.REPEATS)])
+    monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(ticks))
+    real_linear, seen = torch.nn.functional.linear, []
+    monkeypatch.setattr(torch.nn.functional, "linear", lambda x, w: seen.append((x.dtype, w.dtype)) or real_linear(x, w))
+    rows, inputs, outputs = throughput.SHAPE
+    assert throughput._measure("bfloat16") == pytest.approx(2 * rows * inputs * outputs / 0.002)
+    assert len(seen) == throughput.REPEATS + 1 and set(seen) == {(torch.bfloat16, torch.bfloat16)}
+
+
+def test_the_default_precision_is_float32_and_its_speedup_needs_no_measurement(monkeypatch):
+    measured = []
+    monkeypatch.setattr(throughput, "_measure", lambda dtype: measured.append(dtype) or 0.0)
+    monkeypatch.setattr(throughput, "_BEST", {})
+    assert throughput.matmul_flops_per_s() == 0.0  # a broken timer's reading is reported as it is, not raised
+    assert measured == ["float32"]
+    monkeypatch.setattr(throughput, "_BEST", {})
+    assert throughput.matmul_speedup("float32") == 1.0 and measured == ["float32"]  # float32 against itself: 1
+
+
+def test_a_measurement_a_minute_old_is_taken_again(monkeypatch):
+    readings, clock = iter([1e10, 3e10]), iter([500.0, 500.0 + throughput.REMEASURE_S])
+    monkeypatch.setattr(throughput, "_measure", lambda dtype: next(readings))
+    monkeypatch.setattr(throughput.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(throughput, "_BEST", {})
+    assert throughput.matmul_flops_per_s("float32") == 1e10
+    assert throughput.matmul_flops_per_s("float32") == 3e10
