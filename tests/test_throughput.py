@@ -75,17 +75,18 @@ def test_a_busy_first_measurement_gives_way_to_a_faster_later_one(monkeypatch):
 
 
 def test_the_measurement_is_the_products_flops_over_the_fastest_repeat_in_the_named_precision(monkeypatch):
-    """A fake clock: each product takes 4 ms except one of 2 ms; the rate is that product's FLOPs over 2 ms,
-    and the products run in the precision asked for (a bfloat16 rate measured in float32 would be wrong)."""
+    """A fake clock: each product takes 4 ms except one of 2 ms; the rate is that product's FLOPs over 2 ms, and
+    the products run on one thread in the precision asked for (a bfloat16 rate measured in float32 is wrong)."""
     import torch
 
     ticks = iter([0.0, 0.004, 1.0, 1.002] + [2.0 + k for k in range(2 * throughput.REPEATS)])
     monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(ticks))
     real_linear, seen = torch.nn.functional.linear, []
-    monkeypatch.setattr(torch.nn.functional, "linear", lambda x, w: seen.append((x.dtype, w.dtype)) or real_linear(x, w))
+    monkeypatch.setattr(torch.nn.functional, "linear",
+                        lambda x, w: seen.append((x.dtype, w.dtype, torch.get_num_threads())) or real_linear(x, w))
     rows, inputs, outputs = throughput.SHAPE
     assert throughput._measure("bfloat16") == pytest.approx(2 * rows * inputs * outputs / 0.002)
-    assert len(seen) == throughput.REPEATS + 1 and set(seen) == {(torch.bfloat16, torch.bfloat16)}
+    assert len(seen) == throughput.REPEATS + 1 and set(seen) == {(torch.bfloat16, torch.bfloat16, 1)}
 
 
 def test_the_default_precision_is_float32_and_its_speedup_needs_no_measurement(monkeypatch):
