@@ -110,7 +110,7 @@ def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch
     need = n_params * dtype_bytes(dtype)
     room = int(available_bytes(device) * 0.9)
     if need * margin > room:
-        where = "on the device" if device is not None and torch.device(device).type == "cuda" else ""
+        where = " on the device" if device is not None and torch.device(device).type == "cuda" else ""
         smaller = " (bfloat16 halves it)" if dtype == torch.float32 else ""
         raise ResourceError(f"{name} needs ~{need / 2**30:.1f} GiB for its weights ({n_params / 1e9:.2f} B parameters "
                             f"in {str(dtype).replace('torch.', '')}) but ~{room / 2**30:.1f} GiB is available{where}; "
