@@ -138,6 +138,8 @@ def _shape_from_config(model, config) -> Shape:
 def shape_of(model) -> Shape:
     """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict."""
     config = getattr(getattr(model, "model", None), "config", None) or getattr(model, "config", None)
+    if config is None and hasattr(model, "get_text_config"):  # a transformers config itself
+        config = model
     if config is not None:
         return _shape_from_config(model, config)
     info = model if isinstance(model, dict) else model.model_dump()
