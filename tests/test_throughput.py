@@ -106,3 +106,55 @@ def test_a_measurement_a_minute_old_is_taken_again(monkeypatch):
     monkeypatch.setattr(throughput, "_BEST", {})
     assert throughput.matmul_flops_per_s("float32") == 1e10
     assert throughput.matmul_flops_per_s("float32") == 3e10
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """Fake probe times: ``probe["one"]`` and ``probe["many"]`` seconds for one thread and for more."""
+    times = {"one": 1.0, "many": 0.5, "probes": 0}
+
+    def best_seconds(dtype, rows, threads, repeats=throughput.REPEATS):
+        times["probes"] += 1
+        return times["one"] if threads == 1 else times["many"]
+
+    monkeypatch.setattr(throughput, "_best_seconds", best_seconds)
+    monkeypatch.setattr(throughput, "_DECIDED", {})
+    return times
+
+
+def test_more_threads_are_kept_while_they_pay_and_dropped_when_another_process_holds_a_core(probe, two_threads,
+                                                                                          monkeypatch):
+    torch = two_threads
+    clock = iter([0.0, 5.0, 20.0])
+    monkeypatch.setattr(throughput.time, "monotonic", lambda: next(clock))
+    with throughput.paying_threads():
+        assert torch.get_num_threads() == 2  # idle: two threads are faster
+    probe.update(one=1.0, many=4.0)  # busy: two threads wait on each other
+    with throughput.paying_threads():
+        assert torch.get_num_threads() == 2  # 5 s later: the decision stands, not probed again
+    with throughput.paying_threads():
+        assert torch.get_num_threads() == 1  # 20 s later: probed again, one thread
+    assert torch.get_num_threads() == 2  # the process's setting back after the block
+    assert probe["probes"] == 4  # two probes (one thread and two) per decision
+    assert throughput.threads_that_pay(1) == 1  # nothing to decide on one thread
+
+
+def test_deletion_scoring_runs_on_one_thread_when_more_would_be_slower(probe, two_threads, monkeypatch):
+    from flashtrace.engine.models import load_model
+    from flashtrace.evaluate import deletion
+    from flashtrace.evaluate.methods import build_context
+    from flashtrace.evaluate.tasks import make_example
+
+    torch = two_threads
+    ctx = build_context(load_model("tiny-llama"), make_example("needle", 2, length=30), batch_size=4)
+    seen, score = [], deletion.target_logprob
+    monkeypatch.setattr(deletion, "target_logprob", lambda *a: seen.append(torch.get_num_threads()) or score(*a))
+    masks = torch.zeros(3, ctx.positions.numel(), dtype=torch.bool)
+    masks[1, :2] = masks[2, :4] = True
+    scorer = deletion.DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target, 4)
+    idle = scorer.score(masks)
+    probe.update(one=1.0, many=4.0)
+    throughput._DECIDED.clear()
+    busy = deletion.DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target, 4).score(masks)
+    assert seen == [2, 1] and torch.get_num_threads() == 2
+    assert torch.allclose(idle, busy, atol=1e-5)  # the same scores either way

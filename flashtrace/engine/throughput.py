@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 
 SHAPE = (256, 576, 1536)  # rows × inputs × outputs: SmolLM2-135M's MLP up-projection over 256 tokens
 REPEATS = 12
@@ -32,28 +33,47 @@ REMEASURE_S = 60.0
 SPEED_BOUNDS = (0.05, 50.0)  # a measurement outside these is taken as broken, not as this machine
 
 
-def _measure(dtype: str) -> float:
-    """FLOP/s of the best of `REPEATS` products in `dtype` on one torch thread (torch's thread count is
-    process-wide: it is set back afterwards unless someone changed it meanwhile)."""
+@contextmanager
+def torch_threads(n: int):
+    """Run the block with `n` torch threads. torch's thread count is process-wide: it is set back afterwards
+    unless someone changed it meanwhile."""
     import torch
 
-    rows, inputs, outputs = SHAPE
+    before = torch.get_num_threads()
+    if n == before:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() == n:
+            torch.set_num_threads(before)
+
+
+def _best_seconds(dtype: str, rows: int, threads: int, repeats: int = REPEATS) -> float:
+    """The best time of `repeats` products of `rows` rows through SmolLM2's up-projection, in `dtype`, on
+    `threads` torch threads."""
+    import torch
+
+    _, inputs, outputs = SHAPE
     kind = getattr(torch, dtype)
     gen = torch.Generator().manual_seed(0)  # its own generator: measuring leaves torch's global RNG as it was
     x, w = (torch.randn(shape, generator=gen).to(kind) for shape in ((rows, inputs), (outputs, inputs)))
-    best, threads = float("inf"), torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.inference_mode():
-            torch.nn.functional.linear(x, w)  # the first call pays for kernel selection
-            for _ in range(REPEATS):
-                start = time.perf_counter()
-                torch.nn.functional.linear(x, w)
-                best = min(best, time.perf_counter() - start)
-    finally:
-        if torch.get_num_threads() == 1:
-            torch.set_num_threads(threads)
-    return 2 * rows * inputs * outputs / max(best, 1e-9)
+    best = float("inf")
+    with torch_threads(threads), torch.inference_mode():
+        torch.nn.functional.linear(x, w)  # the first call pays for kernel selection
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.nn.functional.linear(x, w)
+            best = min(best, time.perf_counter() - start)
+    return max(best, 1e-9)
+
+
+def _measure(dtype: str) -> float:
+    """FLOP/s of the best of `REPEATS` products of `SHAPE` in `dtype` on one torch thread."""
+    rows, inputs, outputs = SHAPE
+    return 2 * rows * inputs * outputs / _best_seconds(dtype, rows, 1)
 
 
 _BEST: dict[str, tuple[float, float]] = {}  # dtype -> (best FLOP/s so far, when measured)
@@ -91,4 +111,38 @@ def matmul_speedup(dtype: str) -> float:
     return matmul_flops_per_s(dtype) / matmul_flops_per_s("float32")
 
 
-__all__ = ["matmul_flops_per_s", "machine_speed", "matmul_speedup", "REFERENCE_FLOPS_PER_S", "SHAPE"]
+PROBE_ROWS = 1024  # rows of the product the thread probe times: a scoring batch's scale
+PROBE_REPEATS = 4
+DECIDE_S = 10.0  # how long a thread decision stands before it is probed again
+_DECIDED: dict[tuple[int, str], tuple[int, float]] = {}  # (threads, dtype) -> (threads to use, when decided)
+
+
+def threads_that_pay(threads: int, dtype: str = "float32") -> int:
+    """`threads`, or 1 when `threads` torch threads multiply a scoring-sized product (`PROBE_ROWS` rows, in
+    `dtype`) slower than one thread does right now. On a 2-core machine where another process holds a core,
+    even at the lowest priority, the threads wait on each other at every product: under two niced mutation
+    runs, 1,176 rows took 7.9 ms on 2 threads and 1.6 ms on one, and Compare → Methods took 118.8 s on
+    2 threads and 30.3 s on one (8.8 s idle on 2). Probed (~20-60 ms) at most every `DECIDE_S`."""
+    if threads <= 1:
+        return threads
+    key, now = (threads, dtype), time.monotonic()
+    with _LOCK:
+        chosen, when = _DECIDED.get(key, (threads, -float("inf")))
+        if now - when >= DECIDE_S:
+            one = _best_seconds(dtype, PROBE_ROWS, 1, PROBE_REPEATS)
+            many = _best_seconds(dtype, PROBE_ROWS, threads, PROBE_REPEATS)
+            chosen = threads if many < one else 1
+            _DECIDED[key] = chosen, now
+    return chosen
+
+
+@contextmanager
+def paying_threads(dtype: str = "float32"):
+    """Run the block on one torch thread when more would be slower right now (`threads_that_pay`), else as set."""
+    import torch
+
+    with torch_threads(threads_that_pay(torch.get_num_threads(), dtype)):
+        yield
+
+
+__all__ = ["torch_threads", "threads_that_pay", "paying_threads", "matmul_flops_per_s", "machine_speed", "matmul_speedup", "REFERENCE_FLOPS_PER_S", "SHAPE"]

@@ -6,7 +6,8 @@ state asked for twice (by two methods, or by a second call after a cancelled one
 scorer keeps every score it computed for its sequence. Forward passes run without autograd, and only
 the logits that predict the target are computed, in the dtype the scorer was given (a copy of a float32
 model with bfloat16 matrix products scores 1.6-2.3 times faster where the processor has AMX:
-`engine.models.scoring`).
+`engine.models.scoring`). Each batch runs on one torch thread when more would be slower right now (another
+process holding a core: `engine.throughput.threads_that_pay`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import torch
 
 from ..engine.attribution.baselines import target_logprob
 from ..engine.models.progress import each_layer
-from ..engine.models.scoring import scoring_model
+from ..engine.models.scoring import dtype_name, scoring_model
+from ..engine.throughput import paying_threads
 
 Progress = Callable[[int, int], None]  # (units done, units in all); a unit is one sequence through one layer
 
@@ -80,7 +82,8 @@ class DeletionScorer:
 
             start = time.perf_counter()
             batch = deleted_batch(self.ids, self.positions, chunk, self.replace_id)
-            with torch.inference_mode(), each_layer(self.loaded, on_layer if progress else None, model):
+            with (paying_threads(dtype_name(self.dtype)), torch.inference_mode(),
+                  each_layer(self.loaded, on_layer if progress else None, model)):
                 values = target_logprob(model, batch, self.target, self.batch_size)  # [b]
             self.seconds += time.perf_counter() - start
             self.scored += chunk.shape[0]
