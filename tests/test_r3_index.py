@@ -172,3 +172,90 @@ def test_defect18_a_symlinked_index_is_never_written_through(lib, tmp_path):
 def test_a_healthy_index_is_still_used(lib):
     assert titles(lib) == EXPECTED
     assert LibraryIndex(lib.root).sync() == 0  # nothing changed: nothing re-read
+
+
+def _healed(lib) -> dict:
+    """The index file after a listing: its version, columns and rows (it must serve the next listing)."""
+    with sqlite3.connect(lib.root / INDEX_NAME) as conn:
+        return {"version": conn.execute("PRAGMA user_version").fetchone()[0],
+                "columns": tuple(r[1] for r in conn.execute("PRAGMA table_info(traces)")),
+                "rows": dict(conn.execute("SELECT name, title FROM traces ORDER BY name").fetchall())}
+
+
+HEALED = {"version": index_module.SCHEMA, "columns": index_module.FIELDS, "rows": EXPECTED}
+
+
+@pytest.mark.parametrize("version, columns", [(index_module.SCHEMA - 1, None), (index_module.SCHEMA, "name TEXT")])
+def test_an_index_of_another_version_or_shape_is_rebuilt_on_disk(lib, version, columns):
+    with sqlite3.connect(lib.root / INDEX_NAME) as conn:
+        conn.execute(f"CREATE TABLE traces ({columns or index_module.COLUMNS})")
+        conn.execute("INSERT INTO traces (name) VALUES ('stale')")
+        conn.execute(f"PRAGMA user_version = {version}")
+    assert titles(lib) == EXPECTED
+    assert _healed(lib) == HEALED
+
+
+def test_a_damaged_index_is_replaced_on_disk_with_its_leftovers(lib):
+    (lib.root / INDEX_NAME).write_bytes(b"not a database " * 200)
+    for leftover in ("-journal", "-wal", "-shm"):  # SQLite would replay them into the fresh index
+        (lib.root / f"{INDEX_NAME}{leftover}").write_bytes(b"old")
+    assert titles(lib) == EXPECTED
+    assert _healed(lib) == HEALED
+    assert sorted(p.name for p in lib.root.iterdir() if p.name.startswith(".")) == [INDEX_NAME]
+    assert LibraryIndex(lib.root).sync() == 0  # the next listing reads nothing again
+
+
+def test_an_index_that_is_not_a_regular_file_is_named_and_left_alone(lib):
+    from flashtrace.store.index_file import IndexUnavailable, open_index
+
+    (lib.root / INDEX_NAME).mkdir()
+    with pytest.raises(IndexUnavailable, match=f"^{INDEX_NAME} is not a regular file$"):
+        open_index(lib.root / INDEX_NAME, index_module.FIELDS, index_module.COLUMNS, index_module.SCHEMA)
+    assert (lib.root / INDEX_NAME).is_dir() and not any((lib.root / INDEX_NAME).iterdir())
+
+
+HOLD_READ_LOCK = """
+import fcntl, sys
+held = open(sys.argv[1], "rb")
+fcntl.lockf(held, fcntl.LOCK_SH, 510, 0x40000002)  # SQLite's shared-lock bytes, nothing else
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_damaged_index_someone_holds_a_lock_on_is_never_replaced(lib):
+    from flashtrace.store.index_file import IndexUnavailable, open_index
+
+    path = lib.root / INDEX_NAME
+    path.write_bytes(b"not a database " * 200)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_READ_LOCK, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)  # a reader of the old file, as SQLite locks it
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert titles(lib) == EXPECTED  # the listing answers from the files
+        with pytest.raises(IndexUnavailable, match=f"^{INDEX_NAME} is damaged and in use by another process$"):
+            open_index(path, index_module.FIELDS, index_module.COLUMNS, index_module.SCHEMA)
+        assert path.read_bytes() == b"not a database " * 200
+    finally:
+        holder.kill()
+        holder.wait()
+    assert titles(lib) == EXPECTED
+    assert _healed(lib) == HEALED  # released: replaced now
+
+
+def test_an_index_that_cannot_be_opened_is_named_and_the_files_answer(lib, monkeypatch):
+    from flashtrace.store import index_file
+
+    args = (lib.root / INDEX_NAME, index_module.FIELDS, index_module.COLUMNS, index_module.SCHEMA)
+
+    def refused(*a, **k):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(index_file.sqlite3, "connect", refused)
+    with pytest.raises(index_file.IndexUnavailable, match="^unable to open database file$"):
+        index_file.open_index(*args)  # not an AttributeError of a connection never made
+    monkeypatch.undo()
+    monkeypatch.setattr(index_file.os, "access", lambda path, mode: False)  # a folder this user cannot write
+    with pytest.raises(index_file.IndexUnavailable, match=f"^{lib.root} is read-only$"):
+        index_file.open_index(*args)
+    assert titles(lib) == EXPECTED and not (lib.root / INDEX_NAME).exists()
