@@ -100,6 +100,7 @@ def test_a_bfloat16_scorer_is_near_float32_closer_than_a_whole_bf16_copy_and_lea
     assert twin.get_input_embeddings().weight is llama.model.get_input_embeddings().weight  # shared, not copied
     linear = twin.model.layers[0].mlp.down_proj
     assert linear.weight.dtype == torch.bfloat16 and twin.model.norm.weight.dtype == torch.float32
+    assert not any(p.requires_grad for p in linear.parameters())  # a scorer builds no autograd graph
 
 
 def test_records_name_their_precision_and_resume_keeps_precisions_apart(llama, tmp_path):
@@ -175,3 +176,55 @@ def test_on_ray_auto_is_decided_as_here_so_ray_and_serial_runs_agree(cpu):
     assert name(dtype="auto") == "auto"  # only the worker knows the checkpoint's dtype
     cpu.setattr(scoring, "_cpu_bf16", lambda: False)
     assert name() == "float32"
+
+
+def test_auto_copies_only_up_to_a_quarter_of_the_room_and_reads_any_spelling_of_the_dtype(cpu):
+    quarter = 16 * GiB // 4 // 2  # parameters whose bfloat16 copy is exactly a quarter of 16 GiB
+    assert scoring.choose("float32", "cpu", quarter) == "bfloat16"
+    assert scoring.choose("float32", "cpu", quarter + 1) == "float32"
+    assert scoring.choose("torch.float32", "cpu", 10) == "bfloat16"  # str(torch.float32)
+    assert scoring.choose("fp32", "cpu", 10) == "bfloat16" and scoring.choose("fp16", "cpu", 10, "model") == "float16"
+    assert scoring.choose("float32", "cpu", 10, "") == "float32"  # no choice: the model's own
+    assert scoring.choose("float32", "cpu", 10, "fp16") == "float16"
+    with pytest.raises(ValueError) as refused:
+        scoring.choose("float32", "cpu", 10, "int8")
+    assert str(refused.value) == "unknown scoring precision 'int8'; use one of auto, model, float32, bfloat16, float16"
+    cpu.setattr(scoring, "native_bf16", lambda device_type: True)
+    cpu.setattr(scoring, "_room", lambda device_type: {"cpu": 16 * GiB, "cuda": 1 * GiB}[device_type])
+    assert scoring.choose("float32", "cuda", 2**28) == "float32"  # fits the CPU's room, not the GPU's it runs on
+
+
+def test_which_devices_multiply_bfloat16_fast(monkeypatch):
+    monkeypatch.setattr(scoring, "_cpu_bf16", lambda: True)
+    assert scoring.native_bf16("cpu") and not scoring.native_bf16("mps")
+    monkeypatch.setattr(scoring, "_cpu_bf16", lambda: False)
+    assert not scoring.native_bf16("cpu")
+    for supported in (True, False):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: supported)
+        assert scoring.native_bf16("cuda") is supported
+
+
+def test_the_room_for_a_copy_is_what_the_device_has_free(monkeypatch):
+    import types
+
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=7 * GiB))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (3 * GiB, 80 * GiB))
+    assert scoring._room("cpu") == 7 * GiB and scoring._room("cuda") == 3 * GiB
+
+
+def test_a_gpus_speedup_is_the_table_for_half_precision_and_none_otherwise():
+    assert scoring.speedup("float32", "cuda", "float16") == scoring.CUDA_SPEEDUP["float16"] > 1
+    assert scoring.speedup("float32", "cuda", "float64") == 1.0
+    assert scoring.speedup("float16", "cuda", "bfloat16") == 1.0  # the model is half precision already
+
+
+def test_a_loaded_models_scoring_dtype(llama, cpu):
+    assert scoring.score_dtype(llama, torch.float16) is torch.float16  # a dtype asked for is used as it is
+    assert scoring.score_dtype(llama) is torch.bfloat16
+    assert scoring.score_dtype(llama, "model") is torch.float32
+    n = sum(p.numel() for p in llama.model.parameters())
+    cpu.setattr(scoring, "_room", lambda device_type: 8 * n - 1)  # the copy (2 bytes each) over a quarter
+    assert scoring.score_dtype(llama) is torch.float32
+    assert scoring.dtype_name(torch.bfloat16) == "bfloat16"
