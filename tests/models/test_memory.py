@@ -140,8 +140,72 @@ def test_cuda_devices_are_checked_against_what_is_visible(monkeypatch):
     with pytest.raises(ValueError, match=r"^device 'cuda:2' does not exist: 2 CUDA device\(s\) visible$"):
         memory.check_device("cuda:2")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ValueError, match=r"^device 'cuda:0' is not available: .* use --device cpu$"):
-        memory.check_device("cuda:0")
+    for cuda, why in ((None, "this torch build has no CUDA support"), ("12.4", "no CUDA device is visible")):
+        monkeypatch.setattr(torch.version, "cuda", cuda)
+        with pytest.raises(ValueError) as refused:
+            memory.check_device("cuda:0")
+        assert str(refused.value) == f"device 'cuda:0' is not available: {why} (torch {torch.__version__}); use --device cpu"
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     with pytest.raises(ValueError, match=r"^device 'mps' is not available on this machine; use --device cpu$"):
         memory.check_device("mps")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    memory.check_device("mps")  # an Apple GPU where there is one
+
+
+def test_a_process_past_its_address_space_limit_has_no_room(monkeypatch):
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (4096, resource.RLIM_INFINITY))  # under what is mapped
+    assert memory._rlimit_room() == 0
+
+
+def test_a_cuda_device_is_sized_by_its_own_free_memory(monkeypatch):
+    import types
+
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=10 * GiB))
+    monkeypatch.setattr(memory, "_rlimit_room", lambda: None)
+    monkeypatch.setattr(memory, "_cgroup_room", lambda: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: {torch.device("cuda:1"): (5 * GiB, 80 * GiB)}[dev])
+    assert memory.available_bytes("cuda:1") == 5 * GiB
+    assert memory.available_bytes("cpu") == memory.available_bytes() == 10 * GiB  # a GPU does not size the CPU
+
+
+def test_weights_are_checked_against_the_device_they_go_to_up_to_the_exact_room(monkeypatch):
+    config = LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                         vocab_size=300)
+    need = memory.count_parameters(config) * 4
+    rooms = {"cpu": 100 * need, "cuda": need}
+    monkeypatch.setattr(memory, "available_bytes", lambda device=None: rooms["cpu" if device is None else device])
+    assert memory.check_weights_fit("m", config, torch.float32, device="cpu") == need
+    with pytest.raises(ResourceError, match="available on the device"):
+        memory.check_weights_fit("m", config, torch.float32, device="cuda")
+    exact = next(v for v in range(int(need / 0.9) - 3, int(need / 0.9) + 4) if int(v * 0.9) == need)
+    rooms["cuda"] = exact  # 90 % of it is exactly the weights: they fit with no margin asked
+    assert memory.check_weights_fit("m", config, torch.float32, device="cuda", margin=1.0) == need
+
+
+def test_a_composite_configs_text_stack_is_cut_and_sized_without_building_it_whole(monkeypatch):
+    from transformers import Gemma3Config
+
+    config = Gemma3Config(text_config=dict(hidden_size=32, intermediate_size=48, num_hidden_layers=7,
+                                           num_attention_heads=2, num_key_value_heads=1, head_dim=16, vocab_size=100))
+    cut = memory._with_layers(config, 2)
+    assert cut.get_text_config().num_hidden_layers == 2 and len(cut.get_text_config().layer_types) == 2
+    assert config.get_text_config().num_hidden_layers == 7  # the original is untouched
+    built = []
+    monkeypatch.setattr(memory, "_meta_count", lambda c: built.append(c.get_text_config().num_hidden_layers) or
+                        {1: 1000, 2: 1300}[c.get_text_config().num_hidden_layers])
+    assert memory.count_parameters(config) == 1000 + 6 * 300  # 7 layers from builds of 1 and 2
+    assert sorted(built) == [1, 2]
+
+
+def test_a_config_that_names_no_depth_is_built_whole(monkeypatch):
+    import types
+
+    built = []
+    monkeypatch.setattr(memory, "_meta_count", lambda c: built.append(c) or 4321)
+    config = types.SimpleNamespace(hidden_size=8, vocab_size=10)  # no layer count under any of its names
+    assert memory.count_parameters(config) == 4321 and built == [config]
