@@ -158,3 +158,31 @@ def test_deletion_scoring_runs_on_one_thread_when_more_would_be_slower(probe, tw
     busy = deletion.DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target, 4).score(masks)
     assert seen == [2, 1] and torch.get_num_threads() == 2
     assert torch.allclose(idle, busy, atol=1e-5)  # the same scores either way
+
+
+def test_the_thread_probe_times_a_scoring_sized_product_in_the_asked_precision_and_a_tie_keeps_one(monkeypatch):
+    calls = []
+
+    def best_seconds(dtype, rows, threads, repeats=throughput.REPEATS):
+        calls.append((dtype, rows, threads, repeats))
+        return 1.0  # as fast on 4 threads as on one: more threads do not pay
+    monkeypatch.setattr(throughput, "_best_seconds", best_seconds)
+    monkeypatch.setattr(throughput, "_DECIDED", {})
+    clock = iter([100.0, 100.0 + throughput.DECIDE_S])
+    monkeypatch.setattr(throughput.time, "monotonic", lambda: next(clock))
+    assert throughput.threads_that_pay(4) == 1
+    rows, repeats = throughput.PROBE_ROWS, throughput.PROBE_REPEATS
+    assert calls == [("float32", rows, 1, repeats), ("float32", rows, 4, repeats)]
+    assert throughput.threads_that_pay(4) == 1 and len(calls) == 4  # DECIDE_S later: probed again
+
+
+def test_a_probe_runs_its_rows_on_its_threads_and_gives_the_fastest_repeat(monkeypatch):
+    import torch
+
+    ticks = iter([0.0, 0.003, 1.0, 1.001, 2.0, 2.005])
+    monkeypatch.setattr(throughput.time, "perf_counter", lambda: next(ticks))
+    real_linear, seen = torch.nn.functional.linear, []
+    monkeypatch.setattr(torch.nn.functional, "linear",
+                        lambda x, w: seen.append((tuple(x.shape), torch.get_num_threads())) or real_linear(x, w))
+    assert throughput._best_seconds("float32", 8, 2, repeats=3) == pytest.approx(0.001)
+    assert seen == [((8, throughput.SHAPE[1]), 2)] * 4  # a first untimed product, then the 3 timed
