@@ -110,7 +110,7 @@ MODULE_TESTS = {
                                       "tests/test_library.py"],
     "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
-    "flashtrace/analysis/gold.py": [*_STORY, "tests/test_gallery.py"],
+    "flashtrace/analysis/gold.py": ["tests/test_gold.py", *_STORY, "tests/test_gallery.py"],
     "flashtrace/analysis/graph_words.py": ["tests/test_story.py", "tests/app/test_hop_graph.py"],
     "flashtrace/analysis/records.py": ["tests/test_resample.py", "tests/test_intervention_facts.py",
                                        "tests/test_trace_refusals.py"],

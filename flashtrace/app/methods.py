@@ -228,8 +228,8 @@ def precision_caption(record: dict) -> str:
     dtype = record.get("score_dtype", "float32")
     if dtype == "bfloat16":
         return ("Deletion curves scored with bfloat16 matrix products (a copy of the model; 1.6-2.3x faster "
-                "than float32 on the processors with AMX we measured; docs/evaluation.md measures how far RISE and MAS move from float32's). Choose "
-                "float32 (exact) above for the model's own precision.")
+                "than float32 on the processors with AMX we measured; docs/evaluation.md measures how far RISE "
+                "and MAS move from float32's). Choose float32 (exact) above for the model's own precision.")
     return f"Deletion curves scored in {plain(dtype)}."
 
 

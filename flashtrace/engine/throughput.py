@@ -121,8 +121,9 @@ def threads_that_pay(threads: int, dtype: str = "float32") -> int:
     """`threads`, or 1 when `threads` torch threads multiply a scoring-sized product (`PROBE_ROWS` rows, in
     `dtype`) slower than one thread does right now. On a 2-core machine where another process holds a core,
     even at the lowest priority, the threads wait on each other at every product: under two niced mutation
-    runs, 1,176 rows took 7.9 ms on 2 threads and 1.6 ms on one, and Compare → Methods took 118.8 s on
-    2 threads and 30.3 s on one (8.8 s idle on 2). Probed (~20-60 ms) at most every `DECIDE_S`."""
+    runs, 1,176 rows took 7.9 ms on 2 threads and 1.6 ms on one, and Compare → Methods took 59.7 s on
+    2 threads, 36.2 s with this choice and 30.3 s on one (9.4 s idle on 2). Probed (~20-80 ms) at most every
+    `DECIDE_S`."""
     if threads <= 1:
         return threads
     key, now = (threads, dtype), time.monotonic()
@@ -145,4 +146,5 @@ def paying_threads(dtype: str = "float32"):
         yield
 
 
-__all__ = ["torch_threads", "threads_that_pay", "paying_threads", "matmul_flops_per_s", "machine_speed", "matmul_speedup", "REFERENCE_FLOPS_PER_S", "SHAPE"]
+__all__ = ["torch_threads", "threads_that_pay", "paying_threads", "matmul_flops_per_s", "machine_speed",
+           "matmul_speedup", "REFERENCE_FLOPS_PER_S", "SHAPE"]

@@ -42,8 +42,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--score-dtype", default="auto", choices=SCORE_DTYPES,
                         help="precision of the deletion curves' forward passes: 'auto' (default) scores a float32 "
                              "model in a copy whose matrix products run in bfloat16 where the processor multiplies "
-                             "bfloat16 fast (1.6-2.3x faster on the CPUs with AMX we measured; docs/evaluation.md measures the effect "
-                             "on the metrics), else in the model's dtype; 'model' always uses the model itself")
+                             "bfloat16 fast (1.6-2.3x faster on the CPUs with AMX we measured; docs/evaluation.md "
+                             "measures the effect on the metrics), else in the model's dtype; 'model' always uses "
+                             "the model itself")
     parser.add_argument("--device", default=None, help="torch device")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--no-resume", action="store_true", help="recompute examples already in --out (by default an example "

@@ -4,7 +4,8 @@ A deletion curve of k = 20 steps is about twenty forward passes of the whole seq
 they are most of a methods comparison's time. Where the processor multiplies bfloat16 fast (AMX on x86, a GPU that
 supports it; AVX-512 BF16 alone is slower than float32 there, see `_cpu_bf16`), a copy of a float32 model whose
 matrix products run in bfloat16 scores 1.6-2.3 times faster (measured on two 2-core machines of this project,
-`docs/benchmarks.md`; the estimates measure the products' speedup on the machine they run on, `speedup`) and moves each point of a curve by a small fraction of the curve's range
+`docs/benchmarks.md`; the estimates measure the products' speedup on the machine they run on, `speedup`) and
+moves each point of a curve by a small fraction of the curve's range
 (`docs/evaluation.md` measures how much the metrics move). Only the matrix products run in bfloat16: the copy's
 linear layers take and give back float32, so the residual stream, the norms, the softmax and the output head keep
 the model's precision (about 2.6 times closer to float32 than a whole bfloat16 copy, at nearly its speed), and it
