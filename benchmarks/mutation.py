@@ -111,7 +111,7 @@ MODULE_TESTS = {
     "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/story.py": [*_STORY, "tests/test_consistency.py", "tests/viz/test_story_figures.py"],
     "flashtrace/analysis/gold.py": ["tests/test_gold.py", *_STORY, "tests/test_gallery.py"],
-    "flashtrace/analysis/graph_words.py": ["tests/test_story.py", "tests/app/test_hop_graph.py"],
+    "flashtrace/analysis/graph_words.py": ["tests/test_graph_words.py", "tests/test_story.py"],
     "flashtrace/analysis/records.py": ["tests/test_resample.py", "tests/test_intervention_facts.py",
                                        "tests/test_trace_refusals.py"],
     "flashtrace/analysis/text.py": ["tests/test_text.py", *_STORY, "tests/viz/test_label_text.py"],
