@@ -14,6 +14,7 @@ import torch
 from ..inputs.chat import Prompt, check_messages, is_messages, with_last_user_text
 from ..inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION  # noqa: F401 - re-exported
 from ..throughput import paying_threads
+from .scoring import dtype_name
 
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
 _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", re.I)
@@ -112,7 +113,7 @@ def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, d
     tok = loaded.tokenizer
     streamer = TextStream(tok, on_text) if on_text else None
     cuda = [loaded.device] if loaded.device.type == "cuda" else []
-    threads = nullcontext() if cuda else paying_threads(str(loaded.dtype).removeprefix("torch."))
+    threads = nullcontext() if cuda else paying_threads(dtype_name(loaded.dtype))
     with threads, torch.random.fork_rng(devices=cuda, enabled=sampling.seed is not None):
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
