@@ -59,8 +59,8 @@ class JsonBudgetError(ValueError):
 
 
 def _json_escape(exc: UnicodeEncodeError) -> tuple[str, int]:
-    chars = exc.object[exc.start:exc.end]
-    escaped = chars.encode("utf-16-be", "surrogatepass")
+    chars = exc.object[exc.start:exc.end]  # from the strict UTF-8 decoder: never a lone surrogate
+    escaped = chars.encode("utf-16-be")
     return "".join(f"\\u{escaped[i]:02x}{escaped[i + 1]:02x}" for i in range(0, len(escaped), 2)), exc.end
 
 
