@@ -98,7 +98,7 @@ MODULE_TESTS = {
     "flashtrace/analysis/diff.py": ["tests/test_diff.py"],
     "flashtrace/analysis/check.py": [*_STORY, "tests/evaluate/test_faithfulness.py"],
     "flashtrace/analysis/compare.py": _STORY,
-    "flashtrace/analysis/graph_edges.py": _GRAPH,
+    "flashtrace/analysis/graph_edges.py": ["tests/test_graph_edges.py", *_GRAPH[:3]],
     "flashtrace/analysis/graph_prune.py": ["tests/test_graph_pruning.py", *_GRAPH],
     "flashtrace/analysis/invariants.py": [*_LOAD, "tests/test_intervention_facts.py", "tests/test_properties.py"],
     "flashtrace/analysis/interventions.py": ["tests/test_intervention_facts.py", "tests/test_cli_intervene.py"],

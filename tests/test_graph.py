@@ -1,5 +1,6 @@
 """The hop graph: edge shares, DAG and threshold properties, strongest paths, hop depths, JSON."""
 
+import json
 import math
 
 import networkx as nx
@@ -141,6 +142,7 @@ def test_json_round_trip(trace):
     assert dict(again.graph.nodes(data=True)) == dict(graph.graph.nodes(data=True))
     assert sorted(again.graph.edges(data=True)) == sorted(graph.graph.edges(data=True))
     assert again.strongest_paths(4) == graph.strongest_paths(4)
+    assert json.loads(again.to_json()) == json.loads(graph.to_json())  # saved again: the same nodes and edges, in order
     for bad in ('{"graph": {"nodes": []}}', '{"threshold": 0, "graph": {"directed": true, "nodes": [{"id": "x"}], '
                 '"edges": []}}'):
         with pytest.raises(ValueError):

@@ -51,7 +51,7 @@ class Edges:
     def from_triples(cls, n: int, src: np.ndarray, dst: np.ndarray, share: np.ndarray, raw: np.ndarray) -> "Edges":
         """From parallel arrays of sources, targets, shares and raw shares."""
         order = np.argsort(dst, kind="stable")
-        counts = np.bincount(dst, minlength=n) if dst.size else np.zeros(n, dtype=np.int64)
+        counts = np.bincount(dst, minlength=n)  # `dst`: integers (an empty int array gives n zeros)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return cls(indptr, src[order].astype(np.int32), share[order].astype(np.float64), raw[order].astype(np.float64))
 
@@ -61,7 +61,7 @@ class Edges:
 
     def dst(self) -> np.ndarray:
         """``[E]`` the target node of each edge."""
-        return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.indptr))
+        return np.repeat(np.arange(self.n), np.diff(self.indptr))
 
     def targets(self) -> np.ndarray:
         """Nodes with at least one incoming edge, last first (the order of a backward sweep)."""
@@ -90,7 +90,7 @@ class Edges:
     def strongest(self, answer: int) -> tuple[np.ndarray, np.ndarray]:
         """``(strength [n], next [n])``: for each node, the largest product of shares along a path to `answer`
         and the node that path goes to next (-1: none). Ties keep the earlier target."""
-        best, nxt = np.zeros(self.n), np.full(self.n, -1, dtype=np.int64)
+        best, nxt = np.zeros(self.n), np.full(self.n, -1)
         best[answer] = 1.0
         for j in self.targets():  # later targets first, so on a tie (>=) the earlier target wins
             if best[j] <= 0.0:
@@ -108,13 +108,12 @@ class Edges:
 
     def strongest_into(self, limit: int, mass: float) -> np.ndarray:
         """``[E]`` bool: each target's strongest incoming edges, at most `limit`, fewer once they carry `mass`
-        of its incoming share."""
+        of its incoming share. Ties: the edge listed first (from `from_rows`: the earlier source) is kept first."""
         keep = np.zeros(self.count, dtype=bool)
         for j in np.nonzero(np.diff(self.indptr))[0]:
             sl = self.into(j)
             share = self.share[sl]
-            top = np.argpartition(-share, limit - 1)[:limit] if share.shape[0] > limit else np.arange(share.shape[0])
-            order = top[np.argsort(-share[top], kind="stable")]
+            order = np.argsort(-share, kind="stable")[:limit]
             carried = np.cumsum(share[order])
             enough = int(np.searchsorted(carried, mass * share.sum() * (1 - 1e-12))) + 1
             keep[sl.start + order[:enough]] = True
