@@ -4,9 +4,9 @@
   anyone's database) or a device of that name is left alone and never written through.
 - A table of another shape or version is rebuilt inside a write transaction (so it waits for, and never
   disturbs, another process writing the index).
-- A file SQLite cannot read at all (not a database, malformed) is replaced by a fresh index, atomically
-  and only when no process holds a lock on it (an open-file-description lock probe), never deleted under
-  a lock holder.
+- A file SQLite cannot read at all (not a database, malformed) is deleted and a fresh index made, only
+  when no process holds a lock on it (an open-file-description lock probe, Linux only: elsewhere such a
+  file is left alone), never under a lock holder.
 - A busy index is waited for at most `BUSY_TIMEOUT_S` seconds; `open_index` and its callers then fall back
   to an in-memory index built from the files, as they do for a folder this user cannot write.
 """
@@ -25,7 +25,6 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None
 
 BUSY_TIMEOUT_S = 5.0  # how long a listing waits for another process writing the index, then reads the files
-_NOT_SQLITE = ("not a database", "malformed", "file is encrypted")
 
 
 class IndexUnavailable(Exception):
@@ -39,7 +38,7 @@ def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
         conn.execute("DROP TABLE IF EXISTS traces")
         conn.execute(f"CREATE TABLE traces ({columns})")
         conn.execute(f"PRAGMA user_version = {int(schema)}")
-        conn.execute("COMMIT")
+        conn.commit()
     except BaseException:
         rollback(conn)
         raise
@@ -48,7 +47,7 @@ def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
 def rollback(conn: sqlite3.Connection) -> None:
     """Roll back the open transaction of `conn`, if any (errors ignored: there is nothing to undo)."""
     try:
-        conn.execute("ROLLBACK")
+        conn.rollback()
     except sqlite3.Error:  # no transaction open, or the connection is unusable: nothing to undo
         pass
 
@@ -72,11 +71,12 @@ def _regular_or_missing(path: Path) -> os.stat_result | None:
 
 
 def _locked_by_another(path: Path) -> bool:
-    """True when a process (this one included) holds a POSIX or OFD lock on `path`, or we cannot tell."""
-    probe = getattr(fcntl, "F_OFD_SETLK", None) if fcntl is not None else None
+    """True when a process (this one included) holds a POSIX or OFD lock on `path`, or we cannot tell (no
+    open-file-description locks: not Linux)."""
+    probe = getattr(fcntl, "F_OFD_SETLK", None)
     if probe is None:
         return True
-    fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     try:  # an open-file-description write lock on the whole file conflicts with any SQLite lock, ours too
         fcntl.fcntl(fd, probe, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
         return False
@@ -86,22 +86,30 @@ def _locked_by_another(path: Path) -> bool:
         os.close(fd)  # releases the probe's lock only (OFD locks belong to this descriptor)
 
 
-def _replace_damaged(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> None:
-    """Replace a file SQLite cannot read with a fresh index, unless a process holds a lock on it."""
+def _delete_damaged(path: Path) -> None:
+    """Delete a file SQLite cannot read, unless a process holds a lock on it; the next connection makes a
+    fresh index. A journal or WAL the damaged file left is never replayed into it: SQLite deletes those it
+    finds beside an empty database."""
     if _regular_or_missing(path) is None:
         return
     if _locked_by_another(path):
         raise IndexUnavailable(f"{path.name} is damaged and in use by another process")
-    fresh = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    fresh.unlink(missing_ok=True)
-    conn = sqlite3.connect(fresh, isolation_level=None)
+    path.unlink()
+
+
+def _connect(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> sqlite3.Connection:
+    """A connection to `path` with its table ready, refused when the file was swapped while it was opened."""
+    before = _regular_or_missing(path)
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
+        after = _regular_or_missing(path)
+        if before is not None and (after is None or after.st_ino != before.st_ino):
+            raise IndexUnavailable(f"{path.name} changed while it was opened")
         ensure_table(conn, fields, columns, schema)
-    finally:
+    except BaseException:
         conn.close()
-    for leftover in ("-journal", "-wal", "-shm"):  # the damaged file's, which SQLite would replay
-        path.with_name(path.name + leftover).unlink(missing_ok=True)
-    os.replace(fresh, path)
+        raise
+    return conn
 
 
 def open_index(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> sqlite3.Connection:
@@ -109,28 +117,16 @@ def open_index(path: Path, fields: tuple[str, ...], columns: str, schema: int) -
     be used now (the caller then reads the files into memory)."""
     if not os.access(path.parent, os.W_OK):
         raise IndexUnavailable(f"{path.parent} is read-only")
-    for attempt in (1, 2):
-        before = _regular_or_missing(path)
-        conn = None
-        try:
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            after = _regular_or_missing(path)
-            if before is not None and (after is None or after.st_ino != before.st_ino):
-                raise IndexUnavailable(f"{path.name} changed while it was opened")
-            ensure_table(conn, fields, columns, schema)
-            return conn
-        except sqlite3.DatabaseError as exc:
-            if conn is not None:
-                conn.close()
-            damaged = not isinstance(exc, sqlite3.OperationalError) or any(s in str(exc) for s in _NOT_SQLITE)
-            if not damaged or attempt == 2:
-                raise IndexUnavailable(str(exc)) from None
-            _replace_damaged(path, fields, columns, schema)
-        except BaseException:
-            if conn is not None:
-                conn.close()
-            raise
-    raise IndexUnavailable(path.name)  # pragma: no cover - the loop returns or raises
+    try:
+        return _connect(path, fields, columns, schema)
+    except sqlite3.OperationalError as exc:  # busy, cannot open or write: the file itself may be fine
+        raise IndexUnavailable(str(exc)) from None
+    except sqlite3.DatabaseError:  # not a database, malformed: SQLite cannot read the file
+        _delete_damaged(path)
+    try:
+        return _connect(path, fields, columns, schema)
+    except sqlite3.DatabaseError as exc:
+        raise IndexUnavailable(str(exc)) from None
 
 
 __all__ = ["BUSY_TIMEOUT_S", "IndexUnavailable", "open_index", "ensure_table", "create_table", "rollback"]
