@@ -29,6 +29,26 @@ def test_range_weights():
         range_weights([(2, 9)], keep)
 
 
+@pytest.mark.parametrize("bad", [(3, 3), (4, 2), (-1, 2), (0, 7)])
+def test_an_empty_reversed_or_outside_range_is_refused(bad):
+    with pytest.raises(ValueError, match=f"range {bad[0]}:{bad[1]} is outside the 6 tokens"):
+        range_weights([(0, 2), bad], torch.ones(6, dtype=torch.bool))
+
+
+def test_a_range_of_one_kept_token_puts_all_its_weight_there():
+    keep = torch.tensor([False, True, False, True])
+    w = range_weights([(0, 3), (3, 4), (0, 1)], keep)
+    assert w.tolist() == [[0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
+    assert not w.isnan().any()
+
+
+def test_a_single_step_gets_the_aggregators_scores():
+    keep = torch.tensor([True, False, True, True])
+    out = step_attributions(lambda w: w * 4, [(0, 3)], keep)
+    assert out[0].tolist() == [2.0, 0.0, 2.0, 0.0]
+    assert step_attributions(lambda w: w, [(1, 2)], keep) == [None]
+
+
 def test_one_aggregator_call_for_all_steps():
     calls = []
 

@@ -80,3 +80,39 @@ def test_all_stop_token_target_is_refused():
     stop[10] = True
     with pytest.raises(ValueError, match="no token with positive weight"):
         recursive_hops(agg, target, generated, observed, stop_mask=stop)
+
+
+def test_without_a_stop_mask_every_token_counts_and_one_hop_follows_hop_zero():
+    agg, n = matrix_aggregator(seed=3)
+    observed, generated = masks(n)
+    target = (torch.arange(n) >= 9).long()  # an integer mask works as well as weights
+    calls = []
+    result, final = recursive_hops(agg, target, generated, observed, on_hop=calls.append)
+    assert [h.k for h in result] == calls == [0, 1]
+    assert torch.allclose(result[0].weights, target / 3.0)
+    assert result[0].raw.dtype == torch.float32 and torch.allclose(result[0].raw, agg((target / 3.0)[None])[0])
+
+
+def test_an_aggregator_that_finds_nothing_ends_the_hops_with_no_attribution():
+    n = 6
+    observed, generated = masks(n, n_prompt=3)
+    result, final = recursive_hops(lambda w: torch.zeros_like(w), generated.float(), generated, observed, hops=3)
+    assert len(result) == 1 and result[0].rho == 0.0
+    assert torch.equal(final, torch.zeros(n)) and not final.isnan().any()
+
+
+def test_hops_never_go_past_the_number_asked_for():
+    agg, n = matrix_aggregator(seed=4)
+    observed, generated = masks(n)
+    for hops in (0, 1, 2):
+        calls = []
+        result, _ = recursive_hops(agg, generated.float(), generated, observed, hops=hops, on_hop=calls.append)
+        assert calls == list(range(hops + 1)) and len(result) == hops + 1
+
+
+def test_an_all_stop_target_is_refused_in_words():
+    n = 4
+    observed, generated = masks(n, n_prompt=2)
+    with pytest.raises(ValueError) as raised:
+        recursive_hops(lambda w: w, generated.float(), generated, observed, stop_mask=generated)
+    assert str(raised.value) == "the target span has no token with positive weight (all stop tokens?)"

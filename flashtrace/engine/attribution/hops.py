@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> scores [B, N]
+Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> non-negative scores [B, N]
 
 
 @dataclass
@@ -37,7 +37,7 @@ def recursive_hops(
     on_hop: Callable[[int], None] | None = None,
 ) -> tuple[list[Hop], torch.Tensor]:
     """Hops ``0..hops`` (fewer when no mass is left on G) and the final attribution ``[N]``."""
-    keep = (~stop_mask).float() if stop_mask is not None else torch.ones_like(target, dtype=torch.float32)
+    keep = (~(torch.zeros_like(target, dtype=torch.bool) if stop_mask is None else stop_mask)).float()
     obs = observed_mask.float()
     weights = target.float() * keep
     if weights.sum() <= 0:
@@ -56,7 +56,7 @@ def recursive_hops(
         result.append(Hop(k=k, weights=weights, raw=raw, rho=rho, contribution=contribution))
         if on_hop:
             on_hop(k)
-        if k == hops or rho <= 0 or on_g <= 0:
+        if on_g <= 0:  # no mass left on G (the scores are non-negative): a later hop would add nothing
             break
         weights = raw * recursive_mask.float()
         weights = weights / weights.sum()

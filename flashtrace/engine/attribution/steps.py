@@ -28,8 +28,8 @@ def range_weights(ranges: Sequence[TokenRange], keep: torch.Tensor) -> torch.Ten
         if not 0 <= lo < hi <= n:
             raise ValueError(f"range {lo}:{hi} is outside the {n} tokens")
         weights[b, lo:hi] = keep[lo:hi].float()
-    total = weights.sum(1, keepdim=True)
-    return torch.where(total > 0, weights / total.clamp_min(1e-30), weights)
+    kept = weights.sum(1, keepdim=True)  # a count of tokens: 0, or 1 and more
+    return weights / kept.clamp_min(1.0)  # a row of stop tokens only stays all zero
 
 
 def step_attributions(aggregate: Aggregator, ranges: Sequence[TokenRange], keep: torch.Tensor
