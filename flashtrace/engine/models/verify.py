@@ -24,15 +24,13 @@ def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
     ``actual = x_mid − x_prev`` is known to, ``‖actual‖ + eps·(‖x_mid‖ + ‖x_prev‖)`` (eps of the stored
     dtype)."""
     ids = list(loaded.tokenizer(CHECK_TEXT, add_special_tokens=False)["input_ids"])[:n_tokens]
-    if len(ids) < 2:
-        ids = list(range(1, n_tokens + 1))
-    n = len(ids)
+    n = len(ids)  # at most the check text's tokens: one block of attention rows
     rec = record_forward(loaded, ids, keep_mid=True)
     errors = []
     for layer in rec.layers:
-        (_, probs), = list(attention_rows(layer, torch.arange(n), block=n))  # probs [H, n, n]
-        values = layer.head_values(slice(0, n))  # [H, n, D]
-        recon = torch.einsum("hij,hjd->id", probs.double().cpu(), values.double().cpu())  # [n, D]
+        _, probs = next(attention_rows(layer, torch.arange(n)))  # probs [H, n, n]
+        values = layer.head_values(slice(None))  # [H, n, D]
+        recon = (probs.double().cpu() @ values.double().cpu()).sum(0)  # Σ_h Σ_j α[h,i,j]·F[h,j]: [n, D]
         if layer.b_o is not None:
             recon = recon + layer.b_o.double().cpu()
         if layer.post_scale is not None:
