@@ -118,3 +118,8 @@ def test_a_content_the_template_does_not_show_verbatim_or_an_empty_one_is_left_o
 def test_a_content_at_the_very_start_of_the_rendered_text_is_found():
     messages = [{"role": "user", "content": "Hi there"}]
     assert content_pieces("Hi there<|assistant|>", messages) == [(0, 0, 8)]
+
+
+def test_only_the_last_of_several_messages_gets_the_new_text():
+    messages = [SYSTEM, {"role": "user", "content": "first question"}, {"role": "assistant", "content": "4"}, USER]
+    assert with_last_user_text(messages, "new") == [*messages[:3], {"role": "user", "content": "new"}]
