@@ -232,7 +232,8 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
     known = {s["name"]: s for s in (previous or {}).get("survivors", [])}
     survivors = []
     for name in sorted(n for n, s in found.items() if s in ("survived", "no tests")):
-        line = known[name]["line"] if name in known and known[name].get("line") else changed_line(module, name)
+        # read again where mutmut's mutants are here: a changed source gives a name another mutant
+        line = changed_line(module, name) if _meta(module).is_file() else known.get(name, {}).get("line", "")
         survivors.append({"name": name, "status": found[name], "line": line, "equivalent": reasons.get(name)})
     total = len(found)
     unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet

@@ -233,6 +233,19 @@ def test_a_temporary_file_locked_by_its_writer_is_never_removed(tmp_path):
     assert remove_stale_temps(tmp_path) == [busy.name]
 
 
+def test_a_live_pids_temporary_file_is_stale_from_the_hour_on(tmp_path, monkeypatch):
+    """The age rule at its limit (STALE_AGE_S): with this process's pid in its name (a live pid, maybe reused),
+    a temporary file is kept until it is an hour old, to the nanosecond, and removed from then on."""
+    path = tmp_path / f".tmp-{os.getpid()}-abc.json"
+    path.write_text("x")
+    os.utime(path, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))  # 1e9 s: exact as a float
+    mtime = os.stat(path).st_mtime
+    monkeypatch.setattr(fileio.time, "time", lambda: mtime + fileio.STALE_AGE_S - 1e-6)
+    assert remove_stale_temps(tmp_path) == []
+    monkeypatch.setattr(fileio.time, "time", lambda: mtime + fileio.STALE_AGE_S)
+    assert remove_stale_temps(tmp_path) == [path.name]
+
+
 def test_stale_checks_never_signal_a_live_writer_nor_guess_about_odd_pids(tmp_path):
     code = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_DFL); print(flush=True); time.sleep(60)"
     writer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)  # dies of any signal but 0
@@ -296,6 +309,31 @@ def test_a_file_that_grows_while_read_is_read_whole_within_its_bound(tmp_path, m
     assert read_regular_file(path, 11) == bytes(range(10))
     with pytest.raises(FileTooLargeError, match=f"^{path} is larger than 9 bytes$"):
         read_regular_file(path, 9)
+
+
+@pytest.mark.parametrize("seen", [0, 10])
+def test_a_file_that_grew_far_past_its_bound_is_refused_without_being_read_whole(tmp_path, monkeypatch, seen):
+    """fstat saw 0 or 10 bytes, then a writer appended 32 MiB: the read stops past the 1 MiB bound, it does not
+    take the whole file into memory."""
+    import tracemalloc
+
+    path = tmp_path / "f"
+    path.write_bytes(bytes(32 * 2**20))
+    fstat = os.fstat
+
+    class Earlier:
+        def __init__(self, fd):
+            self.st_mode, self.st_size = fstat(fd).st_mode, seen
+
+    monkeypatch.setattr(os, "fstat", Earlier)
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileTooLargeError, match="is larger than 1,048,576 bytes$"):
+            read_regular_file(path, 2**20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20
 
 
 def test_a_temporary_name_in_use_is_never_written_over(tmp_path, monkeypatch):

@@ -21,7 +21,8 @@ def _dumps(doc) -> bytes:
 
 
 # --- json_text: the standard library's own escaping, chunk by chunk --------------------------------------------
-WORDS = ["café", "naïve – “quoted”", "日本語のテキスト", "emoji 🙂 and 👩‍🔬", "\u0080\u07ff\u0800\uffff\U00010000"]
+WORDS = ["café", "naïve – “quoted”", "日本語のテキスト", "emoji 🙂 and 👩‍🔬",
+         "\u0080\u07ff\u0800\uffff\U00010000\U0010ffff"]  # the first and last characters of 2, 3 and 4 UTF-8 bytes
 
 
 @pytest.mark.parametrize("pad", [0, CHUNK - 1, CHUNK - 2, CHUNK - 3, CHUNK - 5, 2 * CHUNK - 4])
@@ -40,7 +41,7 @@ def test_ascii_text_is_returned_as_it_is():
 @pytest.mark.parametrize("raw", [
     b'["caf\xc3"]',  # a 2-byte character cut short inside the text
     b'["abc' + "é".encode()[:1],  # ... at the very end
-    b"[" + b" " * (2 * CHUNK - 2) + "日".encode()[:2],  # ... at the end of a text of whole chunks
+    b"[" + b" " * (2 * CHUNK - 3) + "日".encode()[:2],  # ... at the end of a text of exactly two chunks
     b'["\xed\xa0\x80"]',  # an encoded UTF-16 surrogate is not UTF-8
     b'["\xff"]',
 ])
@@ -101,7 +102,7 @@ def test_an_escape_cut_by_a_chunk_boundary_ends_no_string(offset, escape):
 
 @pytest.mark.parametrize("size", [CHUNK - 3, CHUNK + 10, 3 * CHUNK + 5])
 def test_a_string_longer_than_a_chunk_is_one_string(size):
-    doc = {"long": "x" * size + '"', "after": ["y", [], [1]], "z": "w" * 5}
+    doc = {"long": "x" * size + '"', "after": ["y", [], [1]], "backslashes": "\\" * size, "z": "w" * 5}
     _check_skeleton(doc)
     assert skeleton(_dumps(doc)).longest >= size + 2
 
@@ -126,6 +127,12 @@ def _array_of_numbers(n: int) -> int:
     ([[], [1], [1, 2]], 3 * LIST + (SLOT + NUMBER) * 3 + OPEN_SLOT * 2 + LIST + (SLOT + OPEN_SLOT) * 3),  # open: the widest
     ({"a": 1}, DICT + ENTRY + NUMBER + 2 * 1 + TAPE * 1),  # a key of a small object is shared: no header
     ([[0, 0], [0, 0, 0, 0]], 2 * LIST + (SLOT + NUMBER) * 6 + OPEN_SLOT * 4 + LIST + (SLOT + OPEN_SLOT) * 2),
+    ({"a": [0], "b": "x", "c": 1}, LIST + SLOT + NUMBER + OPEN_SLOT  # one number in the list, one in the object
+     + DICT + ENTRY * 3 + NUMBER + STR + 2 * 4 + TAPE * 4),
+    # containers already counted on both sides of an object and of an array: only their own children are not numbers
+    ([[[0]], {"a": [0], "b": 1}, [[0], 2], [[0]]], 4 * (LIST + SLOT + NUMBER) + OPEN_SLOT  # the four [0]
+     + 2 * (LIST + SLOT) + DICT + 2 * ENTRY + NUMBER + (LIST + 2 * SLOT + NUMBER) + OPEN_SLOT * 2  # [@], {..}, [@,2]
+     + LIST + 4 * (SLOT + OPEN_SLOT) + 2 * (2 * 1 + TAPE)),  # the outer list; the keys' contents
 ])
 def test_the_estimate_counts_headers_slots_numbers_and_strings(doc, expected):
     assert parsed_bytes(_dumps(doc), 100) == expected
@@ -191,6 +198,9 @@ def test_a_file_of_small_numbers_is_refused_right_past_the_budget():
     fits = _dumps([0] * 104_856)
     assert parsed_bytes(fits, 10) == _array_of_numbers(104_856) <= 8 * len(fits) + 4 * 2**20
     check_json_budget(fits, 10)
+    at = _dumps([0] * 104_857).replace(b",", b" ,", 3)  # spaces cost nothing to parse: exactly the budget
+    assert parsed_bytes(at, 10) == 8 * len(at) + 4 * 2**20
+    check_json_budget(at, 10)
     over = _dumps([0] * 104_857)
     words = ("^the file holds too many small values to be a trace \\(reading it would take ~6 MiB, 28 times its size; "
              "at most 8 times plus 4 MiB\\)$")

@@ -277,16 +277,19 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+# opened without blocking (a named pipe with no writer) and never as a controlling terminal, on the platforms
+# that have those flags (Linux and macOS do; Windows has neither)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+
+
 def read_regular_file(path: str | Path, limit: int, what: str = "file") -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them. A folder, a device, a named pipe or a
     socket is refused with `NotAFileError` (opened without blocking, then checked: a FIFO with no writer
-    never hangs the caller); a file over `limit` bytes raises `NotAFileError` too. Missing files raise
+    never hangs the caller); a file over `limit` bytes raises `FileTooLargeError`. Missing files raise
     `FileNotFoundError`."""
     path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except IsADirectoryError:
-        raise NotAFileError(f"{path} is a folder, not a {what}") from None
+    try:  # a folder opens too (read-only), and fstat below names it
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a socket
             raise NotAFileError(f"{path} is a socket, not a {what}") from None
