@@ -123,7 +123,7 @@ MODULE_TESTS = {
     "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
     "flashtrace/store/app_files.py": ["tests/test_app_files.py", "tests/test_gallery.py"],
     "flashtrace/store/gallery.py": ["tests/test_gallery.py"],
-    "flashtrace/store/index.py": [*_LIBRARY, "tests/test_r3_index.py", *_AS_NOBODY],
+    "flashtrace/store/index.py": [*_LIBRARY, "tests/test_r3_index.py", "tests/test_index.py", *_AS_NOBODY],
     "flashtrace/store/index_file.py": [*_LIBRARY, "tests/test_r3_index.py", "tests/test_index_file.py", *_AS_NOBODY],
     "flashtrace/store/pairs.py": ["tests/test_pairs.py"],
     "flashtrace/store/library.py": [*_LIBRARY, "tests/test_properties.py::test_any_title_saves_reopens_renames_and_deletes"],

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from . import index_file
-from .index_file import IndexUnavailable, ensure_table, rollback
+from .index_file import IndexUnavailable, create_table, rollback
 from ..analysis.schema import Trace
 
 INDEX_NAME = ".index.sqlite"
@@ -95,7 +95,7 @@ class LibraryIndex:
         key = str(self.folder.resolve())
         if key not in _MEMORY:
             conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            ensure_table(conn, FIELDS, COLUMNS, SCHEMA)
+            create_table(conn, COLUMNS, SCHEMA)
             _MEMORY[key] = conn
         return _MEMORY[key]
 
@@ -116,10 +116,11 @@ class LibraryIndex:
             pass
         return found
 
-    def sync(self, conn: sqlite3.Connection | None = None) -> int:
+    def sync(self) -> int:
         """Bring the index up to date with the files; returns how many files were (re-)read."""
-        if conn is None:
-            return self._use(self.sync)
+        return self._use(self._sync)
+
+    def _sync(self, conn: sqlite3.Connection) -> int:
         disk = self._on_disk()
         known = {n: tuple(stamp) for n, *stamp in conn.execute(f"SELECT name, {', '.join(STAMP)} FROM traces")}
         changed = [n for n, stamp in disk.items() if known.get(n) != stamp]
@@ -139,7 +140,7 @@ class LibraryIndex:
         try:
             conn.executemany(f"INSERT OR REPLACE INTO traces VALUES ({', '.join('?' * len(FIELDS))})", rows)
             conn.executemany("DELETE FROM traces WHERE name = ?", [(n,) for n in gone])
-            conn.execute("COMMIT")
+            conn.commit()
         except BaseException:
             rollback(conn)
             raise
@@ -156,11 +157,11 @@ class LibraryIndex:
         except (OSError, sqlite3.Error):
             pass
 
-    def query(self, search: str = "", model: str | None = None, task: str | None = None, sort: str = "modified",
-              descending: bool | None = None, limit: int | None = None, offset: int = 0) -> tuple[list[dict], int]:
+    def query(self, search: str, model: str | None, task: str | None, sort: str, limit: int | None,
+              offset: int) -> tuple[list[dict], int]:
         """Rows matching every word of `search` (name, title, model, method, task, prompt start), and
-        `model` / `task` when given, sorted (newest first by default); one page of `limit` rows from
-        `offset`, and the number of matches."""
+        `model` / `task` when given, sorted by `sort` (newest first for "modified", else ascending); one page
+        of `limit` rows from `offset` (all of them for None), and the number of matches."""
         if sort not in SORTS:
             raise ValueError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
         where, args = [], []
@@ -172,12 +173,11 @@ class LibraryIndex:
                 where.append(f"{column} = ?")
                 args.append(value)
         clause = (" WHERE " + " AND ".join(where)) if where else ""
-        desc = (sort == "modified") if descending is None else descending
-        order = f"{SORTS[sort]} {'DESC' if desc else 'ASC'}, name ASC"
+        order = f"{SORTS[sort]} {'DESC' if sort == 'modified' else 'ASC'}, name ASC"
         page = f" LIMIT {int(limit)} OFFSET {int(offset)}" if limit is not None else ""
 
         def run(conn: sqlite3.Connection) -> tuple[list[dict], int]:
-            self.sync(conn)
+            self._sync(conn)
             total = conn.execute(f"SELECT count(*) FROM traces{clause}", args).fetchone()[0]
             cursor = conn.execute(f"SELECT {', '.join(ROW)} FROM traces{clause} ORDER BY {order}{page}", args)
             return [self._decoded(conn, dict(zip(ROW, r))) for r in cursor.fetchall()], total
@@ -210,7 +210,7 @@ class LibraryIndex:
     def facets(self) -> dict[str, list[str]]:
         """The distinct models and tasks of readable traces (for filters)."""
         def run(conn: sqlite3.Connection) -> dict[str, list[str]]:
-            self.sync(conn)
+            self._sync(conn)
             return {c: [v for (v,) in conn.execute(f"SELECT DISTINCT {c} FROM traces WHERE error IS NULL AND {c} != '' "
                                                    f"ORDER BY {c}") if isinstance(v, str)] for c in ("model", "task")}
 
