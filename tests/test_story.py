@@ -7,12 +7,13 @@ import math
 import pytest
 
 from flashtrace.analysis.facts import MARGIN, analyse
-from flashtrace.analysis.story import (STEPS, asked, card_note, change_words, check_panel, evidence_panel, gold_words,
-                                       hops_panel, moves_words, stored_check, story_panels)
+from flashtrace.analysis.story import (STEPS, asked, card_note, change_words, check_panel, direct_panel, evidence_panel,
+                                       gold_words, hops_panel, moves_words, stored_check, story_panels, swap_words, top_words)
 from flashtrace.analysis.text import counted, pct, quote
+from flashtrace.engine.inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION
 from flashtrace.store.gallery import list_gallery, load_gallery_trace
 
-from .trace_factory import make_trace, vector
+from .trace_factory import make_trace, unread, vector
 
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 120, "n_deleted": 12, "before": -0.5, "top": -6.25,
          "random": [-0.75, -1.0, -0.5], "random_mean": -0.75, "seed": 0, "model": "m"}
@@ -154,7 +155,11 @@ def test_check_panel_says_plainly_when_not_precomputed():
     trace = load_gallery_trace("free-form").model_copy(deep=True)
     trace.extra.pop("faithfulness", None)
     panel = check_panel(trace, analyse(trace))
-    assert panel.data["check"] is None and "not precomputed for this trace" in panel.caption
+    assert (panel.key, panel.title) == ("check", "Is it faithful? Delete the evidence and watch the answer")
+    assert panel.data == {"check": None} and panel.caption == (
+        "The faithfulness check is not precomputed for this trace. It deletes the top 10 % of prompt tokens and, "
+        "separately, 10 % chosen at random several times, and compares how much the answer's log-probability falls; "
+        "it needs the model that made the trace.")
 
 
 def test_stored_check_is_read_and_malformed_ones_are_ignored():
@@ -164,6 +169,7 @@ def test_stored_check_is_read_and_malformed_ones_are_ignored():
     assert (check.before, check.top, check.drop_top) == (-0.5, -6.25, 5.75)
     caption = check_panel(trace, analyse(trace)).caption
     assert "from -0.50 to -6.25" in caption and "drops from 0.00 to 0.50 (mean 0.25)" in caption
+    assert "Deleting as many prompt tokens at random, in 3 draws, gives drops" in caption
     for bad in ("x", {**CHECK, "top": "NaN"}, {**CHECK, "random": []}, {**CHECK, "before": float("inf")},
                 {k: v for k, v in CHECK.items() if k != "n_deleted"}):
         trace = trace.model_copy(deep=True)
@@ -263,3 +269,110 @@ def test_a_check_needs_numbers_where_numbers_belong():
                 {**CHECK, "random": (-0.5,)}, {**CHECK, "random": [-0.5, False]}, {**CHECK, "before": None},
                 {**CHECK, "random": [-0.5, float("nan")]}, [CHECK]):
         assert not valid_check(bad), bad
+
+
+def test_two_sentences_tied_at_the_top_are_both_named():
+    two = ["Alpha is one.", "Beta is two."]
+    trace = make_trace(two, S, A, [vector(two, S, A, {"P0": .3, "P1": .3, "S0": .4})])
+    assert direct_panel(trace, analyse(trace)).caption.endswith(
+        f"tied at the top (within 2.0 points): “Alpha is one.” ({pct(.5, 1)}) and “Beta is two.” ({pct(.5, 1)} "
+        "of the prompt's attribution).")
+    three = make_trace(P, S, A, [vector(P, S, A, {"P1": .3, "P2": .3, "S0": .4})])  # the third sentence unread
+    assert "“Beta is two.” (" in direct_panel(three, analyse(three)).caption.split("tied at the top")[1]
+
+
+def test_the_direct_panel_names_no_top_sentence_when_the_prompt_is_unread():
+    trace = unread(make_trace(P, S, A, [vector(P, S, A, {"P0": .5, "S0": .5})]))
+    assert direct_panel(trace, analyse(trace)).caption.endswith("from the chat template around them.")
+
+
+def test_two_pieces_brought_into_the_top_three_are_both_told():
+    prompt = [f"Fact {i} here." for i in range(6)]
+    raws = [vector(prompt, S, A, {"P0": .3, "P1": .25, "P2": .2, "P3": .05, "P4": .04, "S0": 1.0}),
+            vector(prompt, S, A, {"P3": .5, "P4": .45, "S0": .1})]
+    facts = analyse(make_trace(prompt, S, A, raws))
+    assert swap_words(facts) == ("The hops brought into the top 3: “Fact 3 here.” from 4th to 1st, past “Fact 2 here.”; "
+                                 "“Fact 4 here.” from 5th to 3rd, past “Fact 2 here.”.")
+
+
+def long_question(extra: str):
+    facts = [f"Fact {i} says that alpha is one and stays one for a long while, as every reader knows." for i in range(4)]
+    prompt = [*facts, "What is alpha?", extra]
+    trace = make_trace(prompt, S, A, [vector(prompt, S, A, {"P0": .5, "S0": .5})])
+    segments = [s.model_copy(update={"char_start": trace.tokens[s.start].start}) if s.role == "prompt" else s
+                for s in trace.segments]  # where its first token starts (the space before a sentence included)
+    return trace.model_copy(update={"segments": segments})
+
+
+def test_step_one_shows_the_sentence_that_asks_not_what_follows_it():
+    trace = long_question("Answer briefly.")
+    assert len(trace.prompt) > 300 and asked(trace) == "What is alpha?"
+    assert asked(trace, "a" * 300) == ""  # 300 characters: shown whole
+    assert asked(trace, "a" * 301).startswith("Fact 3 says")  # the last sentence that starts within the question
+    # a sentence that starts where the question ends (the tool's instruction) is not part of it
+    tail = long_question("Can you think step by step?")
+    question = tail.prompt[:tail.prompt.index(" Can you")]
+    assert asked(tail) == "Can you think step by step?" and asked(tail, question) == "What is alpha?"
+
+
+def test_step_one_shows_a_short_question_whole_even_with_the_instruction():
+    short = ["Alpha is one and stays one for a long while, as every reader of this text knows well."] * 3
+    trace = make_trace(short, S, A, [vector(short, S, A, {"P0": .5, "S0": .5})])
+    instructed = trace.model_copy(update={"prompt": trace.prompt + INSTRUCTION_SEPARATOR + REASONING_INSTRUCTION})
+    assert len(trace.prompt) <= 300 < len(instructed.prompt)
+    panel = story_panels(instructed)[0]
+    assert panel.data["question"] == trace.prompt and panel.data["ask"] == ""
+
+
+def test_top_words_carry_their_token_and_share():
+    trace = make_trace(P, S, A, [vector(P, S, A, {"P0": .3, "P2": .3, "S0": .4})])
+    words = top_words(trace, analyse(trace), 0, 2)
+    assert [(w.key, w.text, w.label, w.piece.start, w.piece.end) for w in words] == [("1", "Alpha", "Alpha", 1, 2),
+                                                                                     ("2", " is", " is", 2, 3)]
+    assert [w.share for w in words] == [pytest.approx(.1 / .6)] * 2
+
+
+def one_word_tokens(hop0: list[float], hop1: list[float]):
+    """62 one-word prompt tokens ("w0".."w61", no sentences) with these prompt values at hops 0 and 1; the
+    reasoning holds as much as the prompt at hop 0, so hop 1 counts half (ρ0 = 1/2 exactly)."""
+    raw0 = [0.0, *hop0, sum(hop0), 0.0, 0.0, 0.0]
+    raw1 = [0.0, *hop1, 0.0, 0.0, 0.0, 1.0]
+    trace = make_trace([" ".join(f"w{i}" for i in range(62))], ["Step one."], A, [raw0, raw1])
+    return analyse(trace.model_copy(update={"segments": None}))
+
+
+REST = [1 / 64] * 59 + [0.01812499999999989]  # with 4 % and 2 % the shares then sum to exactly 1.0
+
+
+def test_a_kept_top_within_the_margin_at_either_depth_says_so():
+    early = one_word_tokens([0.04, 0.02, *REST], [5.0] + [0.0] * 61)  # "w0" leads "w1" by exactly 2 points at hop 0
+    late = one_word_tokens([0.04, 0.0, *REST], [0.0, 0.04] + [0.0] * 60)  # and after hop 1
+    assert (early.change.kind, early.change.lead_first) == ("same", MARGIN) and early.change.lead_last > MARGIN
+    assert (late.change.kind, late.change.lead_last) == ("same", MARGIN) and late.change.lead_first > MARGIN
+    for facts in (early, late):
+        assert change_words(facts) == ("The top prompt token is “w0” at every depth, but the next one is within 2.0 "
+                                       "points of it at some depth.")
+
+
+def test_the_gold_bar_shows_the_best_ranked_gold_sentence_at_each_depth():
+    from flashtrace.analysis.story import gold_at
+
+    text = " ".join(P)
+    gold = [[0, 5], [text.index("What"), text.index("What") + 4]]  # "Alpha" and "What": P0 and P2
+    raws = [vector(P, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .4}), vector(P, S, A, {"P0": .6, "S0": .1})]
+    facts = analyse(make_trace(P, S, A, raws, extra={"gold": gold}))
+    assert [(gold_at(facts, k)["piece"].key, gold_at(facts, k)["ranked"]) for k in (0, 1)] == [("P2", "1st"), ("P0", "1st")]
+
+
+def test_the_three_largest_climbs_are_named_largest_first():
+    prompt = [f"Fact {i} here." for i in range(12)]
+    raws = [vector(prompt, S, A, {f"P{i}": 0.1 - 0.005 * i for i in range(12)} | {"S0": .5}),
+            vector(prompt, S, A, {"P11": .3, "P10": .25, "P9": .2, "P7": .1, "S0": .05})]
+    trace = make_trace(prompt, S, A, raws)
+    facts = analyse(trace)
+    assert [(m.piece, m.rank_first, m.rank_last) for m in facts.climbers()] == [(11, 12, 1), (10, 11, 2), (9, 10, 3),
+                                                                                (7, 8, 4)]
+    words = moves_words(facts)  # "Fact 7" (8th to 4th) is the smallest climb of the four: left out
+    assert words.startswith("What the hops moved: “Fact 11 here.” from 12th to 1st (") and words.count("“") == 3
+    assert "Fact 7" not in words and "“Fact 9 here.” from 10th to 3rd" in words
+    assert len(story_panels(trace)[1].data["sentences"]) == 3  # the direct panel's top three sentences

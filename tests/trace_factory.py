@@ -102,3 +102,9 @@ def vector(prompt: list[str], steps: list[str], answer: str, values: dict[str, f
         for i in range(lo, hi):
             out[i] = values.get(sid, 0.0) / (hi - lo)
     return out
+
+
+def unread(trace: Trace) -> Trace:
+    """`trace` with every hop's contribution zero: no prompt token has any attribution (not revalidated)."""
+    return trace.model_copy(update={"hops": [h.model_copy(update={"contribution": [0.0] * trace.n_tokens})
+                                             for h in trace.hops]})

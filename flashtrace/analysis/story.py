@@ -191,8 +191,8 @@ def change_words(facts: TraceFacts) -> str:
                 f"both depths.")
     if c.kind == "tie":
         return (f"The hops did not clearly change the top prompt {what}: {quote(first_p.text)} and "
-                f"{quote(last_p.text)} are within {points(MARGIN)} of each other at "
-                + ("hop 0" if abs(c.lead_first) <= MARGIN else _after(last))
+                f"{quote(last_p.text)} are within {points(MARGIN)} of each other "
+                + ("at hop 0" if c.lead_first <= MARGIN else _after(last))
                 + f" ({pct(d0.shares[c.first], 1)} and {pct(d0.shares[c.last], 1)} at hop 0; "
                 f"{pct(dk.shares[c.first], 1)} and {pct(dk.shares[c.last], 1)} {_after(last)}).")
     close = c.lead_first <= MARGIN or c.lead_last <= MARGIN
