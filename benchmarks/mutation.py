@@ -113,7 +113,7 @@ MODULE_TESTS = {
                                       "tests/test_prechecks.py", "tests/test_cli.py", "tests/test_trace_invariants.py"],
     "flashtrace/analysis/schema.py": ["tests/test_schema.py", *_TRACE, "tests/test_trace_refusals.py", *_LOAD[3:],
                                       "tests/test_steps.py", "tests/test_library.py"],
-    "flashtrace/analysis/segments.py": ["tests/test_segments.py", "tests/test_trace_invariants.py"],
+    "flashtrace/analysis/segments.py": ["tests/test_segments.py"],
     "flashtrace/analysis/story.py": ["tests/test_story_captions.py", "tests/test_story.py"],
     "flashtrace/analysis/gold.py": ["tests/test_gold.py", *_STORY, "tests/test_gallery.py"],
     "flashtrace/analysis/graph_words.py": ["tests/test_graph_words.py", "tests/test_story.py"],

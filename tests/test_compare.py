@@ -9,13 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.analysis.compare import CONVERGED_OVERLAP, compare_depths, hop_additions, spearman, top_k_overlap
+from flashtrace.analysis.compare import (CONVERGED_OVERLAP, compare_depths, hop_additions, input_shares, spearman,
+                                         top_k_overlap)
+from flashtrace.analysis.schema import Trace
 from flashtrace.analysis.facts import analyse
 from flashtrace.analysis.story import reach_words
 from flashtrace.analysis.text import pct, short_text
 from flashtrace.run.tracing import attribute, hop_depth_comparison, prepare
 from flashtrace.viz import visible_label
 from flashtrace.viz.compare import depth_agreement, hop_segment_strips, hop_token_strips, reach_bars
+
+from .trace_factory import layout, make_trace
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
 RESPONSE = "Ann has 3 balls.\nBen has 4 balls.\n3 + 4 = 7.\nAnswer: 7 balls"
@@ -137,6 +141,14 @@ def test_hop_additions_are_the_stored_contributions(prepared, three_hops):
     assert add.top_segment == [int(np.argmax(row)) for row in cum]
 
 
+def test_hop_additions_as_plain_data(three_hops):
+    add = hop_additions(three_hops)
+    data = add.to_dict()  # JSON-ready, the same numbers
+    assert json.loads(json.dumps(data)) == data and data["added"] == add.added and data["unit"] == add.unit
+    first = add.segments[0]
+    assert data["segments"][0] == {"id": first.id, "text": first.text, "start": first.start, "end": first.end}
+
+
 def test_reached_the_input(prepared, three_hops):
     add = hop_additions(three_hops)
     rho = [h.rho for h in three_hops.hops]
@@ -202,3 +214,57 @@ def test_short_text_keeps_both_ends_of_a_long_sentence():
     assert short_text(sentence, 80) == "One of the special magic numbers for velvet-meadow is: 2950138."
     short = short_text(sentence, 40)
     assert len(short) <= 40 and short.startswith("One of the") and short.endswith("is: 2950138.") and " … " in short
+
+
+# --- hand-made traces: agreement between depths and the convergence depth, known by construction ------------
+
+WORDS = [" ".join(f"w{i}" for i in range(1, 13))]  # one prompt sentence of 12 word tokens (positions 1..12)
+
+
+def _by_hand(prompt_values: list[list[float]]):
+    """A trace whose hop k puts ``prompt_values[k]`` on the 12 prompt tokens (10 on each reasoning token)."""
+    tokens, *_ = layout(WORDS, ["s1 s2"], "Answer: 7")
+    raws = []
+    for values in prompt_values:
+        raw = [0.0] * len(tokens)
+        raw[1:13] = values
+        for i, (_text, role, _a, _b) in enumerate(tokens):
+            raw[i] = 10.0 if role == "reasoning" else raw[i]
+        raws.append(raw)
+    return make_trace(WORDS, ["s1 s2"], "Answer: 7", raws)
+
+
+def test_convergence_depth_of_hand_made_orders():
+    falling = [float(13 - i) for i in range(1, 13)]  # w1 strongest ... w12 weakest
+    late = [0.0] * 11 + [100.0]  # hop 1 puts w12 first
+    tr = _by_hand([falling, late, [0.0] * 12])
+    comp = compare_depths(tr, k=1)
+    assert [t for t in comp.top] == [[1], [12], [12]] and comp.overlap == [0.0, 1.0]
+    assert comp.convergence_depth == 1  # from depth 1 on the top token stays
+    assert compare_depths(tr, k=1, max_hops=1).convergence_depth is None  # it never settles within depth 1
+    ten = compare_depths(tr, k=10, max_hops=1)  # w12 replaces w10 in the top ten: 9 of 10 shared
+    assert ten.overlap == [0.9] and ten.convergence_depth == 0  # 0.9 is converged
+    default = compare_depths(tr)
+    assert default.k == 10 and [len(t) for t in default.top] == [10, 10, 10]
+    assert default.spearman[1] == pytest.approx(1.0)  # depths 1 and 2 hold the same scores
+    assert default.spearman[0] == pytest.approx(spearmanr(default.prompt_scores[0][1:13],
+                                                          default.prompt_scores[1][1:13]).statistic)
+
+
+def test_tokens_without_a_score_at_any_depth_are_not_ranked():
+    tr = _by_hand([[float(13 - i) for i in range(1, 12)] + [0.0], [0.0] * 10 + [50.0, 0.0]])
+    comp = compare_depths(tr, k=3)
+    assert comp.prompt_positions == list(range(1, 12))  # w12 never has a score
+    assert comp.top == [[1, 2, 3], [11, 1, 2]]
+
+
+def test_a_hop_that_moves_nothing_lands_nowhere():
+    data = json.loads(_by_hand([[1.0] * 12]).to_json())
+    n = len(data["tokens"])
+    data["settings"]["hops"] = 1
+    data["hops"].append({"k": 1, "rho": 0.0, "weights": data["hops"][0]["weights"], "raw": [0.0] * n,
+                         "contribution": [0.0] * n})
+    tr = Trace.from_dict(data)
+    comp = compare_depths(tr)
+    assert comp.mass[1] == {"prompt": 0.0, "reasoning": 0.0, "answer": 0.0}
+    assert input_shares(tr) == [pytest.approx(12 / 32), 0.0] and comp.prompt_scores[1] == comp.prompt_scores[0]

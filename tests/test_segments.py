@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 from flashtrace.engine.inputs import build_sequence
 from flashtrace.engine.models.loading import default_tokenizer
-from flashtrace.analysis.segments import (LineSplitter, SentenceSplitter, StepSplitter, WholeSplitter, segment_at,
-                                 segment_sequence)
+from flashtrace.analysis.segments import (FirstMatch, LineSplitter, SentenceSplitter, StepSplitter, WholeSplitter,
+                                          segment_at, segment_sequence)
 
 TEXTS = [
     ("Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?",
@@ -34,6 +34,7 @@ def assert_tiles(sequence, segments):
         if source is not None:
             toks = sequence.tokens[seg.start:seg.end]
             assert seg.text == source[min(t.start for t in toks):max(t.end for t in toks)]
+            assert seg.text == source[seg.char_start:seg.char_end]
     assert sum(s.role == "answer" for s in segments) == (1 if sequence.token_range("answer") else 0)
 
 
@@ -144,11 +145,112 @@ def test_boundary_inside_the_answer_is_refused(tok):
     seq = build_sequence(tok, "Q?", "Answer: 12345", chat_template=False)
     lo, hi = seq.token_range("answer")
     assert hi - lo > 1
-    with pytest.raises(ValueError, match="inside the answer"):
+    with pytest.raises(ValueError) as refused:
         segment_sequence(seq, boundaries=[lo + 1])
+    assert str(refused.value) == (f"segment boundary {lo + 1} falls inside the answer (tokens {lo}..{hi - 1}), "
+                                  "which is always one segment")
 
 
 def test_custom_splitter_per_role(tok):
     seq = build_sequence(tok, "One. Two. Three.", "ok", chat_template=False)
     segs = segment_sequence(seq, splitters={"prompt": WholeSplitter()})
     assert [s.text for s in segs if s.role == "prompt"] == ["One. Two. Three."]
+
+
+def test_segment_at_refuses_positions_outside_the_sequence(tok):
+    seq = build_sequence(tok, "One. Two.", "Answer: 3", chat_template=False)
+    segs = segment_sequence(seq)
+    assert segment_at(segs, len(seq) - 1) == segs[-1]
+    for pos in (-1, len(seq)):
+        with pytest.raises(IndexError, match=f"^token {pos} is in no segment$"):
+            segment_at(segs, pos)
+
+
+def test_user_boundaries_at_the_first_token_and_where_the_answer_starts(tok):
+    seq = build_sequence(tok, "One. Two. Three.", "Answer: 12345", chat_template=False)
+    lo, _ = seq.token_range("answer")
+    segs = segment_sequence(seq, boundaries=[1, lo])  # the answer starts a segment anyway: a cut there is allowed
+    assert [(s.role, s.start) for s in segs] == [("prompt", 0), ("prompt", 1), ("reasoning", 6), ("answer", lo)]
+    assert segs[0].text == "One"
+
+
+def test_default_step_and_line_counts_and_the_first_rule_that_applies():
+    assert _pieces(LineSplitter(), "one line only\nAnswer: 3") == ["one line only", "Answer: 3"]  # one line suffices
+    assert LineSplitter().starts("Answer: 3", 0, 9) is None  # an "Answer:" line is no content of its own
+    two = "Plan.\n1. add\n2. check"
+    assert _pieces(StepSplitter(), two) == ["Plan.", "1. add", "2. check"]  # two steps suffice
+    rule = FirstMatch(StepSplitter(), SentenceSplitter())
+    assert _pieces(rule, two) == ["Plan.", "1. add", "2. check"]
+    assert _pieces(rule, "No steps here. Only sentences.") == ["No steps here.", "Only sentences."]
+    assert FirstMatch(StepSplitter()).starts("no steps", 0, 8) is None
+
+
+def test_whitespace_before_the_first_piece_stays_with_it(tok):
+    seq = build_sequence(tok, "\n\nOne. Two.", "\n1. add\n2. check\nAnswer: 3", chat_template=False)
+    assert [(s.role, s.text) for s in segment_sequence(seq)] == [
+        ("prompt", "\n\nOne."), ("prompt", " Two."), ("reasoning", "\n1. add\n"), ("reasoning", "2. check\n"),
+        ("reasoning", "Answer: "), ("answer", "3")]
+
+
+class _EveryCharacter:
+    def starts(self, text, lo, hi):
+        return list(range(lo, hi))
+
+
+class _SentencesAndLines:
+    """Two rules at once: the same start may come twice."""
+
+    def starts(self, text, lo, hi):
+        return sorted(SentenceSplitter().starts(text, lo, hi) + LineSplitter().starts(text, lo, hi))
+
+
+def test_custom_rules_may_start_pieces_anywhere_and_twice(tok):
+    seq = build_sequence(tok, "One. Two.\nThree", "\n1. add\nAnswer: 3", chat_template=False)
+    every = segment_sequence(seq, splitters={"prompt": _EveryCharacter(), "reasoning": _EveryCharacter()})
+    assert [s.n_tokens for s in every] == [1] * len(seq)  # every token starts a piece: one segment per token
+    both = segment_sequence(seq, splitters={"prompt": _SentencesAndLines()})
+    assert [s.text for s in both if s.role == "prompt"] == ["One.", " Two.\n", "Three"]
+
+
+def test_splitters_start_pieces_at_their_first_non_space_character():
+    assert WholeSplitter().starts("  first\nsecond", 0, 14) == [2]
+    assert WholeSplitter().starts("x   ", 1, 4) == [1]  # only spaces: the piece starts where the text does
+    assert StepSplitter().starts("1. a\n2. b", 0, 9) == [0, 5]  # no text before the first step: no piece for it
+    assert StepSplitter().starts("So:\n1. a\n2. b", 0, 13) == [0, 4, 9]
+
+
+def test_a_line_is_a_step_or_an_answer_line_by_its_own_text():
+    text = "1. add\n***\n2. check\nFinal\nAnswer: 7"  # a rule line and a line "Final" are no steps
+    assert _pieces(StepSplitter(), text) == ["1. add\n***", "2. check\nFinal", "Answer: 7"]
+    assert _pieces(LineSplitter(), "Final\nAnswer: 7") == ["Final", "Answer: 7"]  # "Final" is content
+
+
+def test_rules_read_only_their_own_range():
+    text = "One line. Then more.\nnext line\nlast"
+    hi = text.index("\n") + 1  # the first line and its newline
+    assert LineSplitter(min_pieces=2).starts(text, 0, hi) is None  # the lines after `hi` do not count
+    assert SentenceSplitter().starts(text, 0, hi) == [0, 10]
+
+
+def test_a_text_that_starts_with_a_newline():
+    assert LineSplitter().starts("\nonly line", 0, 10) == [1]  # the empty first line starts no piece
+    assert LineSplitter(min_pieces=2).starts("\nonly line", 0, 10) is None  # and is no content
+    assert SentenceSplitter().starts("\nOne. Two.\nThree", 0, 16) == [1, 6, 11]
+
+
+def test_a_one_token_prompt_is_one_segment(tok):
+    seq = build_sequence(tok, "x", chat_template=False)
+    assert len(seq) == 1 and [(s.id, s.role, s.text) for s in segment_sequence(seq)] == [("P0", "prompt", "x")]
+
+
+def test_segment_ids_number_each_role_from_zero(tok):
+    seq = build_sequence(tok, "Tom has 2 cats. Each cat has 4 legs.\nHow many legs?",
+                         "1. 2 cats.\n2. 4 legs each. So 8.\nAnswer: 8")
+    assert [(s.id, s.role) for s in segment_sequence(seq)] == [
+        ("T0", "template"), ("P0", "prompt"), ("P1", "prompt"), ("P2", "prompt"), ("T1", "template"),
+        ("S0", "reasoning"), ("S1", "reasoning"), ("S2", "reasoning"), ("A", "answer")]
+    segs = segment_sequence(seq)
+    end = len(seq.response)
+    assert [(s.char_start, s.char_end) for s in segs if s.role == "answer"] == [(end - 1, end)]  # "8"
+    assert (segs[0].char_start, segs[0].char_end) == (None, None)  # the chat template is no user text
+    assert segs[0].text == "".join(t.text for t in seq.tokens[:segs[0].end]) and "<|im_start|>" in segs[0].text
