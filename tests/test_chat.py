@@ -121,5 +121,6 @@ def test_a_content_at_the_very_start_of_the_rendered_text_is_found():
 
 
 def test_only_the_last_of_several_messages_gets_the_new_text():
-    messages = [SYSTEM, {"role": "user", "content": "first question"}, {"role": "assistant", "content": "4"}, USER]
-    assert with_last_user_text(messages, "new") == [*messages[:3], {"role": "user", "content": "new"}]
+    last = {**USER, "name": "ben"}
+    messages = [SYSTEM, {"role": "user", "content": "first question"}, {"role": "assistant", "content": "4"}, last]
+    assert with_last_user_text(messages, "new") == [*messages[:3], {"role": "user", "content": "new", "name": "ben"}]
