@@ -87,7 +87,7 @@ MODULE_TESTS = {
     "flashtrace/engine/kernels/softmax.py": ["tests/models/test_lse.py", *_SPAN],
     "flashtrace/engine/models/aliases.py": ["tests/models/test_loading.py"],
     "flashtrace/engine/models/attention.py": ["tests/models/test_lse.py", "tests/models/test_recording.py", *_SPAN],
-    "flashtrace/engine/models/borrow.py": ["tests/models/test_model_objects.py"],
+    "flashtrace/engine/models/borrow.py": ["tests/models/test_borrow.py", "tests/models/test_model_objects.py"],
     "flashtrace/engine/models/default_model.py": ["tests/models/test_default_model.py", "tests/models/test_loading.py"],
     "flashtrace/engine/models/families.py": ["tests/models/test_families.py", "tests/models/test_verify.py",
                                             "tests/models/test_loading.py"],
