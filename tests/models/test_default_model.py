@@ -4,6 +4,7 @@ without importing the wheel, a clear command when the wheel is missing, and what
 from pathlib import Path
 
 import platformdirs
+import torch
 import pytest
 
 from flashtrace.engine.models import default_model
@@ -61,3 +62,25 @@ def test_an_already_converted_model_is_used_as_it_is(monkeypatch, tmp_path):
         (target / name).write_text("x")
     said = []
     assert ensure_default_model(progress=said.append) == target and said == []
+
+
+def test_the_first_run_converts_the_wheels_model_once_into_the_cache(monkeypatch, tmp_path):
+    from safetensors.torch import load_file
+
+    real = converted_dir()  # the copy `make setup` made, with the environment as it is
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path))
+    target = converted_dir()
+    target.mkdir(parents=True)
+    (target / "config.json").write_text("{}")  # a conversion stopped half-way: replaced, not trusted
+    said = []
+    assert ensure_default_model(progress=said.append) == target
+    assert said == [f"converting {GGUF_NAME} to safetensors in {target} (once, about 20 s)..."]
+    assert is_converted(target) and sorted(p.name for p in target.parent.iterdir()) == [target.name]  # no staging
+    assert "quantization_config" not in (target / "config.json").read_text()
+    weights = load_file(target / "model.safetensors")
+    assert len(weights) > 100 and all(t.dtype.is_floating_point for t in weights.values())
+    if is_converted(real):
+        reference = load_file(real / "model.safetensors")
+        assert weights.keys() == reference.keys()
+        assert all(torch.equal(weights[k], reference[k]) for k in weights)
+    assert ensure_default_model(progress=said.append) == target and len(said) == 1  # once only
