@@ -376,3 +376,16 @@ def test_the_hop_graphs_top_sentence_is_its_most_influential():
              "A": vector(P, S, A, {"P0": .1, "S1": .9})}
     graph = analyse(two_hops(step_vectors=steps)).graph
     assert graph.shares.argmax() == 2 and graph.top == 2 and graph.same_top is False  # the final top is P0
+
+
+def test_entering_the_top_three_by_exactly_the_margin_is_no_swap():
+    # hop 0: "w2" third (2 %), "w3" unread; hop 1 (ρ0 exactly 1/2) gives "w3" exactly 4 % against "w2"'s 2 %
+    hop0 = [0.04, 0.04, 0.02, 0.0] + [1 / 128] * 108 + [0.01624999999999993]
+    raw1 = [0.0] * (len(hop0) + 5)
+    raw1[4], raw1[-1] = 0.08, 1.0
+    words = " ".join(f"w{i}" for i in range(len(hop0)))
+    trace = make_trace([words], ["Step one."], A, [[0.0, *hop0, sum(hop0), 0.0, 0.0, 0.0], raw1])
+    facts = analyse(trace.model_copy(update={"segments": None}))
+    d1 = facts.final
+    assert facts.depths[0].order[:3] == (0, 1, 2) and d1.order[:4] == (0, 1, 3, 2) and d1.shares[3] - d1.shares[2] == MARGIN
+    assert facts.swaps == ()
