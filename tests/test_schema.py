@@ -146,3 +146,28 @@ def test_normalised_scores_sum_to_one_over_the_positions_or_stay_zero():
     assert normalised([1.0, 2.0, 3.0, 4.0], [1, 3]) == [0.0, 2 / 6, 0.0, 4 / 6]
     assert normalised([1.0, 0.0, 0.0], [1, 2]) == [0.0, 0.0, 0.0]
     assert normalised([1.0, float("inf"), 1.0], [1, 2]) == [0.0, 0.0, 0.0]
+
+
+def test_the_notebook_views_receive_the_options_asked_for(trace, monkeypatch):
+    calls = {}
+
+    def view(name):
+        def draw(*args, **kwargs):
+            calls[name] = (args[1:], kwargs, args[0] is trace)
+            return name
+        return draw
+
+    names = ("html", "heatmap", "hop_graph", "compare_depths", "to_pandas", "show", "repr")
+    monkeypatch.setattr(schema, "_VIEWS", {n: view(n) for n in names})
+    assert (trace.heatmap(), calls["heatmap"]) == ("heatmap", ((None,), {}, True))
+    assert (trace.heatmap(2, height=300), calls["heatmap"]) == ("heatmap", ((2,), {"height": 300}, True))
+    assert (trace.hop_graph(), calls["hop_graph"]) == ("hop_graph", ((0.8, True), {}, True))
+    assert (trace.hop_graph(0.5, fold=False), calls["hop_graph"]) == ("hop_graph", ((0.5, False), {}, True))
+    assert (trace.compare_depths(), calls["compare_depths"]) == ("compare_depths", (("added", True), {}, True))
+    assert trace.compare_depths("cumulative", False) == "compare_depths"
+    assert calls["compare_depths"][0] == ("cumulative", False)
+    assert (trace.to_pandas(), calls["to_pandas"]) == ("to_pandas", ((), {}, True))
+    assert (trace.show(), calls["show"]) == ("show", ((10, None), {}, True))
+    assert trace.show(3, console="c") == "show" and calls["show"][0] == (3, "c")
+    assert (trace._repr_html_(), calls["html"]) == ("html", ((), {}, True))
+    assert (repr(trace), calls["repr"]) == ("repr", ((), {}, True))
