@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.analysis.compare import (CONVERGED_OVERLAP, compare_depths, hop_additions, input_shares, spearman,
-                                         top_k_overlap)
+from flashtrace.analysis.compare import (CONVERGED_OVERLAP, compare_depths, hop_additions, input_shares,
+                                         reached_input, spearman, top_k_overlap)
 from flashtrace.analysis.schema import Trace
 from flashtrace.analysis.facts import analyse
 from flashtrace.analysis.story import reach_words
@@ -268,3 +268,60 @@ def test_a_hop_that_moves_nothing_lands_nowhere():
     comp = compare_depths(tr)
     assert comp.mass[1] == {"prompt": 0.0, "reasoning": 0.0, "answer": 0.0}
     assert input_shares(tr) == [pytest.approx(12 / 32), 0.0] and comp.prompt_scores[1] == comp.prompt_scores[0]
+
+
+# --- the numbers each piece promises (what mutation testing found unchecked) ----------------------------------
+
+def test_tied_scores_share_their_mean_rank():
+    from flashtrace.analysis.compare import _average_ranks
+
+    assert _average_ranks(np.array([3.0, 1.0, 3.0, 2.0])).tolist() == [3.5, 1.0, 3.5, 2.0]
+    assert _average_ranks(np.array([5.0, 5.0, 5.0])).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_two_scores_already_have_a_rank_correlation():
+    assert spearman([1.0, 2.0], [2.0, 1.0]) == pytest.approx(-1.0)
+    assert spearman([1.0, 2.0], [3.0, 7.0]) == pytest.approx(1.0)
+    assert spearman([1.0], [2.0]) is None and spearman([1.0, 1.0], [1.0, 2.0]) is None
+
+
+def test_no_positions_to_compare_count_as_full_agreement():
+    assert top_k_overlap([1.0, 2.0], [2.0, 1.0], [], 3) == 1.0
+
+
+def test_fewer_depths_than_the_trace_has_hops(three_hops):
+    full, two = hop_additions(three_hops), hop_additions(three_hops, max_hops=1)
+    assert two.hops == [0, 1] and two.added == full.added[:2] and two.rho == full.rho[:2]
+    assert two.input_share == full.input_share[:2] and two.reached == full.reached[:2]
+    assert input_shares(three_hops, 1) == full.input_share[:2]
+    assert reached_input(three_hops, 1) == full.reached[:2]
+    assert compare_depths(three_hops, max_hops=1).reached == full.reached[:2]
+
+
+def test_hops_that_stopped_early_add_nothing_after_the_last_one_run(tiny_llama):
+    tr = attribute(prepare(tiny_llama, "What is the capital of France?", "Paris"), hops=2, recursive="reasoning")
+    assert len(tr.hops) == 1 and tr.settings.hops == 2  # no reasoning: nothing to carry further
+    add = hop_additions(tr)
+    assert add.added[0] == tr.hops[0].contribution and add.added[1:] == [[0.0] * tr.n_tokens] * 2
+    assert add.rho == [tr.hops[0].rho] * 3 == [0.0] * 3
+    assert add.unit == pytest.approx(sum(tr.scores.final[i] for i in tr.positions("prompt")))
+
+
+def test_a_target_other_than_the_answer_is_named_target(prepared):
+    assert hop_additions(attribute(prepared, hops=1)).target_label == "answer"
+    assert hop_additions(attribute(prepared, hops=1, target="response")).target_label == "target"
+
+
+def test_a_depth_that_puts_nothing_on_the_prompt_has_no_top_segment():
+    sentences = ["a1 a2.", "b1 b2 b3 b4 b5."]  # a short sentence, then a long one
+    tokens, *_ = layout(sentences, ["s1 s2"], "Answer: 7")
+    roles = [t[1] for t in tokens]
+    first = [10.0 if r == "reasoning" else 0.0 for r in roles]  # hop 0 stays on the reasoning
+    second = [1.0 if r in ("prompt", "reasoning") else 0.0 for r in roles]
+    add = hop_additions(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
+    assert [s.id for s in add.segments] == ["P0", "P1"]
+    assert add.top_segment == [None, 1]  # equal shares per token: the longer sentence holds more
+    short = add.segments[0]
+    second[short.start:short.end] = [9.0] * (short.end - short.start)
+    add = hop_additions(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
+    assert add.top_segment == [None, 0]
