@@ -325,3 +325,16 @@ def test_a_depth_that_puts_nothing_on_the_prompt_has_no_top_segment():
     second[short.start:short.end] = [9.0] * (short.end - short.start)
     add = hop_additions(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
     assert add.top_segment == [None, 0]
+
+
+def test_a_trace_without_user_prompt_tokens_has_nothing_to_share_out():
+    sentences = ["a1 a2."]
+    tokens, *_ = layout(sentences, ["s1 s2"], "Answer: 7")
+    raw = [1.0 if t[1] in ("prompt", "reasoning") else 0.0 for t in tokens]
+    data = json.loads(make_trace(sentences, ["s1 s2"], "Answer: 7", [raw]).to_json())
+    for token in data["tokens"]:
+        token["role"] = "template" if token["role"] == "prompt" else token["role"]  # all template around it
+    data["scores"]["prompt"] = [0.0] * len(data["tokens"])
+    data.pop("segments")
+    add = hop_additions(Trace.from_dict(data))
+    assert add.prompt_positions == [] and add.unit == 0.0 and add.segments == [] and add.top_segment == [None]
