@@ -110,3 +110,25 @@ def test_the_kernels_exponential_is_float32_exact():
     got, want = _fast_exp_all(x).astype(np.float64), np.exp(x.astype(np.float64))
     assert np.max(np.abs(got - want) / want) < 5e-7
     assert 0.0 <= _fast_exp_all(np.array([-1e4, -200.0], dtype=np.float32)).max() < 1e-37  # far under: ~0
+
+
+def test_kernels_run_their_serial_twin_only_inside_serial_kernels_and_use_torchs_threads():
+    from flashtrace.engine.kernels import softmax
+
+    calls = []
+
+    def parallel(x):
+        calls.append(("parallel", x, numba.get_num_threads()))
+
+    softmax.SERIAL[parallel] = lambda x: calls.append(("serial", x))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        softmax.run_kernel(parallel, 1)
+        with softmax.serial_kernels():
+            softmax.run_kernel(parallel, 2)
+        softmax.run_kernel(parallel, 3)
+    finally:
+        torch.set_num_threads(before)
+        del softmax.SERIAL[parallel]
+    assert calls == [("parallel", 1, 1), ("serial", 2), ("parallel", 3, 1)]  # one torch thread: one numba thread
