@@ -3,6 +3,7 @@ step sweep, bookkeeping, the machine's load) and is given as a range. Whether ru
 timing, measured by benchmarks/estimate_accuracy.py on an idle machine, not asserted here."""
 
 import pytest
+import torch
 
 from flashtrace.engine import estimate as est
 from flashtrace.engine.estimate import cpu_slowdown, estimate, thread_wait_s
@@ -171,3 +172,47 @@ def test_the_speed_now_counts_threads_machine_and_load(reference, monkeypatch):
     assert est.speed_of("cuda", threads=1) == est.Speed(forward=est.GPU_SPEEDUP, slow=1.0, threads=1)
     monkeypatch.setattr(est, "_load_average", lambda: 12.0)
     assert est.speed_of(threads=1).slow == pytest.approx(3 ** 0.75)
+
+
+def test_configs_with_gpt2s_names_or_a_text_part_give_the_same_shape():
+    from types import SimpleNamespace as NS
+
+    gpt2_names = NS(n_embd=96, n_head=4, n_layer=5, n_inner=200, vocab_size=700)
+    plain = est.shape_of(NS(config=gpt2_names))
+    assert (plain.n_layers, plain.n_heads, plain.n_kv_heads, plain.head_dim, plain.hidden, plain.intermediate,
+            plain.vocab, plain.n_params, plain.dtype_bytes) == (5, 4, 4, 24, 96, 200, 700, 0, 4)
+    odd = est.shape_of(NS(config=NS(n_embd=100, n_head=3, n_layer=2, vocab_size=50)))  # no inner size given
+    assert (odd.head_dim, odd.intermediate) == (33, 400)  # whole dimensions: 100 // 3, and 4 x the width
+    multimodal = NS(get_text_config=lambda: gpt2_names, vision_config=NS(hidden_size=1))
+    assert est.shape_of(NS(config=multimodal)) == plain
+
+
+def test_a_loaded_half_precision_model_counts_two_bytes_a_weight():
+    from types import SimpleNamespace as NS
+
+    layer = torch.nn.Linear(4, 3).to(torch.bfloat16)  # 15 weights
+    layer.config = NS(hidden_size=8, num_attention_heads=2, num_hidden_layers=1, vocab_size=10)
+    shape = est.shape_of(NS(model=layer))
+    assert (shape.n_params, shape.dtype_bytes) == (15, 2)
+
+
+def test_the_fit_search_stops_at_nothing_and_at_its_cap():
+    assert est.max_tokens_fitting(INFO, 0) == 0  # not even one token fits
+    assert est.max_tokens_fitting(INFO, 10 ** 18) == 1 << 22  # 4,194,304 tokens: the longest it looks for
+
+
+def test_check_fits_returns_the_estimate_asked_for_and_accepts_an_exact_fit(reference):
+    kwargs = dict(threads=1, warm=True, slowdown=1.0)
+    asked = estimate(INFO, 700, 1, 10, **kwargs)
+    assert est.check_fits(INFO, 700, n_target=10, budget_bytes=asked.run_bytes, **kwargs) == asked  # exactly fits
+    assert est.check_fits(INFO, 700, budget_bytes=asked.run_bytes, **kwargs) == estimate(INFO, 700, 1, **kwargs)
+    with pytest.raises(est.ResourceError) as refused:
+        est.check_fits(INFO, 700, budget_bytes=asked.run_bytes - 1, **kwargs)
+    assert str(refused.value).startswith("700 tokens need ~")
+    budget = 3 * 2 ** 30
+    n = est.max_tokens_fitting(INFO, budget) + 1000  # needs a little over 3 GiB
+    need = estimate(INFO, n, 1, **kwargs).run_bytes / 2 ** 30
+    with pytest.raises(est.ResourceError) as refused:
+        est.check_fits(INFO, n, budget_bytes=budget, **kwargs)
+    assert 3.0 < need < 4.0
+    assert str(refused.value).startswith(f"{n} tokens need ~{need:.1f} GiB but ~3.0 GiB is available; at most ~")
