@@ -171,3 +171,21 @@ def test_the_notebook_views_receive_the_options_asked_for(trace, monkeypatch):
     assert trace.show(3, console="c") == "show" and calls["show"][0] == (3, "c")
     assert (trace._repr_html_(), calls["html"]) == ("html", ((), {}, True))
     assert (repr(trace), calls["repr"]) == ("repr", ((), {}, True))
+
+
+def test_each_refusal_of_a_bad_file_says_what_is_wrong_in_its_own_words(tmp_path):
+    cases = {
+        '"\ud800"': "not valid JSON: the file is not UTF-8 text (invalid continuation byte at byte 1)",  # lone surrogate
+        b'{"a": "\xff"}': "not valid JSON: the file is not UTF-8 text (invalid start byte at byte 7)",
+        "[" * 60 + "]" * 60: "the JSON is nested deeper than 48 levels",
+    }
+    for text, words in cases.items():
+        with pytest.raises(TraceValidationError) as refused:
+            Trace.from_json(text)
+        assert str(refused.value) == words
+    with pytest.raises(TraceValidationError) as refused:
+        Trace.load(tmp_path)
+    assert str(refused.value) == f"{tmp_path} is a folder, not a trace file"
+    with pytest.raises(TraceValidationError) as refused:
+        Trace.from_dict({})
+    assert str(refused.value).startswith("invalid trace: prompt: Field required; response: Field required; ")
