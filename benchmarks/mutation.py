@@ -4,7 +4,8 @@
     python benchmarks/mutation.py --modules flashtrace/store/library.py flashtrace/base/fileio.py
     python benchmarks/mutation.py --all             # every module again
     python benchmarks/mutation.py --survivors       # only the recorded survivors (after new tests)
-    python benchmarks/mutation.py --report          # rewrite the JSON from mutmut's stored results only
+    python benchmarks/mutation.py --report          # rewrite the JSON from mutmut's stored results only (a
+                                                    # module without them in this checkout keeps its record)
 
 Each module runs in its own folder, ``.mutation/<module>/`` (links to the checkout and a pyproject whose
 ``[tool.mutmut]`` section names that module and its fast tests, `MODULE_TESTS`; the rest of the settings
@@ -268,6 +269,14 @@ def problems(record: dict) -> list[str]:
     return out
 
 
+def report(module: str, previous: dict | None, reasons: dict[str, str]) -> dict:
+    """`--report`: the record from mutmut's stored results; in a checkout without them for `module` (a fresh
+    clone: `.mutation/` is not kept), the recorded one with today's reasons, never an empty record."""
+    if previous is not None and not _meta(module).is_file():
+        return dict(previous, survivors=[dict(s, equivalent=reasons.get(s["name"])) for s in previous["survivors"]])
+    return summarise(module, previous, None, reasons)
+
+
 def load_results() -> dict:
     data = json.loads(RESULTS.read_text()) if RESULTS.is_file() else None
     return data if isinstance(data, dict) and data.get("tool") == "mutmut" else {"tool": "mutmut", "modules": {}}
@@ -332,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", nargs="+", help="module files to run (default: those whose source changed)")
     parser.add_argument("--all", action="store_true", help="run every module of the mutated floors again")
     parser.add_argument("--survivors", action="store_true", help="rerun only each module's recorded survivors")
-    parser.add_argument("--report", action="store_true", help="only rewrite the JSON from mutmut's stored results")
+    parser.add_argument("--report", action="store_true", help="only rewrite the JSON from mutmut's stored results (a module without them here "
+                                                                     "keeps its record, with today's reasons)")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1: a shared machine)")
     parser.add_argument("--nice", type=int, default=NICE, help="niceness mutmut runs at (default 19)")
     args = parser.parse_args(argv)
@@ -346,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     records = []
     for module in modules:
         if args.report:
-            record = summarise(module, results["modules"].get(module), None, reasons)
+            record = report(module, results["modules"].get(module), reasons)
         else:
             record = run_module(module, results, reasons, args.workers, args.survivors, args.nice)
         records.append(record)

@@ -230,3 +230,23 @@ def test_authors_speed_rounds_report_the_median_ratio_and_range():
     text = a.markdown([row], meta)  # time ratios 0.20, 0.18, 0.26; peak ratios 0.25, 0.20, 0.30
     assert "| **0.20×** (0.18–0.26 over 3 rounds) |" in text
     assert "| **0.25×** (0.20–0.30 over 3 rounds), " in text
+
+
+def test_mutation_report_in_a_fresh_checkout_keeps_the_recorded_numbers(tmp_path, monkeypatch):
+    import json
+
+    mutation = _script("mutation")
+    module = "flashtrace/base/units.py"
+    survivor = {"name": "flashtrace.base.units.x_f__mutmut_1", "status": "survived", "line": "x = 2", "equivalent": None}
+    record = {"module": module, "source_hash": "abc", "mutants": 21, "checked": 21, "killed": 20, "survived": 1,
+              "timeout": 0, "no_tests": 0, "caught_share": 0.9524, "survivors": [survivor], "seconds": 53}
+    results, reasons = tmp_path / "mutation.json", tmp_path / "reasons.json"
+    results.write_text(json.dumps({"tool": "mutmut", "modules": {module: record}}))
+    reasons.write_text(json.dumps({survivor["name"]: "the same value either way"}))
+    monkeypatch.setattr(mutation, "RESULTS", results)
+    monkeypatch.setattr(mutation, "REASONS", reasons)
+    monkeypatch.setattr(mutation, "WORK", tmp_path / "no-mutmut-results-here")
+    assert mutation.main(["--report", "--modules", module]) == 0
+    kept = json.loads(results.read_text())["modules"][module]
+    assert {k: kept[k] for k in record if k != "survivors"} == {k: v for k, v in record.items() if k != "survivors"}
+    assert kept["survivors"] == [dict(survivor, equivalent="the same value either way")]
