@@ -341,8 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modules", nargs="+", help="module files to run (default: those whose source changed)")
     parser.add_argument("--all", action="store_true", help="run every module of the mutated floors again")
     parser.add_argument("--survivors", action="store_true", help="rerun only each module's recorded survivors")
-    parser.add_argument("--report", action="store_true", help="only rewrite the JSON from mutmut's stored results (a module without them here "
-                                                                     "keeps its record, with today's reasons)")
+    parser.add_argument("--report", action="store_true",
+                        help="only rewrite the JSON from mutmut's stored results (a module without them here keeps "
+                             "its record, with today's reasons)")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1: a shared machine)")
     parser.add_argument("--nice", type=int, default=NICE, help="niceness mutmut runs at (default 19)")
     args = parser.parse_args(argv)

@@ -37,7 +37,8 @@ def recursive_hops(
     on_hop: Callable[[int], None] | None = None,
 ) -> tuple[list[Hop], torch.Tensor]:
     """Hops ``0..hops`` (fewer when no mass is left on G) and the final attribution ``[N]``."""
-    keep = (~(torch.zeros_like(target, dtype=torch.bool) if stop_mask is None else stop_mask)).float()
+    stops = torch.zeros_like(target, dtype=torch.bool) if stop_mask is None else stop_mask
+    keep = (~stops).float()
     obs = observed_mask.float()
     weights = target.float() * keep
     if weights.sum() <= 0:
