@@ -226,18 +226,34 @@ def changed_line(module: str, name: str) -> str:
     return plus[0][:160] if plus else ""
 
 
+def _rerun_of_record(module: str, found: dict[str, str], previous: dict | None) -> bool:
+    """Whether mutmut's results here are a survivors rerun in a checkout without the full run's results (a fresh
+    clone): the source is the one recorded in full, and only recorded survivors were tried. The other mutants
+    were caught then and are caught still (the same source, as many tests or more)."""
+    if not previous or previous.get("source_hash") != source_hash(module) or len(found) != previous["mutants"]:
+        return False
+    if previous.get("checked", previous["mutants"]) != previous["mutants"]:
+        return False
+    tried = {name for name, status in found.items() if status != "not checked"}
+    return bool(tried) and len(tried) < len(found) and tried <= {s["name"] for s in previous["survivors"]}
+
+
 def summarise(module: str, previous: dict | None, seconds: float | None, reasons: dict[str, str],
               rerun: bool = False) -> dict:
     found = statuses(module)
     counts = {s: sum(1 for v in found.values() if v == s) for s in ("killed", "survived", "timeout", "no tests")}
+    total = len(found)
+    unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet
+    if _rerun_of_record(module, found, previous):  # the rest of the module keeps its recorded verdicts
+        counts["killed"] += previous["killed"]
+        counts["timeout"] += previous["timeout"]
+        unchecked = 0
     known = {s["name"]: s for s in (previous or {}).get("survivors", [])}
     survivors = []
     for name in sorted(n for n, s in found.items() if s in ("survived", "no tests")):
         # read again where mutmut's mutants are here: a changed source gives a name another mutant
         line = changed_line(module, name) if _meta(module).is_file() else known.get(name, {}).get("line", "")
         survivors.append({"name": name, "status": found[name], "line": line, "equivalent": reasons.get(name)})
-    total = len(found)
-    unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet
     checked = total - unchecked
     caught = counts["killed"] + counts["timeout"]
     other = checked - caught - counts["survived"] - counts["no tests"]

@@ -250,3 +250,37 @@ def test_mutation_report_in_a_fresh_checkout_keeps_the_recorded_numbers(tmp_path
     kept = json.loads(results.read_text())["modules"][module]
     assert {k: kept[k] for k in record if k != "survivors"} == {k: v for k, v in record.items() if k != "survivors"}
     assert kept["survivors"] == [dict(survivor, equivalent="the same value either way")]
+
+
+def test_a_survivors_rerun_in_a_fresh_checkout_keeps_the_other_verdicts(tmp_path, monkeypatch):
+    """`mutation.py --survivors` where mutmut has results only for the rerun survivors (a fresh clone: mutmut made
+    every mutant but tried only those): the module's other mutants keep the recorded verdicts, so the record stays
+    complete; an interrupted full run (a mutant tried that was not a survivor) stays incomplete."""
+    import json
+
+    mutation = _script("mutation")
+    module = "flashtrace/base/units.py"
+    names = [f"flashtrace.base.units.x_f__mutmut_{i}" for i in range(1, 22)]
+    survivors = [{"name": n, "status": "survived", "line": "", "equivalent": None} for n in names[:2]]
+    previous = {"module": module, "source_hash": "abc", "mutants": 21, "checked": 21, "killed": 18, "survived": 2,
+                "timeout": 1, "no_tests": 0, "caught_share": 0.9048, "survivors": survivors}
+    monkeypatch.setattr(mutation, "WORK", tmp_path)
+    monkeypatch.setattr(mutation, "source_hash", lambda m: "abc")
+    monkeypatch.setattr(mutation, "changed_line", lambda m, n: "x = 2")
+    meta = mutation._meta(module)
+    meta.parent.mkdir(parents=True)
+
+    def ran(codes):
+        meta.write_text(json.dumps({"exit_code_by_key": {n: codes.get(n) for n in names}}))
+        return mutation.summarise(module, previous, None, {names[1]: "the same value either way"}, rerun=True)
+
+    record = ran({names[0]: 1, names[1]: 0})  # the first survivor killed by a new test, the second survives
+    assert {k: record[k] for k in ("mutants", "checked", "killed", "survived", "timeout", "caught_share")} == {
+        "mutants": 21, "checked": 21, "killed": 19, "survived": 1, "timeout": 1, "caught_share": round(20 / 21, 4)}
+    assert record["survivors"] == [{"name": names[1], "status": "survived", "line": "x = 2",
+                                    "equivalent": "the same value either way"}]
+    assert mutation.problems(record) == []
+    partial = ran({names[0]: 1, names[5]: 1})  # a full run cut short: not a survivors rerun
+    assert (partial["checked"], partial["killed"]) == (2, 2) and "incomplete" in mutation.problems(partial)[0]
+    previous = dict(previous, source_hash="older")  # the source moved on: the names are other mutants now
+    assert ran({names[0]: 1, names[1]: 0})["checked"] == 2

@@ -216,3 +216,119 @@ def test_check_fits_returns_the_estimate_asked_for_and_accepts_an_exact_fit(refe
         est.check_fits(INFO, n, budget_bytes=budget, **kwargs)
     assert 3.0 < need < 4.0
     assert str(refused.value).startswith(f"{n} tokens need ~{need:.1f} GiB but ~3.0 GiB is available; at most ~")
+
+
+def test_an_embedding_heavy_model_counts_half_its_parameters_as_the_body():
+    """A model whose embedding is most of its parameters (a small body, a large vocabulary): the matrix products
+    per token are those of at least half the parameters, not of the small remainder."""
+    heavy = est.shape_of({**INFO, "vocab_size": 10_000})  # 2.56 M of the 3 M parameters embed tokens
+    assert est.forward_flops(heavy, 100) == 2 * 1_500_000 * 100 + 2 * 6 * 8 * 32 * 100 * 100
+
+
+def test_long_durations_read_in_minutes():
+    e = est.Estimate(n_tokens=9, n_target=5, hops=1, forward_s=300.0, attribution_s=0.0, recording_bytes=0,
+                     peak_bytes=2**30)
+    assert e.describe().startswith("2.5 min to 10.0 min (forward 5.0 min, attribution 0.0 s)")
+
+
+def test_the_machine_load_is_the_one_minute_average(monkeypatch):
+    monkeypatch.setattr(est.os, "getloadavg", lambda: (8.0, 1.0, 1.0))  # busy this minute, idle before
+    assert cpu_slowdown(cores=2) == pytest.approx(4 ** 0.75)
+
+    def unavailable():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(est.os, "getloadavg", unavailable)
+    assert cpu_slowdown(cores=2) == 1.0
+
+
+def test_without_a_core_count_one_core_is_assumed(monkeypatch):
+    monkeypatch.setenv("FLASHTRACE_MACHINE_SPEED", "1")
+    monkeypatch.setattr(est.os, "cpu_count", lambda: None)
+    assert cpu_slowdown(load=4.0) == pytest.approx(4 ** 0.75)
+    assert thread_wait_s(30, threads=2, load=4.0) == pytest.approx(est.THREAD_WAIT_S * 30 * 4)
+    assert est.speed_of(threads=4, slowdown=1.0).forward == 1.0
+
+
+def test_threads_wait_only_when_the_load_exceeds_the_cores():
+    assert thread_wait_s(30, threads=2, load=2.0, cores=2) == 0
+    assert thread_wait_s(30, threads=2, load=2.5, cores=2) == pytest.approx(est.THREAD_WAIT_S * 30 * 1.25)
+
+
+def test_the_warm_up_is_counted_until_this_process_has_run_a_forward_pass(reference, monkeypatch):
+    from flashtrace.engine.models import recording
+
+    for passes, warmup in ((0, est.WARMUP_S), (1, 0.0), (5, 0.0)):
+        monkeypatch.setattr(recording, "forward_passes", lambda n=passes: n)
+        assert estimate(INFO, 300, threads=1, slowdown=1.0).warmup_s == warmup, passes
+
+
+def test_one_hop_by_default(reference):
+    e = estimate(INFO, 300, threads=1, warm=True, slowdown=1.0)
+    assert e.hops == 1
+    assert e.attribution_s == pytest.approx(estimate(INFO, 300, 1, threads=1, warm=True, slowdown=1.0).attribution_s)
+
+
+def test_float16_and_bfloat16_models_keep_two_bytes_a_value_and_whole_head_sizes():
+    for dtype in ("float16", "bfloat16"):
+        assert est.shape_of({**INFO, "dtype": dtype}).dtype_bytes == 2
+    odd = est.shape_of({**INFO, "hidden_size": 100, "n_heads": 3})
+    assert (odd.head_dim, odd.intermediate) == (33, 400)  # 100 // 3, and an MLP four times the width
+    assert est.shape_of(INFO).intermediate == 1024
+
+
+def test_a_gpu_spreads_the_sweeps_like_its_forward_pass(reference):
+    """On a GPU the span sweeps speed up with threads as the forward pass does (no layers side by side)."""
+    n = 300
+    e = estimate(INFO, n, 1, device="cuda", threads=2, warm=True)
+    prox = 6 * 8 * n * 256 * (2 * 32 + 6) / est.PROX_FLOPS_PER_S
+    assert e.attribution_s == pytest.approx(2 * (_alpha_s(n, 150) + prox) / (est.GPU_SPEEDUP * 2 ** 0.7))
+
+
+# One head and a large vocabulary: a forward pass's activations and logits outweigh the attribution's buffers.
+WIDE = {"n_layers": 2, "n_heads": 1, "n_kv_heads": 1, "hidden_size": 256, "vocab_size": 50_000, "n_params": 3_000_000,
+        "dtype": "float32"}
+# Many small heads over a long sequence: the CPU's layers side by side hold the most.
+NARROW = {"n_layers": 6, "n_heads": 8, "n_kv_heads": 8, "hidden_size": 64, "vocab_size": 1000, "n_params": 500_000,
+          "dtype": "float32"}
+
+
+def test_the_peak_is_the_forward_pass_when_its_activations_are_largest(reference):
+    n = 300
+    e = estimate(WIDE, n, 1, device="cuda", threads=1, warm=True)
+    recording = 2 * n * (256 + 256 + 2 * 256) * 4
+    forward = n * (3 * 1024 + 6 * 256) * 4 + 50_000 * 4  # MLP activations, and one row of logits
+    assert forward > 4 * (3 * 128 * n + 3 * n + 256 * 256 * 2)  # the attribution's buffers, one head
+    assert e.peak_bytes == int(est.BASE_PROCESS_BYTES + 3_000_000 * 4 + recording + forward)
+
+
+def test_the_peak_counts_the_cpu_layers_side_by_side_within_the_sweep_budget(reference):
+    from flashtrace.engine.attribution.span import DEFAULT_BUDGET
+    from flashtrace.engine.models.attention import LSE_BLOCK
+
+    n = 20_500
+    layer = 4 * 8 * n * (LSE_BLOCK + 3)  # one layer's logits block, ᾱ and proximities, one span
+    assert DEFAULT_BUDGET // layer == 6  # the budget holds 6 such layers (5 of a two-span sweep's)
+    recording = 6 * n * (64 + 64 + 2 * 64) * 4
+    rows = 4 * (3 * 128 * 8 * n + 3 * 8 * n + 8 * 256 * 64 * 2)  # the row blocks a GPU sweep holds
+    cpu = estimate(NARROW, n, 1, threads=6, warm=True, slowdown=1.0)
+    assert cpu.peak_bytes == int(est.BASE_PROCESS_BYTES + 500_000 * 4 + recording + 6 * layer)  # 6 threads, 6 layers
+    gpu = estimate(NARROW, n, 1, device="cuda", threads=6, warm=True)
+    assert 6 * layer > rows and gpu.peak_bytes == int(est.BASE_PROCESS_BYTES + 500_000 * 4 + recording + rows)
+
+
+def test_the_refusal_caps_what_would_fit_at_the_context_and_names_a_fit_without_one():
+    """A loaded model's refusal offers at most its context (more tokens than it reads cannot help); a config
+    that names no context gives the memory's fit alone."""
+    from types import SimpleNamespace as NS
+
+    layer = torch.nn.Linear(4, 3)
+    layer.config = NS(hidden_size=64, num_attention_heads=4, num_hidden_layers=2, vocab_size=100)
+    model = NS(model=layer)
+    budget = estimate(model, 2000, threads=1, warm=True, slowdown=1.0).run_bytes
+    kwargs = dict(budget_bytes=budget, threads=1, warm=True, slowdown=1.0)
+    with pytest.raises(est.ResourceError, match=r"at most ~2000 tokens would fit$"):
+        est.check_fits(model, 10_000, **kwargs)
+    layer.config.max_position_embeddings = 512
+    with pytest.raises(est.ResourceError, match=r"at most ~512 tokens would fit$"):
+        est.check_fits(model, 10_000, **kwargs)

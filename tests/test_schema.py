@@ -189,3 +189,30 @@ def test_each_refusal_of_a_bad_file_says_what_is_wrong_in_its_own_words(tmp_path
     with pytest.raises(TraceValidationError) as refused:
         Trace.from_dict({})
     assert str(refused.value).startswith("invalid trace: prompt: Field required; response: Field required; ")
+
+
+def test_an_unexpected_failure_while_reading_is_still_a_refusal_in_words(trace, monkeypatch):
+    """The contract the CLI and the app rely on: whatever goes wrong reading a file (here the machine runs out of
+    memory parsing it), the only error is `TraceValidationError`, naming what happened, at most 500 characters."""
+    def out_of_memory(holder):
+        raise MemoryError("cannot allocate " + "x" * 600)
+
+    monkeypatch.setattr(schema, "_parse", out_of_memory)
+    with pytest.raises(TraceValidationError) as refused:
+        Trace.from_json(trace.to_json())
+    message = str(refused.value)
+    assert message.startswith("invalid trace (MemoryError: cannot allocate xxx") and len(message) == 500
+    assert refused.value.__cause__ is None and refused.value.__suppress_context__
+
+
+def test_validation_that_fails_outside_pydantic_is_a_refusal_with_its_message(trace, monkeypatch):
+    """Nesting too deep for the validator, or a number it cannot convert, fails as Python's own error, not as a
+    pydantic report: it is still a `TraceValidationError` carrying that error's words."""
+    for error in (RecursionError("maximum recursion depth exceeded"), OverflowError("int too large to convert")):
+        def fail(data, _error=error):
+            raise _error
+
+        monkeypatch.setattr(Trace, "model_validate", fail)
+        with pytest.raises(TraceValidationError) as refused:
+            Trace.from_dict(data_of(trace))
+        assert str(refused.value) == str(error)

@@ -250,15 +250,13 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     threads = threads or _torch_threads()
     gpu = str(device).startswith("cuda")
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
-    body_params = max(s.n_params - s.vocab * s.hidden, s.n_params // 2)
-    fwd_flops = 2 * body_params * n + 2 * s.n_layers * s.n_heads * s.head_dim * n * n
     speed, attr_speed = _speeds(threads, gpu, slow, s.n_layers)
     step_flops = s.n_layers * s.n_heads * g * (n - g / 2) * (2 * s.head_dim + 8)
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:
         overhead_s += thread_wait_s(s.n_layers, threads)
     recording, peak = _peak_bytes(s, n, gpu, threads)
-    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=fwd_flops / FORWARD_FLOPS_PER_S / speed,
+    return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_flops(s, n) / FORWARD_FLOPS_PER_S / speed,
                     attribution_s=_attribution_seconds(s, n, [m] + [g] * hops, gpu, attr_speed),
                     recording_bytes=recording, peak_bytes=peak, overhead_s=overhead_s, slowdown=slow,
                     resident_bytes=BASE_PROCESS_BYTES + (s.n_params * s.dtype_bytes if hasattr(model, "model") and not load
