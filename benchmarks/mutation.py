@@ -226,16 +226,22 @@ def changed_line(module: str, name: str) -> str:
     return plus[0][:160] if plus else ""
 
 
-def _rerun_of_record(module: str, found: dict[str, str], previous: dict | None) -> bool:
-    """Whether mutmut's results here are a survivors rerun in a checkout without the full run's results (a fresh
-    clone): the source is the one recorded in full, and only recorded survivors were tried. The other mutants
-    were caught then and are caught still (the same source, as many tests or more)."""
+def _kept_verdicts(module: str, found: dict[str, str], previous: dict | None) -> dict | None:
+    """After a survivors rerun in a checkout without the module's full run (a fresh clone: mutmut made every mutant
+    but tried only the recorded survivors), the verdicts the rest keep: ``{"killed", "timeout", "rerun"}``, from
+    the complete record of the same source (or kept by an earlier such rerun). The other mutants were caught then
+    and are caught still (the same source, as many tests or more). None when mutmut's results here are a run of
+    their own (a full or an interrupted one)."""
     if not previous or previous.get("source_hash") != source_hash(module) or len(found) != previous["mutants"]:
-        return False
-    if previous.get("checked", previous["mutants"]) != previous["mutants"]:
-        return False
+        return None
+    base = previous.get("kept")
+    if base is None and previous.get("checked", previous["mutants"]) == previous["mutants"]:
+        base = {"killed": previous["killed"], "timeout": previous["timeout"],
+                "rerun": [s["name"] for s in previous["survivors"]]}
     tried = {name for name, status in found.items() if status != "not checked"}
-    return bool(tried) and len(tried) < len(found) and tried <= {s["name"] for s in previous["survivors"]}
+    if base is None or not tried or len(tried) == len(found) or not tried <= set(base["rerun"]):
+        return None
+    return base
 
 
 def summarise(module: str, previous: dict | None, seconds: float | None, reasons: dict[str, str],
@@ -244,10 +250,11 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
     counts = {s: sum(1 for v in found.values() if v == s) for s in ("killed", "survived", "timeout", "no tests")}
     total = len(found)
     unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet
-    if _rerun_of_record(module, found, previous):  # the rest of the module keeps its recorded verdicts
-        counts["killed"] += previous["killed"]
-        counts["timeout"] += previous["timeout"]
-        unchecked = 0
+    kept = _kept_verdicts(module, found, previous)
+    if kept:  # the rest of the module keeps its recorded verdicts
+        counts["killed"] += kept["killed"]
+        counts["timeout"] += kept["timeout"]
+        unchecked -= kept["killed"] + kept["timeout"]
     known = {s["name"]: s for s in (previous or {}).get("survivors", [])}
     survivors = []
     for name in sorted(n for n, s in found.items() if s in ("survived", "no tests")):
@@ -261,6 +268,8 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
               "mutants": total, "checked": checked, "killed": counts["killed"],
               "survived": counts["survived"], "timeout": counts["timeout"], "no_tests": counts["no tests"],
               "other": other, "caught_share": round(caught / checked, 4) if checked else None, "survivors": survivors}
+    if kept:
+        record["kept"] = kept
     if not total:
         record["note"] = "no mutant: mutmut mutates function bodies, and this module has no undecorated function"
     kept = ("seconds", "load", "survivors_rerun_seconds", "when", "workers", "nice")  # --report keeps how it ran
@@ -330,7 +339,11 @@ def run_module(module: str, results: dict, reasons: dict, workers: int, survivor
     start = time.perf_counter()
     before = _exit_codes(module) if survivors_only else {}
     if names or resume:
-        _mutmut(module, ["run", *names], workers, nice)
+        code = _mutmut(module, ["run", *names], workers, nice)
+        if code and not any(v != "not checked" for v in statuses(module).values()):
+            print(f"{module}: mutmut stopped before trying a mutant (exit {code}); a test that fails in the mutated "
+                  "copy stops its stats run (\"failed to collect stats\" above): run that test in "
+                  f"{folder(module).relative_to(ROOT)}/mutants to see why", file=sys.stderr)
     if before:
         _keep_verdicts(module, before, set(names))
     seconds = time.perf_counter() - start if names or resume else None
@@ -347,7 +360,7 @@ def table(records: list[dict]) -> str:
             f"{'s':>6}"]
     for r in records:
         share = f"{100 * r['caught_share']:.1f}%" if r["caught_share"] is not None else "-"
-        rows.append(f"{r['module']:48} {r['mutants']:7d} {r['checked']:5d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
+        rows.append(f"{r['module']:48} {r['mutants']:7d} {r.get('checked', r['mutants']):5d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
                     f"{r['no_tests']:5d} {share:>7} {r.get('seconds', '-'):>6}")
     return "\n".join(rows)
 

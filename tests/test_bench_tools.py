@@ -279,7 +279,11 @@ def test_a_survivors_rerun_in_a_fresh_checkout_keeps_the_other_verdicts(tmp_path
         "mutants": 21, "checked": 21, "killed": 19, "survived": 1, "timeout": 1, "caught_share": round(20 / 21, 4)}
     assert record["survivors"] == [{"name": names[1], "status": "survived", "line": "x = 2",
                                     "equivalent": "the same value either way"}]
-    assert mutation.problems(record) == []
+    assert mutation.problems(record) == [] and record["kept"]["killed"] == 18
+    again = mutation.summarise(module, record, None, {names[1]: "the same value either way"})  # --report later
+    assert {k: again[k] for k in record if k != "survivors"} == {k: v for k, v in record.items() if k != "survivors"}
+    cut = ran({names[0]: 1})  # a survivors rerun interrupted after one mutant: one left to try
+    assert (cut["checked"], cut["killed"], cut["survived"]) == (20, 19, 0) and "incomplete" in mutation.problems(cut)[0]
     partial = ran({names[0]: 1, names[5]: 1})  # a full run cut short: not a survivors rerun
     assert (partial["checked"], partial["killed"]) == (2, 2) and "incomplete" in mutation.problems(partial)[0]
     previous = dict(previous, source_hash="older")  # the source moved on: the names are other mutants now

@@ -168,8 +168,8 @@ def test_tokenwise_ifr_split_into_memory_groups_matches_the_reference(monkeypatc
         return real(recording, weights, **kwargs)
 
     monkeypatch.setattr(tokenwise, "span_aggregate", counted)
-    for fn in (tokenwise.tokenwise_rows, tokenwise.tokenwise_aggregate):
-        monkeypatch.setitem(fn.__kwdefaults__, "budget_bytes", 3 * per_row)
+    small = tokenwise.tokenwise_aggregate  # the registered method, given a budget of ~3 rows (passed on to the rows)
+    monkeypatch.setattr(tokenwise, "tokenwise_aggregate", lambda rec, w, **kw: small(rec, w, **kw, budget_bytes=3 * per_row))
     trace = attribute(steps_llama, hops=1, method="ifr", stop_tokens="none")
     n_targets = [sum(1 for w in hop.weights if w > 0) for hop in trace.hops]
     assert max(groups) == 3 and len(groups) == sum(-(-m // 3) for m in n_targets) > len(trace.hops)
