@@ -212,6 +212,42 @@ def test_tokenwise_aggregate_is_the_weighted_mean_of_normalised_rows():
         assert torch.allclose(got[b], expected, atol=1e-6) and got[b].sum() == pytest.approx(1.0, abs=1e-5)
 
 
+def test_tokenwise_ifr_groups_rows_within_its_memory_budget_and_reports_each_group(monkeypatch):
+    """Token-wise IFR's sweeps: batched by default (as many rows per sweep as the budget holds, at least one, each
+    sweep under that budget), one row per sweep when not batched (the paper's timing protocol); the progress
+    callback hears every row once, in groups."""
+    from flashtrace.engine.attribution import tokenwise as tw
+
+    rec = random_recording(seed=6)
+    per_row = 4 * rec.n_tokens * (4 * 3 + 16)  # a target row's buffers: 3 per head and the hidden state
+    sweeps = []
+    real = tw.span_aggregate
+
+    def counted(recording, weights, **kwargs):
+        sweeps.append((weights.shape[0], kwargs.get("budget_bytes")))
+        return real(recording, weights, **kwargs)
+
+    monkeypatch.setattr(tw, "span_aggregate", counted)
+    targets, heard = list(range(4, 24)), []
+    expected = tokenwise_rows(rec, targets, batched=False)
+    for kwargs, groups in ((dict(), [20]), (dict(budget_bytes=6 * per_row), [6, 6, 6, 2]),
+                           (dict(budget_bytes=per_row // 2), [1] * 20), (dict(batched=False), [1] * 20)):
+        sweeps.clear()
+        got = tokenwise_rows(rec, targets, on_rows=heard.append, **kwargs)
+        budget = kwargs.get("budget_bytes", tw.DEFAULT_BUDGET)
+        assert sweeps == [(g, budget) for g in groups] and heard[-len(groups):] == groups, kwargs
+        assert torch.allclose(got, expected, atol=1e-6)
+    w = torch.zeros(rec.n_tokens)
+    w[10:15] = 1.0
+    for kwargs, groups in ((dict(), [5]), (dict(batched=False), [1] * 5)):
+        sweeps.clear()
+        heard.clear()
+        tokenwise_aggregate(rec, w, on_rows=heard.append, **kwargs)
+        assert [g for g, _ in sweeps] == groups and heard == groups, kwargs
+    one_layer = random_recording(n_layers=1, seed=6)  # a one-layer model's rows size their groups as well
+    assert tokenwise_rows(one_layer, [3, 9]).shape == (2, one_layer.n_tokens)
+
+
 def test_span_aggregate_is_not_the_sum_of_token_scores():
     """Proximity is non-additive: aggregating first differs from summing normalised per-token rows."""
     rec = random_recording(seed=6)

@@ -109,3 +109,34 @@ def test_integrated_gradients_chunking_does_not_change_the_result(llama, ids):
         hook.remove()
     assert batches == [8, 3, 3, 2]
     assert torch.allclose(whole, chunked, rtol=1e-4, atol=1e-6)
+
+
+def test_integrated_gradients_runs_16_steps_by_default_and_one_long_sequence_per_chunk(llama, ids):
+    """The default path has 16 steps, run in one chunk when they fit the token bound; a sequence longer than the
+    bound still runs, one step at a time (the chunk is at least one sequence), to the same attribution."""
+    positions, target = list(range(2, 14)), (N - 4, N)
+    batches: list[int] = []
+    hook = llama.model.register_forward_pre_hook(
+        lambda module, args, kwargs: batches.append(kwargs["inputs_embeds"].shape[0]), with_kwargs=True)
+    try:
+        default = integrated_gradients(llama.model, ids, target, positions, baseline_id=0)
+        assert batches == [16]
+        batches.clear()
+        one_by_one = integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=4,
+                                          max_batch_tokens=N // 2)
+        assert batches == [1, 1, 1, 1]
+    finally:
+        hook.remove()
+    assert torch.allclose(default, integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=16))
+    assert torch.allclose(one_by_one, integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=4),
+                          rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("weights", [torch.ones(N - 1), -_weights(), torch.zeros(N),
+                                     _weights().index_fill(0, torch.tensor([0]), -.5)],
+                         ids=["too short", "negative", "all zero", "one negative, a positive sum"])
+def test_attention_baselines_refuse_target_weights_that_are_not_a_target(llama, ids, weights):
+    rec = record_forward(llama, ids)
+    for baseline in (raw_attention, attention_rollout):
+        with pytest.raises(ValueError, match=f"^target weights must be {N} non-negative numbers with a positive sum$"):
+            baseline(rec, weights)

@@ -84,3 +84,70 @@ def test_the_first_run_converts_the_wheels_model_once_into_the_cache(monkeypatch
         assert weights.keys() == reference.keys()
         assert all(torch.equal(weights[k], reference[k]) for k in weights)
     assert ensure_default_model(progress=said.append) == target and len(said) == 1  # once only
+
+
+class _Fakes:
+    """transformers' loaders replaced by stand-ins that write a model's three files (or fail to): the conversion's
+    own steps (folders, staging, clean-up) run in a moment, without the GGUF's 20 s."""
+
+    def __init__(self, fail: bool = False):
+        self.fail, self.saved_in = fail, []
+        fakes = self
+
+        class Model:
+            config = type("Config", (), {})()
+
+            def state_dict(self):
+                return {}
+
+            def load_state_dict(self, state):
+                pass
+
+            def save_pretrained(self, folder, **kwargs):
+                fakes.saved_in.append(Path(folder))
+                if fakes.fail:
+                    raise OSError("No space left on device")
+                for name in CONVERTED[:2]:
+                    (Path(folder) / name).write_text("{}")
+
+        class Tokenizer:
+            def save_pretrained(self, folder, **kwargs):
+                (Path(folder) / CONVERTED[2]).write_text("{}")
+
+        self.models = type("Auto", (), {"from_pretrained": staticmethod(lambda *a, **k: Model()),
+                                        "from_config": staticmethod(lambda *a, **k: Model())})
+        self.tokenizers = type("AutoTok", (), {"from_pretrained": staticmethod(lambda *a, **k: Tokenizer())})
+
+    def install(self, monkeypatch, tmp_path):
+        import transformers
+
+        monkeypatch.setattr(transformers, "AutoModelForCausalLM", self.models)
+        monkeypatch.setattr(transformers, "AutoTokenizer", self.tokenizers)
+        gguf = tmp_path / GGUF_NAME
+        gguf.write_text("")
+        monkeypatch.setattr(default_model, "gguf_path", lambda: gguf)
+
+
+def test_a_first_conversion_makes_a_cache_that_does_not_exist_yet_and_stages_out_of_sight(monkeypatch, tmp_path):
+    """A new user's machine has no cache folder at all: the conversion makes every folder on the way, and while it
+    runs the model is written into a hidden folder beside the target (renamed into place at the end: a stopped
+    conversion never looks like a model)."""
+    fakes = _Fakes()
+    fakes.install(monkeypatch, tmp_path)
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path / "new" / "cache"))
+    target = ensure_default_model(progress=lambda line: None)
+    assert target == converted_dir() and is_converted(target)
+    [staging] = fakes.saved_in
+    assert staging.parent == target.parent and staging.name.startswith(".convert-")
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+def test_a_conversion_that_fails_leaves_nothing_behind(monkeypatch, tmp_path):
+    fakes = _Fakes(fail=True)
+    fakes.install(monkeypatch, tmp_path)
+    monkeypatch.setenv("FLASHTRACE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(OSError, match="No space left"):
+        ensure_default_model(progress=lambda line: None)
+    [staging] = fakes.saved_in
+    assert not staging.exists() and list(converted_dir().parent.iterdir()) == []
+    assert not is_converted()
