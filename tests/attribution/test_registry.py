@@ -106,3 +106,112 @@ def test_sentences_split_like_the_segments_module(tiny_llama):
     segments = method_source(prepared).segments
     texts = ["".join(prepared.sequence.tokens[p].text for p in seg).strip() for seg in segments]
     assert texts == ["Pay 3.5 dollars.", "Then pay 2."]
+
+
+def test_a_new_method_registers_with_what_it_declares_and_gets_its_checked_options(monkeypatch):
+    """The extension point: `register` files a builder under its name with its description, progress unit,
+    options and capabilities (defaults: per layer, no options, hops and steps, unsigned scores); its aggregator is
+    built with the source, the progress callback and every option parsed, defaults filled in."""
+    from flashtrace.engine.attribution.registry import Method, Option, register
+
+    built = []
+
+    def build(source, tick, **options):
+        built.append((source, tick, options))
+        return lambda w: w
+
+    scale = Option("scale", float, 2.0, "a factor", low=0.0)
+    for name in ("test-custom", "test-plain"):
+        monkeypatch.delitem(METHODS, name, raising=False)
+    assert register("test-custom", "a custom method", "row", (scale,), hops=False, steps=False, signed=True)(build) \
+        is build
+    assert register("test-plain", "a plain method")(build) is build
+    try:
+        assert METHODS["test-custom"] == Method("test-custom", "a custom method", build, "row", (scale,), False, False,
+                                                True)
+        assert METHODS["test-plain"] == Method("test-plain", "a plain method", build, "layer", (), True, True, False)
+        tick = [].append
+        get_method("test-custom").aggregator("the source", tick, scale="3")
+        get_method("test-custom").aggregator("the source")
+        assert built == [("the source", tick, {"scale": 3.0}), ("the source", None, {"scale": 2.0})]
+        with pytest.raises(ValueError, match=r"^progress_unit must be one of \('layer', 'row', 'run'\)$"):
+            register("test-bad", "a bad unit", "token")
+        assert "test-bad" not in METHODS
+    finally:
+        METHODS.pop("test-custom", None)
+        METHODS.pop("test-plain", None)
+
+
+def test_options_parse_to_their_kind_within_their_bounds_with_messages_naming_both():
+    from flashtrace.engine.attribution.registry import THRESHOLD, Option
+
+    steps = Option("steps", int, 16, "integration steps", low=1, high=512)
+    assert [steps.parse(v, "ig") for v in (None, 1, "7", 2.0, 512)] == [16, 1, 7, 2, 512]
+    for bad, words in ((True, "must be int, got True"), (2.5, "must be int, got 2.5"), ("x", "must be int, got 'x'"),
+                       (0, "must satisfy 1 <= steps <= 512, got 0"), (513, "must satisfy 1 <= steps <= 512, got 513")):
+        with pytest.raises(ValueError) as refused:
+            steps.parse(bad, "ig")
+        assert str(refused.value) == f"method ig: option steps {words}"
+    assert THRESHOLD.parse(0.0, "flashtrace") == 0.0 and THRESHOLD.parse(0.999, "flashtrace") == 0.999
+    for bad in (1.0, float("nan")):
+        with pytest.raises(ValueError) as refused:
+            THRESHOLD.parse(bad, "flashtrace")
+        assert str(refused.value) == ("method flashtrace: option threshold must satisfy 0.0 <= threshold < 1.0, "
+                                      f"got {bad!r}")
+    with pytest.raises(ValueError) as refused:
+        Option("scale", float, 1.0, "a factor", low=0.5).parse(0.25, "m")
+    assert str(refused.value) == "method m: option scale must satisfy scale >= 0.5, got 0.25"
+
+
+def test_unknown_names_are_refused_with_what_there_is():
+    with pytest.raises(ValueError) as refused:
+        get_method("nope")
+    assert str(refused.value) == f"unknown method 'nope'; available: {', '.join(sorted(METHODS))}"
+    with pytest.raises(ValueError) as refused:
+        get_method("rollout").resolve_options({"b": 1, "a": 2})
+    assert str(refused.value) == "method rollout has no option a, b (its options: residual)"
+    with pytest.raises(ValueError) as refused:
+        get_method("ifr").resolve_options({"threshold": 0.1})
+    assert str(refused.value) == "method ifr has no option threshold (its options: none)"
+    with pytest.raises(ValueError) as refused:
+        get_method("ig").resolve_options({"steps": 0})
+    assert str(refused.value) == "method ig: option steps must satisfy 1 <= steps <= 512, got 0"
+
+
+def test_progress_units_count_layers_target_rows_or_weight_vectors():
+    weights = torch.tensor([[0.0, 1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.5, 0.0]])  # 2 vectors over 3 target rows
+    assert get_method("flashtrace").units(weights, n_layers=30) == 30
+    assert get_method("ifr").units(weights, n_layers=30) == 3
+    assert get_method("attention").units(weights, n_layers=30) == 2
+
+
+def test_per_vector_methods_tick_once_per_vector_and_layer_methods_run_without_a_callback(prepared):
+    source = method_source(prepared)
+    weights = torch.zeros(3, prepared.recording.n_tokens)
+    weights[:, -3:] = 1.0
+    ticks = []
+    get_method("attention").aggregator(source, ticks.append)(weights)
+    assert ticks == [1, 1, 1]
+    assert get_method("flashtrace").aggregator(method_source(prepared))(weights).shape == weights.shape
+
+
+def test_model_running_methods_need_the_model_and_a_replacement_id_and_explain_the_target_span(prepared,
+                                                                                               monkeypatch):
+    from flashtrace.engine.attribution import baselines
+    from flashtrace.engine.attribution.registry import Source
+
+    source = method_source(prepared)
+    for missing in ({"model": None}, {"replace_id": None}):
+        bare = Source(**{**vars(source), **missing})
+        for name in ("ig", "perturbation"):
+            with pytest.raises(ValueError) as refused:
+                get_method(name).aggregator(bare)
+            assert str(refused.value) == (f"method {name} runs the model: its source needs the model and a "
+                                          "replacement token id")
+    asked = []
+    monkeypatch.setattr(baselines, "segment_ablation", lambda model, ids, segments, target, *a: asked.append(target)
+                        or torch.zeros(len(ids)))
+    weights = torch.zeros(1, prepared.recording.n_tokens)
+    weights[0, [5, 6, 9]] = 1.0  # a target with a gap: its span runs from the first to the last token
+    get_method("perturbation").aggregator(source)(weights)
+    assert asked == [(5, 10)]
