@@ -332,3 +332,10 @@ def test_the_refusal_caps_what_would_fit_at_the_context_and_names_a_fit_without_
     layer.config.max_position_embeddings = 512
     with pytest.raises(est.ResourceError, match=r"at most ~512 tokens would fit$"):
         est.check_fits(model, 10_000, **kwargs)
+
+
+def test_a_busy_cpu_does_not_slow_a_gpu_estimate(reference, monkeypatch):
+    monkeypatch.setattr(est, "_load_average", lambda: 16.0)  # 4 per core
+    assert estimate(INFO, 300, 1, device="cuda", threads=1, warm=True).slowdown == 1.0
+    assert estimate(INFO, 300, 1, threads=1, warm=True).slowdown == pytest.approx(4 ** 0.75)
+    assert est.speed_of("cuda", threads=1).slow == 1.0

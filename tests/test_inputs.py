@@ -141,3 +141,107 @@ def test_a_multi_line_answer_keeps_the_reasoning_before_its_first_line():
     spans = detect_spans(text)
     assert text[slice(*spans.answer)] == "7\nunits" and text[slice(*spans.reasoning)] == "Add them."
     assert spans.reasoning[1] <= spans.answer[0]  # never overlapping the answer
+
+
+def _bos_tokenizer():
+    """A word-level tokenizer that, like Llama's and Gemma's, puts a BOS token before the text it encodes, with a
+    chat template that writes that BOS itself (as those templates do)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "<unk>", "[user]", "[system]", "[assistant]", "what", "is", "two", "plus", "?", "four", "be",
+             "brief", "."]
+    inner = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    inner.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    inner.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 0)])
+    template = ("<s> {% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
+                "{% if add_generation_prompt %}[assistant] {% endif %}")
+    return PreTrainedTokenizerFast(tokenizer_object=inner, bos_token="<s>", unk_token="<unk>", chat_template=template)
+
+
+def test_one_bos_before_the_prompt_with_or_without_the_template_and_none_in_the_response():
+    """A tokenizer that adds a BOS: the plain prompt gets it (the model expects it); a chat template that writes
+    its own gets no second one; the response, which continues the sequence, gets none. The template is the
+    user's turn then the assistant's header (the generation prompt), and only the user's words are the prompt."""
+    tok = _bos_tokenizer()
+    plain = build_sequence(tok, "what is two plus two ?", "four .", chat_template=False)
+    assert [(t.text, t.role) for t in plain.tokens] == [
+        ("<s>", "template"), ("what", "prompt"), ("is", "prompt"), ("two", "prompt"), ("plus", "prompt"),
+        ("two", "prompt"), ("?", "prompt"), ("four", "answer"), (".", "answer")]
+    chat = build_sequence(tok, "what is two plus two ?", "four .")
+    assert chat.chat_template and [(t.text, t.role) for t in chat.tokens] == [
+        ("<s>", "template"), ("[user]", "template"), ("what", "prompt"), ("is", "prompt"), ("two", "prompt"),
+        ("plus", "prompt"), ("two", "prompt"), ("?", "prompt"), ("[assistant]", "template"), ("four", "answer"),
+        (".", "answer")]
+    assert [(t.start, t.end) for t in chat.tokens if t.role == "prompt"] == [(0, 4), (5, 7), (8, 11), (12, 16),
+                                                                             (17, 20), (21, 22)]
+
+
+def test_a_chat_messages_prompt_renders_every_message_and_keeps_the_list():
+    tok = _bos_tokenizer()
+    messages = [{"role": "system", "content": "be brief ."}, {"role": "user", "content": "what is two plus two ?"}]
+    seq = build_sequence(tok, messages, "four")
+    assert seq.messages == messages and seq.prompt == "be brief .\n\nwhat is two plus two ?"
+    assert [t.text for t in seq.tokens if t.role == "template"] == ["<s>", "[system]", "[user]", "[assistant]"]
+    assert "".join(seq.prompt[t.start:t.end] + " " for t in seq.tokens if t.role == "prompt") == \
+        "be brief . what is two plus two ? "
+    assert build_sequence(tok, "what is two ?", "four").messages is None
+    with pytest.raises(ValueError) as refused:
+        build_sequence(tok, messages, "four", chat_template=False)
+    assert str(refused.value) == ("a chat-messages prompt needs the model's chat template (chat_template=True and a "
+                                  "tokenizer that has one); pass a prompt string instead")
+
+
+def test_the_tools_instruction_and_the_blank_line_before_it_are_template_not_prompt(tok):
+    from flashtrace.engine.inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION
+
+    user = "What is 2 + 2?"
+    seq = build_sequence(tok, user + INSTRUCTION_SEPARATOR + REASONING_INSTRUCTION, "4", chat_template=False)
+    prompt_tokens = [t for t in seq.tokens if t.role == "prompt"]
+    assert "".join(t.text for t in prompt_tokens) == user and all(t.end <= len(user) for t in prompt_tokens)
+    rest = "".join(t.text for t in seq.tokens if t.source == "prompt" and t.role == "template")
+    assert rest == INSTRUCTION_SEPARATOR + REASONING_INSTRUCTION
+
+
+def test_a_character_range_maps_to_the_tokens_it_touches_and_nothing_else(tok):
+    seq = build_sequence(tok, "Add them.", "one two three", chat_template=False)
+    response = [(i, t.start, t.end) for i, t in enumerate(seq.tokens) if t.source == "response"]
+    (i1, s1, e1), (i2, s2, e2) = response[1], response[2]
+    assert seq.char_range_to_tokens((s2, e2)) == (i2, i2 + 1)  # starts where the token before it ends
+    assert seq.char_range_to_tokens((s1, s2 + 1)) == (i1, i2 + 1)
+    with pytest.raises(ValueError) as refused:
+        seq.char_range_to_tokens((40, 50))
+    assert str(refused.value) == "no response token covers characters 40:50"
+
+
+def test_refusals_of_an_empty_prompt_and_bad_stop_tokens_say_what_is_wrong(tok):
+    with pytest.raises(ValueError) as refused:
+        build_sequence(tok, " \n ", "x")
+    assert str(refused.value) == "the prompt is empty"
+    with pytest.raises(ValueError) as refused:
+        stop_rule([",", 3])
+    assert str(refused.value) == "a stop-token list must hold strings"
+    with pytest.raises(ValueError) as refused:
+        parse_stop_tokens(" ")
+    assert str(refused.value) == "--stop-tokens takes paper, punctuation, none or a whitespace-separated list of tokens"
+
+
+def test_the_template_line_before_the_users_text_is_template_and_every_prompt_token_holds_text(tok):
+    """SmolLM2's template puts the user's text right after ``user`` and a newline: that newline token ends where
+    the prompt starts and is template; each prompt token spans at least one character of the prompt."""
+    seq = build_sequence(tok, "Why is the sky blue?", "Rayleigh scattering.")
+    first = seq.positions("prompt")[0]
+    assert seq.tokens[first - 1].text == "\n" and seq.tokens[first - 1].role == "template"
+    assert all(t.start < t.end for t in seq.tokens if t.role == "prompt")
+    assert "".join(seq.prompt[t.start:t.end] for t in seq.tokens if t.role == "prompt") == "Why is the sky blue?"
+
+
+def test_the_sequence_keeps_the_response_spans_it_was_given_or_found(tok):
+    from flashtrace.engine.inputs import detect_spans
+    from flashtrace.engine.inputs.spans import ResponseSpans
+
+    response = "2 and 2 make 4.\nAnswer: 4"
+    assert build_sequence(tok, "What is 2 + 2?", response).spans == detect_spans(response)
+    given = ResponseSpans(reasoning=(0, 15), answer=(16, 25), rule="answer-line")
+    seq = build_sequence(tok, "What is 2 + 2?", response, spans=given)
+    assert seq.spans == given and seq.token_range("answer") == seq.char_range_to_tokens((16, 25))
