@@ -120,20 +120,24 @@ def test_a_new_method_registers_with_what_it_declares_and_gets_its_checked_optio
         built.append((source, tick, options))
         return lambda w: w
 
-    scale = Option("scale", float, 2.0, "a factor", low=0.0)
+    scale, shift = Option("scale", float, 2.0, "a factor", low=0.0), Option("shift", int, 0, "an offset")
     for name in ("test-custom", "test-plain"):
         monkeypatch.delitem(METHODS, name, raising=False)
-    assert register("test-custom", "a custom method", "row", (scale,), hops=False, steps=False, signed=True)(build) \
-        is build
+    custom = register("test-custom", "a custom method", "row", (scale, shift), hops=False, steps=False, signed=True)
+    assert custom(build) is build
     assert register("test-plain", "a plain method")(build) is build
     try:
-        assert METHODS["test-custom"] == Method("test-custom", "a custom method", build, "row", (scale,), False, False,
-                                                True)
+        assert METHODS["test-custom"] == Method("test-custom", "a custom method", build, "row", (scale, shift), False,
+                                                False, True)
         assert METHODS["test-plain"] == Method("test-plain", "a plain method", build, "layer", (), True, True, False)
         tick = [].append
         get_method("test-custom").aggregator("the source", tick, scale="3")
         get_method("test-custom").aggregator("the source")
-        assert built == [("the source", tick, {"scale": 3.0}), ("the source", None, {"scale": 2.0})]
+        assert built == [("the source", tick, {"scale": 3.0, "shift": 0}),
+                         ("the source", None, {"scale": 2.0, "shift": 0})]
+        with pytest.raises(ValueError) as refused:
+            get_method("test-custom").resolve_options({"size": 1})
+        assert str(refused.value) == "method test-custom has no option size (its options: scale, shift)"
         with pytest.raises(ValueError, match=r"^progress_unit must be one of \('layer', 'row', 'run'\)$"):
             register("test-bad", "a bad unit", "token")
         assert "test-bad" not in METHODS
