@@ -179,8 +179,8 @@ class HopGraph:
         back = nx.DiGraph()
         back.add_nodes_from(self.graph.nodes)
         for src, dst, share in self.graph.edges(data="share"):
-            if through_reasoning and dst == self.answer and src in prompt:
-                continue
+            if share <= 0 or (through_reasoning and dst == self.answer and src in prompt):
+                continue  # an edge that carries nothing (a graph file may hold one) is on no path
             back.add_edge(dst, src, cost=max(0.0, -math.log(share)))
         back.add_edges_from(((p, _SINK) for p in prompt), cost=0.0)
         if not nx.has_path(back, self.answer, _SINK):
