@@ -462,3 +462,14 @@ def test_a_graph_at_exactly_its_edge_budget_holds_every_edge(trace, monkeypatch)
     with pytest.raises(ValueError) as refused:
         HopGraph.from_trace(trace.model_copy(update={"steps": None}))
     assert str(refused.value) == "this trace has no step-level attribution; make it with attribute(..., steps=True)"
+
+
+def test_a_trace_file_whose_segments_name_no_answer_gives_a_graph_without_one(trace):
+    data = json.loads(trace.to_json())
+    for seg in data["segments"]:
+        seg["role"] = "reasoning" if seg["role"] == "answer" else seg["role"]
+    from flashtrace.analysis.schema import Trace
+
+    g = HopGraph.from_trace(Trace.from_dict(data))
+    assert g.answer is None and g.evidence() == [] and g.strongest_paths() == []
+    assert set(g.influence().values()) == {0.0}
