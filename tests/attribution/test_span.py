@@ -304,3 +304,16 @@ def test_attribution_leaves_the_torch_thread_count_alone():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_more_spans_than_model_dimensions_and_tensors_off_the_cpu():
+    """The value kernel goes over the spans (not the model dimensions) in chunks: ten spans of a 4-wide model
+    each get the formula's proximities; tensors on another device (here PyTorch's shape-only `meta`) take the
+    torch formula, which needs no numba."""
+    g = torch.Generator().manual_seed(3)
+    v, w_o = torch.randn(2, 5, 3, generator=g), torch.randn(2, 3, 4, generator=g)
+    abar, y = torch.rand(10, 2, 5, generator=g), torch.randn(10, 4, generator=g)
+    f = torch.einsum("hcd,hdm->hcm", v, w_o)  # the head values, formed
+    assert torch.allclose(value_proximities(v, w_o, abar, y), _proximity_torch(f, abar, y), atol=1e-5)
+    off = head_proximities(f.to("meta"), abar.to("meta"), y.to("meta"))
+    assert off.device.type == "meta" and off.shape == (10, 2, 5)

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import torch
+
 CODE = """
 import torch, flashtrace.engine.models, flashtrace.engine.kernels.proximity as k
 from flashtrace.engine.attribution import span_aggregate
@@ -24,3 +26,44 @@ def test_loading_a_cpu_model_loads_the_kernels_an_attribution_uses():
     assert before == (0, 0)
     assert loaded == (1, 1)  # compiled or read from numba's cache at load time
     assert used == loaded  # the attribution found the same signatures: nothing compiled inside it
+
+
+def _kernel_calls(monkeypatch):
+    """Every CPU kernel call from here on: the kernel, whether it ran as the serial twin, and what numba compiles
+    a version for (each argument's dtype, dimensions and layout, or its Python type)."""
+    from flashtrace.engine.kernels import proximity, softmax
+    from flashtrace.engine.models import attention
+
+    calls, real = set(), softmax.run_kernel
+
+    def recording(kernel, *args):
+        kinds = tuple((a.dtype.name, a.ndim, a.flags.c_contiguous) if hasattr(a, "dtype") else type(a).__name__
+                      for a in args)
+        calls.add((kernel.__name__, getattr(softmax._local, "serial", False), kinds))
+        return real(kernel, *args)
+
+    for module in (proximity, attention):
+        monkeypatch.setattr(module, "run_kernel", recording)
+    return calls
+
+
+def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypatch):
+    """In-process: the warm-up calls each kernel, parallel and as its serial twin, with the argument types an
+    attribution passes (a version for other types would leave the attribution to compile its own)."""
+    from flashtrace.engine.kernels import proximity
+    from flashtrace.engine.attribution import span
+    from tests.attribution.test_span import random_recording
+
+    calls = _kernel_calls(monkeypatch)
+    proximity.warm_up()
+    warmed = set(calls)
+    assert {(name, serial) for name, serial, _ in warmed} == {
+        ("_value_proximity_cpu", False), ("_value_proximity_cpu", True), ("exp_accumulate", False),
+        ("exp_accumulate", True)}
+    calls.clear()
+    weights = torch.zeros(2, 24)
+    weights[0, 20:] = weights[1, 18:22] = 1.0
+    for threads in (False, True):  # one layer at a time, and layers side by side on serial twins
+        monkeypatch.setattr(span, "LAYER_THREADS_CPU", threads)
+        span.span_aggregate(random_recording(n_kv=4), weights)
+    assert calls and calls <= warmed
