@@ -325,6 +325,7 @@ def test_nodes_in_the_same_place_are_ordered_by_name_and_an_empty_graph_has_no_e
                        order=1 if node == "A" else 0)
     g = HopGraph(graph)
     assert g.nodes() == ["P0", "P1", "A"] and g.edges.count == 0
+    assert [n["id"] for n in g.to_dict()["graph"]["nodes"]] == ["P0", "P1", "A"]  # the file lists them so too
     assert g.influence() == {"P1": 0.0, "P0": 0.0, "A": 0.0}  # no answer: nothing is reached
     assert g.hop_depths() == {"P0": None, "P1": None} and g.strongest_paths() == []
     assert g.strongest_path_to("P0") is None
@@ -379,6 +380,7 @@ def test_a_step_cites_only_prompt_sources_that_give_it_something_in_text_order_a
     shares.update({("T0", "S0"): 0.1, ("P3", "A"): 0.5, ("P4", "A"): 0.0, ("S0", "A"): 0.3})
     g = hop_graph(ids, shares)
     assert g.step_sources(5) == {"S0": ["P0", "P1", "P2", "P3", "P4"], "A": ["P3"]}  # not P4 (nothing), not T0
+    assert g.step_sources()["S0"] == ["P0", "P1"]  # two by default
     assert len(g.strongest_paths()) == 5  # five by default, of the 21 there are
     assert ("A", "P4") not in [p.nodes for p in g.strongest_paths(30)]  # an edge of share 0 is on no path
 
@@ -473,3 +475,16 @@ def test_a_trace_file_whose_segments_name_no_answer_gives_a_graph_without_one(tr
     g = HopGraph.from_trace(Trace.from_dict(data))
     assert g.answer is None and g.evidence() == [] and g.strongest_paths() == []
     assert set(g.influence().values()) == {0.0}
+
+
+def test_ties_among_many_sources_keep_the_text_order_and_a_pruned_graph_keeps_full_influences():
+    rng = np.random.default_rng(0)
+    values = rng.choice([0.004, 0.008, 0.012], size=64)  # many ties, which a quicksort would not keep in order
+    ids = [f"P{i}" for i in range(64)] + ["S0", "A"]
+    g = hop_graph(ids, {**{(f"P{i}", "S0"): float(v) for i, v in enumerate(values)}, ("S0", "A"): 0.5})
+    expected = [f"P{i}" for i in sorted(range(64), key=lambda i: (-values[i], i))]
+    assert g.step_sources(64)["S0"] == expected
+    full = random_hop_graph(5, n_prompt=8, n_steps=5, density=0.9)
+    pruned = full.pruned(fold=False, edge_threshold=0.5)
+    assert pruned.graph.number_of_edges() < full.graph.number_of_edges()  # fewer edges, the same influences
+    assert pruned.influence() == pytest.approx(full.influence())
