@@ -47,12 +47,13 @@ def _kernel_calls(monkeypatch):
     return calls
 
 
-def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypatch):
+def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypatch, tiny_llama):
     """In-process: the warm-up calls each kernel, parallel and as its serial twin, with the argument types an
-    attribution passes (a version for other types would leave the attribution to compile its own)."""
+    attribution of a recorded model passes (a version for other types would leave the attribution to compile
+    its own)."""
     from flashtrace.engine.kernels import proximity
     from flashtrace.engine.attribution import span
-    from tests.attribution.test_span import random_recording
+    from flashtrace.engine.models import record_forward
 
     calls = _kernel_calls(monkeypatch)
     proximity.warm_up()
@@ -61,9 +62,11 @@ def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypat
         ("_value_proximity_cpu", False), ("_value_proximity_cpu", True), ("exp_accumulate", False),
         ("exp_accumulate", True)}
     calls.clear()
-    weights = torch.zeros(2, 24)
-    weights[0, 20:] = weights[1, 18:22] = 1.0
+    recording = record_forward(tiny_llama, torch.arange(3, 40))  # keeps the softmax's log-sum-exp: the fused path
+    weights = torch.zeros(2, recording.n_tokens)
+    weights[0, 30:] = weights[1, 25:32] = 1.0
     for threads in (False, True):  # one layer at a time, and layers side by side on serial twins
         monkeypatch.setattr(span, "LAYER_THREADS_CPU", threads)
-        span.span_aggregate(random_recording(n_kv=4), weights)
-    assert calls and calls <= warmed
+        span.span_aggregate(recording, weights)
+    assert {(name, serial) for name, serial, _ in calls} == {(name, serial) for name, serial, _ in warmed}
+    assert calls <= warmed
