@@ -320,3 +320,77 @@ def test_more_spans_than_model_dimensions_and_tensors_off_the_cpu(monkeypatch):
     assert torch.allclose(value_proximities(v, w_o, abar, y), _proximity_torch(f, abar, y), atol=1e-5)
     off = head_proximities(f.to("meta"), abar.to("meta"), y.to("meta"))
     assert off.device.type == "meta" and off.shape == (10, 2, 5)
+
+
+@pytest.mark.parametrize("bad, words", [
+    (torch.zeros(24), "every weight vector needs at least one positive weight (the target span is empty)"),
+    (-torch.ones(24), "weights must be finite and non-negative"),
+    (torch.full((24,), float("nan")), "weights must be finite and non-negative"),
+    (torch.ones(23), "weights must have shape [B, 24], got (1, 23)"),
+    (torch.ones(2, 2, 24), "weights must have shape [B, 24], got (2, 2, 24)")])
+def test_bad_weights_are_refused_saying_what_is_wrong(bad, words):
+    with pytest.raises(ValueError) as refused:
+        span_aggregate(random_recording(), bad)
+    assert str(refused.value) == words
+
+
+def test_a_layers_memory_and_how_many_layers_run_at_once():
+    from flashtrace.engine.attribution.span import layer_bytes, layer_workers
+    from flashtrace.engine.models.attention import LSE_BLOCK
+
+    one = layer_bytes(4, 2, 100)
+    assert one == 4 * 4 * 100 * (LSE_BLOCK + 3 * 2)  # float32 logits block, and ᾱ, proximities, scores per span
+    assert layer_workers(4, 2, 100, 3 * one, n_layers=8, threads=8) == 3  # the budget holds three
+    assert layer_workers(4, 2, 100, 10 * one, n_layers=8, threads=2) == 2  # one per thread
+    assert layer_workers(4, 2, 100, one // 2, n_layers=8, threads=8) == 1  # at least one
+
+
+def test_per_head_scores_are_kept_only_when_asked_and_work_for_one_layer():
+    rec = random_recording(n_layers=1, seed=2)
+    w = torch.zeros(rec.n_tokens)
+    w[20:] = 1.0
+    assert span_aggregate(rec, w).heads is None
+    heads = span_aggregate(rec, w, per_head=True).heads
+    assert heads.shape == (1, 1, 4) and torch.allclose(heads.sum((1, 2)), span_aggregate(rec, w).scores.sum(1))
+
+
+def test_a_threshold_applies_to_each_span_on_its_own():
+    rec = random_recording(seed=10)
+    a, b = torch.zeros(rec.n_tokens), torch.zeros(rec.n_tokens)
+    a[20:], b[10:14] = 1.0, 1.0
+    together = span_aggregate(rec, torch.stack([a, b]), threshold=0.03).scores
+    assert torch.allclose(together[0], span_aggregate(rec, a, threshold=0.03).scores[0], atol=1e-6)
+    assert torch.allclose(together[1], span_aggregate(rec, b, threshold=0.03).scores[0], atol=1e-6)
+
+
+def test_the_head_value_path_in_small_source_chunks_matches_the_reference(monkeypatch):
+    """Other devices form head values a chunk of sources at a time, as many as the budget holds: with room for
+    three sources per chunk the scores are the reference's."""
+    import flashtrace.engine.attribution.span as span_module
+
+    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
+    rec = random_recording(seed=21)
+    w = torch.zeros(rec.n_tokens)
+    w[15:] = 1.0
+    per_source = 4 * 4 * 16  # heads x model width, float32
+    got = span_aggregate(rec, w, budget_bytes=2 * per_source * 3).scores[0]
+    assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
+
+
+def test_more_layers_than_threads_run_in_a_pipeline_to_the_same_scores(monkeypatch):
+    """Four layers on two threads: two run at a time, each next layer starts when one is consumed; the scores
+    equal one layer at a time, bit for bit."""
+    import flashtrace.engine.attribution.span as span_module
+
+    rec = random_recording(n_layers=4, seed=8)
+    w = torch.zeros(rec.n_tokens)
+    w[18:] = 1.0
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seen = []
+        piped = span_aggregate(rec, w, on_layer=seen.append).scores
+    finally:
+        torch.set_num_threads(before)
+    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", False)
+    assert seen == [0, 1, 2, 3] and torch.equal(piped, span_aggregate(rec, w).scores)
