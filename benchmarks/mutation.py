@@ -274,9 +274,9 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
         record["kept"] = kept
     if not total:
         record["note"] = "no mutant: mutmut mutates function bodies, and this module has no undecorated function"
-    kept = ("seconds", "load", "survivors_rerun_seconds", "when", "workers", "nice")  # --report keeps how it ran
+    how_it_ran = ("seconds", "load", "survivors_rerun_seconds", "when", "workers", "nice")  # --report keeps them
     if previous:
-        record.update({k: previous[k] for k in kept if k in previous})
+        record.update({k: previous[k] for k in how_it_ran if k in previous})
     if seconds is not None:
         key = "survivors_rerun_seconds" if rerun else "seconds"
         record.update({key: round(seconds), "load": round(os.getloadavg()[0], 1)})
@@ -362,7 +362,8 @@ def table(records: list[dict]) -> str:
             f"{'s':>6}"]
     for r in records:
         share = f"{100 * r['caught_share']:.1f}%" if r["caught_share"] is not None else "-"
-        rows.append(f"{r['module']:48} {r['mutants']:7d} {r.get('checked', r['mutants']):5d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
+        tried = r.get("checked", r["mutants"])  # records written before "checked" existed: complete runs
+        rows.append(f"{r['module']:48} {r['mutants']:7d} {tried:5d} {r['killed']:6d} {r['survived']:5d} {r['timeout']:4d} "
                     f"{r['no_tests']:5d} {share:>7} {r.get('seconds', '-'):>6}")
     return "\n".join(rows)
 
