@@ -49,7 +49,8 @@ _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests
             "tests/test_library_names.py"]
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
-_GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py"]
+_GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py",
+          "tests/test_graph_hand.py"]
 _LOAD = ["tests/test_trace_refusals.py", "tests/test_trace_invariants.py", "tests/test_trace_safety.py",
          "tests/test_r3_trace_load.py", "tests/test_errors.py"]
 # a test whose code runs in a Jupyter kernel: mutmut's trampolines there look for the mutated source from the

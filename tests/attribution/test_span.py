@@ -314,9 +314,7 @@ def test_more_spans_than_model_dimensions_and_tensors_off_the_cpu(monkeypatch):
     v, w_o = torch.randn(2, 5, 3, generator=g), torch.randn(2, 3, 4, generator=g)
     abar, y = torch.rand(10, 2, 5, generator=g), torch.randn(10, 4, generator=g)
     f = torch.einsum("hcd,hdm->hcm", v, w_o)  # the head values, formed
-    from flashtrace.engine.kernels import proximity as kernels
-
-    monkeypatch.setattr(kernels, "SPAN_CHUNK_ELEMENTS", 3 * 2 * 4)  # three spans per kernel call: four calls
+    monkeypatch.setattr("flashtrace.engine.kernels.proximity.SPAN_CHUNK_ELEMENTS", 3 * 2 * 4)  # 3 spans a call: 4 calls
     assert torch.allclose(value_proximities(v, w_o, abar, y), _proximity_torch(f, abar, y), atol=1e-5)
     off = head_proximities(f.to("meta"), abar.to("meta"), y.to("meta"))
     assert off.device.type == "meta" and off.shape == (10, 2, 5)
