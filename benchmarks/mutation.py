@@ -95,6 +95,7 @@ MODULE_TESTS = {
                                             "tests/models/test_loading.py"],
     "flashtrace/engine/models/generation.py": ["tests/test_tracing.py", "tests/test_cli.py", "tests/test_prechecks.py",
                                               "tests/models/test_generation_stream.py",
+                                              "tests/models/test_generation_options.py",
                                               "tests/test_reasoning_instruction.py"],
     "flashtrace/engine/models/loading.py": [*_MODELS, "tests/test_prechecks.py"],
     "flashtrace/engine/models/memory.py": ["tests/test_prechecks.py", "tests/test_estimate.py", "tests/test_r3_memory.py",

@@ -290,6 +290,23 @@ def test_threshold_prunes_small_parts_and_renormalises():
     assert pruned.max() > plain.max()
 
 
+@pytest.mark.parametrize("scale", [1.0, 1 / 16], ids=["activations of size 1", "activations 16 times smaller"])
+def test_a_share_of_exactly_tau_is_kept_at_any_activation_scale(scale):
+    """τ prunes shares *below* it, and a share does not depend on the activations' scale. One head, target
+    row 1 attending evenly to sources 0 and 1 (values 2 and 4), residual 1, whole 4: proximities 1 and 2,
+    residual 1, so shares ¼, ½ and ¼ exactly (with every activation scaled, the same shares)."""
+    ones = torch.ones(1, 1, 1)
+    layer = LayerRecord(x_prev=scale * torch.tensor([[0.0], [1.0]]), x_mid=scale * torch.tensor([[0.0], [4.0]]),
+                        q=torch.zeros(1, 2, 1), k=torch.zeros(1, 2, 1), v=scale * torch.tensor([[[2.0], [4.0]]]),
+                        w_o=ones, b_o=None, scaling=1.0)
+    rec = Recording(input_ids=torch.arange(2), layers=[layer], forward_seconds=0.0)
+    w = torch.tensor([0.0, 1.0])
+    assert span_aggregate(rec, w).scores.tolist() == [[0.25, 0.5]]
+    assert span_aggregate(rec, w, threshold=0.25).scores.tolist() == [[0.25, 0.5]]  # ¼ is not below ¼
+    pruned = span_aggregate(rec, w, threshold=0.26).scores  # the first source pruned, the rest renormalised
+    assert torch.equal(pruned, torch.tensor([[0.0, 2 / 3]]))
+
+
 @pytest.mark.parametrize("bad", [torch.zeros(24), -torch.ones(24), torch.full((24,), float("nan")), torch.ones(23)])
 def test_bad_weights_are_refused(bad):
     with pytest.raises(ValueError):

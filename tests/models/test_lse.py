@@ -1,6 +1,7 @@
 """The softmax log-sum-exp kept by the recording, and the attribution path that reuses it."""
 
 import dataclasses
+from types import SimpleNamespace
 
 import numba
 import numpy as np
@@ -10,7 +11,8 @@ import torch
 import flashtrace.engine.models.attention as attention_module
 from flashtrace.engine.attribution import span_aggregate
 from flashtrace.engine.models import record_forward
-from flashtrace.engine.models.attention import aggregate_attention
+from flashtrace.engine.kernels import softmax
+from flashtrace.engine.models.attention import aggregate_attention, attention_rows
 from flashtrace.engine.kernels.softmax import fast_exp
 from tests.attribution.reference import explicit_attention
 from tests.conftest import random_ids
@@ -75,6 +77,62 @@ def test_rows_with_gaps_and_blocks_wider_than_the_window(tiny, fused, monkeypatc
     for layer in rec.layers:
         reference = torch.einsum("br,hrj->bhj", coef.double(), explicit_attention(layer)[:, rows])
         assert torch.allclose(aggregate_attention(layer, rows, coef, block=3).double(), reference, atol=1e-6)
+        exact = aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=3)  # from row 0
+        assert torch.allclose(exact.double(), reference, atol=1e-6)
+
+
+def test_rows_whose_logits_lie_far_apart_each_normalise_on_their_own():
+    """A layer recorded without the log-sum-exp (no ``lse`` at all): every row is normalised by its own
+    maximum, so a row whose logits sit 300 below another row's still sums to 1. Equal keys make every row
+    uniform over the sources it sees: ᾱ[b, h, j] = Σ_{i: rows[i] ≥ j} coef[b, i] / (rows[i] + 1).
+    Coefficients may come in float64."""
+    q = torch.zeros(2, 6, 4)
+    q[:, 1::2] = 150.0  # odd rows: logits +150; even rows: -150
+    q[:, 0::2] = -150.0
+    layer = SimpleNamespace(q=q, k=torch.ones(1, 6, 4) / 4, n_heads=2, n_kv_heads=1, scaling=1.0, softcap=None,
+                            sliding_window=None)
+    rows = torch.tensor([0, 1, 2, 4, 5])
+    coef = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0]], dtype=torch.float64)
+    want = torch.zeros(1, 2, 6, dtype=torch.float64)
+    for c, row in zip(coef[0].tolist(), rows.tolist()):
+        want[0, :, : row + 1] += c / (row + 1)
+    got = aggregate_attention(layer, rows, coef, block=2)
+    assert got.dtype == torch.float32 and torch.allclose(got.double(), want, atol=1e-6)
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["one-pass CPU kernel", "four-pass torch (other devices)"])
+def test_results_land_on_the_layers_device_whatever_torchs_default_device(tiny, fused, monkeypatch):
+    """A user who set another default device (``torch.set_default_device``) still gets every attention sum
+    and row on the device the layer was recorded on, equal to the sums without that default (sliding windows,
+    whose blocks grow the logits buffer, included)."""
+    monkeypatch.setattr(attention_module, "FUSED_CPU", fused)
+    layer = record_forward(tiny, random_ids(N, seed=4)).layers[0]
+    exact = dataclasses.replace(layer, lse=None)
+    rows = torch.tensor([0, 2, 3, 20, 39])
+    coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(2))
+    plain = [aggregate_attention(layer, rows, coef, block=2), aggregate_attention(exact, rows, coef, block=2),
+             torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+    with torch.device("meta"):
+        elsewhere = [aggregate_attention(layer, rows, coef, block=2), aggregate_attention(exact, rows, coef, block=2),
+                     torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+    for got, want in zip(elsewhere, plain):
+        assert got.device == layer.q.device and torch.equal(got, want)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_the_cpu_runs_the_one_pass_kernel_unless_switched_off(tiny_llama, fused, monkeypatch):
+    """On CPU tensors the log-sum-exp path runs the fused kernel (the fast path); with FUSED_CPU off it
+    runs the other devices' torch passes instead, to the same sums."""
+    monkeypatch.setattr(attention_module, "FUSED_CPU", fused)
+    calls = []
+    real = attention_module.run_kernel
+    monkeypatch.setattr(attention_module, "run_kernel", lambda *args: calls.append(args[0]) or real(*args))
+    layer = record_forward(tiny_llama, random_ids(N, seed=6)).layers[0]
+    rows, coef = torch.arange(5, N), torch.ones(1, N - 5)
+    got = aggregate_attention(layer, rows, coef, block=16)
+    assert calls == ([softmax.exp_accumulate] * 3 if fused else [])
+    reference = torch.einsum("br,hrj->bhj", coef.double(), explicit_attention(layer)[:, rows])
+    assert torch.allclose(got.double(), reference, atol=1e-6)
 
 
 def test_span_scores_with_and_without_the_log_sum_exp_agree_within_1e_3_relative(tiny):
@@ -113,8 +171,6 @@ def test_the_kernels_exponential_is_float32_exact():
 
 
 def test_kernels_run_their_serial_twin_only_inside_serial_kernels_and_use_torchs_threads():
-    from flashtrace.engine.kernels import softmax
-
     calls = []
 
     def parallel(x):

@@ -1,10 +1,13 @@
 """The recording and its decomposition identity, on every supported family."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from flashtrace.engine.models import record_forward
-from flashtrace.engine.models.attention import attention_rows
+from flashtrace.engine.models.attention import attention_logits, attention_rows
+from tests.attribution.reference import explicit_attention
 from tests.conftest import random_ids
 
 N = 48
@@ -49,9 +52,42 @@ def test_recomputed_rows_equal_eager_attention(tiny):
     rows = torch.tensor([0, 3, 17, 30, 47])
     for layer, att in zip(rec.layers, eager):
         for blk, probs in attention_rows(layer, rows, block=2):
+            assert probs.shape == (layer.n_heads, blk.numel(), 48)  # the sources up to the last row asked for
             expected = att[0][:, blk, : probs.shape[-1]].float()
             assert torch.allclose(probs, expected, atol=1e-5)
             assert torch.all(att[0][:, blk, probs.shape[-1]:] == 0)
+
+
+def test_recomputed_rows_apply_the_soft_cap_where_it_bites(tiny):
+    """Queries scaled up so the logits reach the soft cap (Gemma 2): rows rebuilt by `attention_rows` still
+    equal the explicit float64 attention, which caps every logit, and cover the sources up to the last row."""
+    rec = record_forward(tiny, random_ids(N, seed=2))
+    rows = torch.tensor([1, 6, 20])
+    for layer in rec.layers:
+        loud = dataclasses.replace(layer, q=layer.q * 40)
+        reference = explicit_attention(loud)[:, rows, :21]
+        got = list(attention_rows(loud, rows, block=2))
+        assert [blk.tolist() for blk, _ in got] == [[1, 6], [20]]
+        probs = torch.cat([p for _, p in got], dim=1)
+        assert probs.shape == (layer.n_heads, 3, 21)
+        assert torch.allclose(probs.double(), reference, atol=1e-5)
+
+
+def test_logits_for_keys_from_an_offset_are_masked_causally():
+    """`attention_logits` for keys at positions ``key_offset..``: a row sees the keys up to its own position,
+    every later key (and every key of a row that precedes them all) is -inf; the visible ones are scaled q·k."""
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(4, 3, 8, generator=gen), torch.randn(2, 5, 8, generator=gen)  # 4 heads share 2 keys
+    rows = torch.tensor([1, 5, 7])
+    logits = attention_logits(q, k, rows, 0.5, key_offset=3)  # keys at positions 3..7
+    positions = torch.arange(3, 8)
+    for h in range(4):
+        for i, row in enumerate(rows.tolist()):
+            want = (k[h // 2] @ q[h, i]) * 0.5
+            visible = positions <= row
+            assert torch.allclose(logits[h, i, visible], want[visible], atol=1e-5)
+            assert torch.all(logits[h, i, ~visible] == float("-inf"))
+    assert torch.all(logits[:, 0] == float("-inf"))  # row 1 comes before every key
 
 
 def test_recording_is_deterministic_and_leaves_logits_unchanged(tiny):

@@ -155,13 +155,19 @@ def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y:
     return torch.from_numpy(out)
 
 
+# The warm-up's arguments: the smallest of each kind an attribution passes. numba compiles one version per
+# argument types (dtype, dimensions, layout), so their sizes and values do not matter, only their kinds
+# (tests/attribution/test_warm_up.py compares them with an attribution's calls).
+_WARM_VALUE = (torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
+_WARM_EXP = (np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32), np.ones((1, 1), np.float32),
+             np.zeros(1, np.int64), np.ones(1, np.int64), 0, np.zeros((1, 1, 2), np.float32), 0, TILE)
+
+
 def warm_up() -> None:
     """Load the CPU kernels and their serial twins (numba's on-disk cache, or compile them once) and start
     numba's threads, so that the first attribution in a process does not pay it (≈ 0.35 s measured).
     Called at model load."""
     for serial in (False, True):
         with serial_kernels() if serial else nullcontext():
-            value_proximities(torch.ones(1, 2, 3), torch.ones(2, 3, 4), torch.ones(1, 2, 2), torch.ones(1, 4))
-            run_kernel(exp_accumulate, np.zeros((1, 1, 2), np.float32), np.zeros((1, 1), np.float32),
-                       np.ones((1, 1), np.float32), np.zeros(1, np.int64), np.ones(1, np.int64), 0,
-                       np.zeros((1, 1, 2), np.float32), 0, TILE)
+            value_proximities(*_WARM_VALUE)
+            run_kernel(exp_accumulate, *_WARM_EXP)
