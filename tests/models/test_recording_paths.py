@@ -1,0 +1,92 @@
+"""The recording's own computations, each against an independent one: the attention sum it rebuilds instead of
+keeping x_mid, the sandwich norm's scale with the norm's own epsilon, the causal mask of the shortest sequence,
+soft-capped attention in half precision and on the query's device, and its refusals in words."""
+
+import pytest
+import torch
+
+from flashtrace.engine.models import load_model, record_forward
+from flashtrace.engine.models.recording import _recording, flashtrace_attention
+from tests.attribution.reference import explicit_attention
+from tests.conftest import random_ids
+from tests.models.test_recording import _eager_attentions
+
+N = 40
+
+
+def _identity_error(layer, w: torch.Tensor, attention_sum: torch.Tensor) -> float:
+    want = w @ layer.attention_output().double()
+    return ((attention_sum.double() - want).norm() / want.norm()).item()
+
+
+def test_the_attention_sum_rebuilds_what_the_block_added_for_several_weighted_spans(tiny):
+    """Decomposition identity (METHOD.md §5.2) for two spans at once, weights that do not sum to 1 and come in
+    float64: ``attention_sum(ᾱ, Σ_i coef) = Σ_i w[b, i]·(x_mid[i] − x_prev[i])`` in float32, with ᾱ from the
+    explicit float64 attention (grouped-query heads, output biases and sandwich norms included)."""
+    rec = record_forward(tiny, random_ids(N, seed=8), keep_mid=True)
+    w = 3 * torch.rand(2, N, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    for layer in rec.layers:
+        coef = w * layer.post_scale.double() if layer.post_scale is not None else w
+        got = layer.attention_sum(torch.einsum("bi,hij->bhj", coef, explicit_attention(layer)), coef.sum(1))
+        assert got.dtype == torch.float32 and got.shape == (2, layer.x_prev.shape[1])
+        assert _identity_error(layer, w, got) < 1e-4
+
+
+def test_the_sandwich_norms_scale_uses_the_norms_own_epsilon(monkeypatch):
+    """Gemma's post-attention norm divides by ``sqrt(mean(u²) + eps)``; with an epsilon far from the usual 1e-6
+    (one that dominates these small activations) the recorded scale still rebuilds x_mid − x_prev."""
+    loaded = load_model("tiny-gemma2")
+    norms = [layer.post_attention_layernorm for layer in loaded.spec.decoder_layers(loaded.model)]
+    for norm in norms:
+        monkeypatch.setattr(norm, "eps", 0.5)
+    rec = record_forward(loaded, random_ids(N, seed=9), keep_mid=True)
+    w = torch.ones(1, N, dtype=torch.float64)
+    for layer in rec.layers:
+        assert layer.post_scale.max() <= 0.5 ** -0.5  # the epsilon of 0.5 is in it
+        coef = w * layer.post_scale.double()
+        got = layer.attention_sum(torch.einsum("bi,hij->bhj", coef, explicit_attention(layer)), coef.sum(1))
+        assert _identity_error(layer, w, got) < 1e-4
+
+
+def test_a_two_token_sequence_is_recorded_causally(tiny):
+    """The shortest sequence with something to mask: the first token must not see the second."""
+    ids = random_ids(2, seed=4)
+    rec = record_forward(tiny, ids, keep_logits=True)
+    eager = _eager_attentions(tiny, ids).logits[0].float()
+    assert torch.allclose(rec.meta["logits"], eager, atol=1e-4)
+    assert torch.equal(rec.last_logits, rec.meta["logits"][-1])
+
+
+def test_soft_capped_attention_records_in_bfloat16():
+    """Gemma 2 in bfloat16: the soft-capped attention keeps the model's dtype (its output and probabilities),
+    and the recorded pass gives the model's own eager logits."""
+    loaded = load_model("tiny-gemma2", dtype=torch.bfloat16)
+    ids = random_ids(N, seed=10)
+    rec = record_forward(loaded, ids, keep_logits=True)
+    eager = _eager_attentions(loaded, ids).logits[0].float()
+    assert rec.layers[0].q.dtype == torch.bfloat16 and rec.layers[0].lse.dtype == torch.float32
+    assert torch.allclose(rec.meta["logits"], eager, atol=0.05)
+
+
+def test_soft_capped_attention_stays_on_the_querys_device_whatever_torchs_default_device():
+    """Outside a recording the registered attention function is plain attention; with torch's default device
+    set elsewhere its output is still where the query is, and the same."""
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(1, h, 6, 4, generator=gen) for h in (4, 2, 2))
+
+    def attend():
+        out, probs = flashtrace_attention(torch.nn.Module(), q, k, v, None, scaling=0.5, softcap=2.0)
+        assert probs is None
+        return out
+
+    plain = attend()
+    with torch.device("meta"):
+        elsewhere = attend()
+    assert elsewhere.device == q.device and torch.equal(elsewhere, plain)
+
+
+def test_a_recording_refuses_a_batch_in_words(tiny_llama):
+    ids = random_ids(8, seed=1)[None].repeat(2, 1)
+    with _recording(tiny_llama.spec, tiny_llama.model), pytest.raises(ValueError) as refused, torch.no_grad():
+        tiny_llama.model(input_ids=ids, use_cache=False)
+    assert str(refused.value) == "recording supports one sequence at a time (batch size 1)"
