@@ -313,6 +313,21 @@ def test_bad_weights_are_refused(bad):
         span_aggregate(random_recording(), bad)
 
 
+@pytest.mark.parametrize("value_kernel", [True, False], ids=["CPU value kernel", "head values (other devices)"])
+def test_scores_are_on_the_cpu_and_the_same_whatever_torchs_default_device(value_kernel, monkeypatch):
+    """A notebook that set ``torch.set_default_device`` elsewhere still gets its scores and per-head shares on
+    the CPU, equal to those without that default (the weights may be a plain list)."""
+    import flashtrace.engine.attribution.span as span_module
+
+    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", value_kernel)
+    rec = random_recording(seed=1, window=5, post_norm=True, bias=True)
+    plain = span_aggregate(rec, torch.ones(24), per_head=True)
+    with torch.device("meta"):
+        elsewhere = span_aggregate(rec, [1.0] * 24, per_head=True)
+    assert elsewhere.scores.device.type == "cpu" and elsewhere.heads.device.type == "cpu"
+    assert torch.equal(elsewhere.scores, plain.scores) and torch.equal(elsewhere.heads, plain.heads)
+
+
 def test_attribution_leaves_the_torch_thread_count_alone():
     before = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -45,7 +45,7 @@ class SpanAttribution:
 
 def normalise_weights(weights: torch.Tensor | list, n_tokens: int) -> torch.Tensor:
     """Validate and normalise weight vectors to ``[B, N]`` float32 rows summing to 1."""
-    w = torch.as_tensor(weights, dtype=torch.float32)
+    w = torch.as_tensor(weights, dtype=torch.float32, device="cpu")  # not torch's default device: scores live here
     if w.ndim == 1:
         w = w[None]
     if w.ndim != 2 or w.shape[1] != n_tokens:
@@ -78,8 +78,8 @@ def span_aggregate(
     rows = torch.nonzero(w.sum(0) > 0).flatten()
     n_src = int(rows.max()) + 1
     w_rows = w[:, rows]  # [B, r]
-    scores = torch.zeros(n_spans, n)
-    heads = torch.zeros(n_spans, len(recording.layers), recording.layers[0].n_heads) if per_head else None
+    scores = torch.zeros(n_spans, n, device="cpu")
+    heads = torch.zeros(n_spans, len(recording.layers), recording.layers[0].n_heads, device="cpu") if per_head else None
     each_layer = _each_layer(recording, rows, w_rows, n_src, budget_bytes)
     try:
         for l, (p, r) in enumerate(each_layer):  # [B, H, n_src], [B]
