@@ -299,20 +299,30 @@ def _read_model(where: str, local: bool, kwargs: dict, trust_remote_code: bool, 
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # transformers' multi-line load report would precede our one line
+    tokenizer = None
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code,
                                                   revision=kwargs.get("revision"))
         model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except OSError as exc:
-        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         if local:
-            raise ModelLoadError(f"{where} cannot be loaded ({type(exc).__name__}: {first})") from None
-        raise ModelLoadError(f"{offline_hint} ({type(exc).__name__}: {first})") from None
+            raise ModelLoadError(f"{where} cannot be loaded ({_first_line(exc)})") from None
+        raise ModelLoadError(f"{offline_hint} ({_first_line(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - classified below; anything else is a bug and re-raised
+        if tokenizer is None and isinstance(exc, ValueError):  # e.g. a folder without its tokenizer files
+            raise ModelLoadError(f"the tokenizer in {where} cannot be read ({_first_line(exc)}); a model folder "
+                                 "needs its tokenizer files (tokenizer.json, tokenizer_config.json) beside "
+                                 "config.json") from None
         raise _weights_problem(where, exc) from None
     finally:
         hf_logging.set_verbosity(verbosity)
     return model, tokenizer
+
+
+def _first_line(exc: Exception) -> str:
+    """``Type: the first line of the message`` (200 characters at most), or the type alone without a message."""
+    first = str(exc).splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def _weights_problem(where: str, exc: Exception) -> Exception:
