@@ -90,3 +90,20 @@ def test_a_recording_refuses_a_batch_in_words(tiny_llama):
     with _recording(tiny_llama.spec, tiny_llama.model), pytest.raises(ValueError) as refused, torch.no_grad():
         tiny_llama.model(input_ids=ids, use_cache=False)
     assert str(refused.value) == "recording supports one sequence at a time (batch size 1)"
+
+
+def test_a_pass_that_bypasses_flashtraces_attention_is_refused_as_incomplete(tiny_llama):
+    """A forward pass through another attention function captures no queries, keys or values: the recording
+    says what is missing and how to load the model instead of returning layers without them."""
+    model = tiny_llama.model
+    before = model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        with _recording(tiny_llama.spec, model) as recorder, torch.no_grad():
+            model(input_ids=random_ids(8, seed=2)[None], use_cache=False)
+        with pytest.raises(RuntimeError) as refused:
+            recorder.layer_records()
+    finally:
+        model.set_attn_implementation(before)
+    assert str(refused.value) == ("recording incomplete: ['k', 'q', 'v'] not captured; is the model loaded with "
+                                  "attn_implementation='ft_record'?")
