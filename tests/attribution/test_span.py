@@ -1,5 +1,7 @@
 """Span aggregation against the explicit float64 reference, and its relation to token-wise IFR."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -8,6 +10,7 @@ from flashtrace.engine.kernels.proximity import _proximity_torch, head_proximiti
 from flashtrace.engine.models import record_forward
 from flashtrace.engine.models.recording import LayerRecord, Recording
 from tests.attribution.reference import reference_span_scores
+from tests.fake_cuda import fake_cuda
 from tests.conftest import random_ids
 
 
@@ -326,6 +329,25 @@ def test_scores_are_on_the_cpu_and_the_same_whatever_torchs_default_device(value
         elsewhere = span_aggregate(rec, [1.0] * 24, per_head=True)
     assert elsewhere.scores.device.type == "cpu" and elsewhere.heads.device.type == "cpu"
     assert torch.equal(elsewhere.scores, plain.scores) and torch.equal(elsewhere.heads, plain.heads)
+
+
+@pytest.mark.parametrize("value_kernel", [True, False], ids=["CPU value kernel set", "head values"])
+def test_a_recording_on_a_gpu_gives_the_cpus_scores_on_the_cpu(value_kernel, monkeypatch):
+    """A recording on a (stand-in) GPU: the weights are moved to it, the head-value path runs there whatever
+    VALUE_KERNEL_CPU says (the value kernel is for CPU tensors), and the scores come back to the CPU."""
+    import flashtrace.engine.attribution.span as span_module
+
+    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", value_kernel)
+    rec = random_recording(seed=1, window=5, post_norm=True, bias=True)
+    w = torch.ones(24)
+    want = span_aggregate(rec, w, per_head=True)
+    fields = ("x_prev", "x_mid", "q", "k", "v", "w_o", "b_o", "post_scale")
+    with fake_cuda():
+        on_gpu = [dataclasses.replace(layer, **{f: getattr(layer, f).cuda() for f in fields
+                                                if getattr(layer, f) is not None}) for layer in rec.layers]
+        got = span_aggregate(dataclasses.replace(rec, layers=on_gpu), w, per_head=True)
+    assert got.scores.device.type == "cpu" and got.heads.device.type == "cpu"
+    assert torch.allclose(got.scores, want.scores, atol=1e-6) and torch.allclose(got.heads, want.heads, atol=1e-6)
 
 
 def test_attribution_leaves_the_torch_thread_count_alone():

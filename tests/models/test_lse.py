@@ -15,6 +15,7 @@ from flashtrace.engine.kernels import softmax
 from flashtrace.engine.models.attention import aggregate_attention, attention_rows
 from flashtrace.engine.kernels.softmax import fast_exp
 from tests.attribution.reference import explicit_attention
+from tests.fake_cuda import fake_cuda
 from tests.conftest import random_ids
 
 N = 40  # longer than the tiny models' sliding window (8), so the window masks real columns
@@ -117,6 +118,27 @@ def test_results_land_on_the_layers_device_whatever_torchs_default_device(tiny, 
                      torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
     for got, want in zip(elsewhere, plain):
         assert got.device == layer.q.device and torch.equal(got, want)
+
+
+def test_a_recording_on_a_gpu_takes_its_rows_and_coefficients_from_the_cpu(tiny):
+    """On a (stand-in) GPU the rows and coefficients a caller builds on the CPU are moved to the recording's
+    device; every path gives the CPU's sums there (the log-sum-exp path by torch passes, not the CPU kernel)."""
+    layer = record_forward(tiny, random_ids(N, seed=4)).layers[0]
+    rows = torch.tensor([0, 2, 3, 20, 39])
+    coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+
+    def sums(layer):
+        return [aggregate_attention(layer, rows, coef, block=2),
+                aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=2),
+                torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+
+    on_cpu = sums(layer)
+    with fake_cuda():
+        on_gpu = sums(dataclasses.replace(layer, q=layer.q.cuda(), k=layer.k.cuda(), lse=layer.lse.cuda()))
+        assert all(s.device.type == "cuda" for s in on_gpu)
+        on_gpu = [s.cpu() for s in on_gpu]
+    for got, want in zip(on_gpu, on_cpu):
+        assert torch.allclose(got, want, atol=1e-6)
 
 
 @pytest.mark.parametrize("fused", [True, False])
