@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from flashtrace.engine.models import load_model, record_forward
-from flashtrace.engine.models.recording import _recording, flashtrace_attention
+from flashtrace.engine.models.recording import _flash_attention_with_lse, _recording, flashtrace_attention
 from tests.attribution.reference import explicit_attention
+from tests.fake_cuda import fake_cuda
 from tests.conftest import random_ids
 from tests.models.test_recording import _eager_attentions
 
@@ -107,3 +108,22 @@ def test_a_pass_that_bypasses_flashtraces_attention_is_refused_as_incomplete(tin
         model.set_attn_implementation(before)
     assert str(refused.value) == ("recording incomplete: ['k', 'q', 'v'] not captured; is the model loaded with "
                                   "attn_implementation='ft_record'?")
+
+
+def test_the_cpu_flash_kernel_is_used_only_where_it_applies():
+    """The recording calls SDPA's own CPU flash kernel (for its log-sum-exp) only for CPU queries in float32/16
+    without dropout, position bias or a longer key cache; elsewhere it declines (None) and SDPA runs. Where it
+    applies it gives SDPA's causal output and the log-sum-exp of each row."""
+    gen = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(1, 2, 5, 4, generator=gen) for _ in range(3))
+    module = torch.nn.Module()
+    out, lse = _flash_attention_with_lse(module, q, k, v, None, 0.5, 0.0, {})
+    logits = (q @ k.transpose(-1, -2) * 0.5).masked_fill(torch.ones(5, 5).triu(1).bool(), float("-inf"))
+    assert torch.allclose(out, (logits.softmax(-1) @ v).transpose(1, 2), atol=1e-6)
+    assert torch.allclose(lse, logits.logsumexp(-1), atol=1e-5)
+    assert _flash_attention_with_lse(module, q, k, v, None, 0.5, 0.1, {}) is None  # dropout
+    assert _flash_attention_with_lse(module, q, k, v, None, 0.5, 0.0, {"position_bias": torch.zeros(1)}) is None
+    assert _flash_attention_with_lse(module, q[:, :, -1:], k, v, None, 0.5, 0.0, {}) is None  # a key cache
+    assert _flash_attention_with_lse(module, q.double(), k.double(), v.double(), None, 0.5, 0.0, {}) is None
+    with fake_cuda():
+        assert _flash_attention_with_lse(module, q.cuda(), k.cuda(), v.cuda(), None, 0.5, 0.0, {}) is None
