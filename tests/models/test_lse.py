@@ -50,6 +50,9 @@ def test_recording_size_counts_the_log_sum_exp(tiny_llama):
     without = dataclasses.replace(rec, layers=[dataclasses.replace(layer, lse=None) for layer in rec.layers])
     lse_bytes = sum(layer.lse.numel() * 4 for layer in rec.layers)
     assert rec.nbytes() - without.nbytes() == lse_bytes > 0
+    layer = rec.layers[0]  # float32: x_prev [N, D], q [H, N, d], k and v [KVH, N, d], lse [H, N]
+    per_layer = 4 * (N * layer.x_prev.shape[1] + layer.q.numel() + 2 * layer.k.numel() + layer.n_heads * N)
+    assert rec.nbytes() == len(rec.layers) * per_layer
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["one-pass CPU kernel", "four-pass torch (other devices)"])
