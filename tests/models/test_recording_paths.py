@@ -2,6 +2,8 @@
 keeping x_mid, the sandwich norm's scale with the norm's own epsilon, the causal mask of the shortest sequence,
 soft-capped attention in half precision and on the query's device, and its refusals in words."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -31,6 +33,22 @@ def test_the_attention_sum_rebuilds_what_the_block_added_for_several_weighted_sp
         got = layer.attention_sum(torch.einsum("bi,hij->bhj", coef, explicit_attention(layer)), coef.sum(1))
         assert got.dtype == torch.float32 and got.shape == (2, layer.x_prev.shape[1])
         assert _identity_error(layer, w, got) < 1e-4
+
+
+def test_the_attention_sum_of_a_recording_on_a_gpu_takes_cpu_inputs(tiny_llama):
+    """On a (stand-in) GPU, ᾱ and the coefficient totals a caller has on the CPU are moved to the recording's
+    device: the same sum as on the CPU, there."""
+    layer = record_forward(tiny_llama, random_ids(N, seed=8)).layers[0]
+    assert layer.b_o is not None  # the bias term is moved too
+    w = torch.rand(2, N, generator=torch.Generator().manual_seed(4))
+    abar = torch.einsum("bi,hij->bhj", w.double(), explicit_attention(layer)).float()
+    want = layer.attention_sum(abar, w.sum(1))
+    with fake_cuda():
+        on_gpu = dataclasses.replace(layer, v=layer.v.cuda(), w_o=layer.w_o.cuda(), b_o=layer.b_o.cuda())
+        got = on_gpu.attention_sum(abar, w.sum(1))
+        assert got.device.type == "cuda"
+        got = got.cpu()
+    assert torch.allclose(got, want, atol=1e-6)
 
 
 def test_the_sandwich_norms_scale_uses_the_norms_own_epsilon(monkeypatch):
