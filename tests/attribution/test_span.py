@@ -310,6 +310,19 @@ def test_a_share_of_exactly_tau_is_kept_at_any_activation_scale(scale):
     assert torch.equal(pruned, torch.tensor([[0.0, 2 / 3]]))
 
 
+def test_weights_in_float64_or_integers_give_the_float32_weights_scores():
+    """numpy's and Python's defaults (float64 arrays, integer lists) are weights like any other."""
+    import numpy as np
+
+    rec = random_recording(seed=4)
+    w = torch.zeros(24)
+    w[12:20] = 2.0
+    want = span_aggregate(rec, w).scores
+    assert torch.equal(span_aggregate(rec, w.double()).scores, want)
+    assert torch.equal(span_aggregate(rec, np.asarray(w.tolist())).scores, want)
+    assert torch.equal(span_aggregate(rec, [int(x) for x in w.tolist()]).scores, want)
+
+
 @pytest.mark.parametrize("bad", [torch.zeros(24), -torch.ones(24), torch.full((24,), float("nan")), torch.ones(23)])
 def test_bad_weights_are_refused(bad):
     with pytest.raises(ValueError):
