@@ -187,6 +187,67 @@ def test_the_probe_waits_three_seconds_at_most_and_follows_no_redirect(session):
     assert _hub_reachable("org/model") is False
 
 
+# --- names: built-in, built here, on the hub ------------------------------------------------------------------
+
+HINT = ("'org/model' is neither a local folder nor a model available offline; use the built-in 'smollm2-135m', a "
+        "tiny-<family> model, or a folder with config.json")
+
+
+def test_the_built_in_alias_loads_its_converted_folder_under_its_alias(saved, monkeypatch):
+    monkeypatch.setattr(loading, "ensure_default_model", lambda: saved[0]["safetensors"])
+    loaded = load_model(verify=False)
+    assert loaded.name == "smollm2-135m"
+    original = dict(saved[1].named_parameters())
+    assert all(torch.equal(p, original[name]) for name, p in loaded.model.named_parameters())
+
+
+def test_a_tiny_model_is_built_from_its_seed_and_placed_on_the_device_asked(monkeypatch):
+    devices = []
+    monkeypatch.setattr(loading, "check_device", devices.append)  # "meta" passes: shapes only, nothing computed
+    placed = load_model("tiny-llama", device="meta", verify=False)
+    assert devices == ["meta"] and {p.device.type for p in placed.model.parameters()} == {"meta"}
+    seeded = [dict(load_model("tiny-llama", seed=s, verify=False).model.named_parameters()) for s in (0, 1, 1)]
+    assert any(not torch.equal(p, seeded[1][n]) for n, p in seeded[0].items())  # another seed, other weights
+    assert all(torch.equal(p, seeded[2][n]) for n, p in seeded[1].items())  # the same seed, the same weights
+
+
+def test_a_real_shaped_model_is_checked_and_built_as_asked(monkeypatch):
+    from flashtrace.engine.models.tiny import shaped_config
+
+    checked, devices = [], []
+    monkeypatch.setattr(loading, "check_weights_fit", lambda *args: checked.append(args))
+    monkeypatch.setattr(loading, "check_device", devices.append)
+    loaded = load_model("random-smollm2-135m", dtype="bfloat16", device="meta", verify=False)
+    assert {(p.device.type, p.dtype) for p in loaded.model.parameters()} == {("meta", torch.bfloat16)}
+    (name, config, dtype, device), = checked
+    assert (name, dtype, device) == ("random-smollm2-135m", torch.bfloat16, "meta") and devices == ["meta"]
+    assert config.to_dict() == shaped_config("random-smollm2-135m").to_dict()
+    assert loaded.name == "random-smollm2-135m"
+
+
+def test_an_id_the_hub_cannot_be_asked_about_is_refused_in_one_line(monkeypatch):
+    probed = []
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(loading, "_hub_reachable", lambda model_id: bool(probed.append(model_id)))  # False
+    assert _refusal("org/model") == HINT + " (the Hugging Face hub cannot be reached)"
+    assert probed == ["org/model"]
+
+
+@pytest.mark.parametrize("error", [OSError, ValueError])
+def test_a_hub_config_is_asked_for_at_the_revision_and_its_failure_named(monkeypatch, error):
+    asked = []
+
+    def config(*args, **kwargs):
+        asked.append((args, kwargs))
+        raise error("no such model")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(loading, "_hub_reachable", lambda model_id: True)
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", config)
+    assert _refusal("org/model", revision="v1") == f"{HINT} ({error.__name__})"
+    assert asked == [(("org/model",), {"trust_remote_code": False, "revision": "v1"})]
+
+
 # --- the facts a trace stores -----------------------------------------------------------------------------------
 
 class _Model(torch.nn.Module):
