@@ -124,6 +124,21 @@ def test_an_unreadable_config_is_named_with_the_start_of_the_reason(tmp_path):
                                        f"{reason[:200]})")
 
 
+def test_a_config_that_needs_its_own_code_is_read_only_when_trusted(tmp_path):
+    """The folder's Python is run only with trust_remote_code: refused in words without it; with it, the config is
+    read (here an unsupported family, which is then named)."""
+    from flashtrace.engine.models import UnsupportedModelError
+
+    (tmp_path / "configuration_mine.py").write_text(
+        "from transformers import PretrainedConfig\n\nclass MineConfig(PretrainedConfig):\n    model_type = 'mine'\n")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mine",
+                                                      "auto_map": {"AutoConfig": "configuration_mine.MineConfig"}}))
+    assert _refusal(str(tmp_path)) == (f"{tmp_path}/config.json needs the model's own Python code; it is not run "
+                                       "unless load_model(..., trust_remote_code=True) is set and you trust the folder")
+    with pytest.raises(UnsupportedModelError, match="mine"):
+        load_model(str(tmp_path), trust_remote_code=True, verify=False)
+
+
 @pytest.mark.parametrize("config, dtype", [
     (SimpleNamespace(dtype="bfloat16"), torch.bfloat16),
     (SimpleNamespace(torch_dtype="float16"), torch.float16),  # the name older checkpoints use
