@@ -39,6 +39,18 @@ def smollm():
     return _load("smollm2-135m")
 
 
+def record_calls(monkeypatch, owner, name: str) -> list[dict]:
+    """Wrap ``owner.name`` so that every call's keyword arguments are recorded, then passed through."""
+    seen, real = [], getattr(owner, name)
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return seen
+
+
 def random_ids(n: int, seed: int = 0, vocab: int = 2000) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (n,), generator=g)

@@ -10,6 +10,7 @@ from flashtrace.engine.models import ModelLoadError, load_model
 from flashtrace.engine.models.aliases import TINY_ALIASES
 from flashtrace.engine.models.loading import default_tokenizer
 from flashtrace.engine.models.tiny import build_tiny_model
+from tests.conftest import record_calls
 
 PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. Answer: 7"
 
@@ -38,14 +39,7 @@ def test_dtype_auto_takes_the_checkpoints_dtype_and_names_are_accepted(bf16_fold
 
 
 def test_revision_and_other_keywords_go_to_from_pretrained(bf16_folder, monkeypatch):
-    seen = []
-    real = transformers.AutoModelForCausalLM.from_pretrained
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    seen = record_calls(monkeypatch, transformers.AutoModelForCausalLM, "from_pretrained")
     loaded = load_model(str(bf16_folder), revision="main", attn_implementation="eager", trust_remote_code=False)
     assert seen[-1]["revision"] == "main" and seen[-1]["trust_remote_code"] is False
     assert loaded.model.config._attn_implementation == "eager"  # passed through, and left so after tracing

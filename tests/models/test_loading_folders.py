@@ -14,6 +14,7 @@ from flashtrace.engine.models import ModelLoadError, load_model, loading, wrap_m
 from flashtrace.engine.models.aliases import TINY_ALIASES
 from flashtrace.engine.models.loading import LoadedModel, _config_dtype, _hub_offline, _hub_reachable, default_tokenizer
 from flashtrace.engine.models.tiny import build_tiny_model
+from tests.conftest import record_calls
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +101,7 @@ def test_weights_that_do_not_match_the_config_are_named_as_such(saved, tmp_path)
 
 
 def test_the_tokenizer_is_read_at_the_revision_and_with_the_code_setting_asked(saved, monkeypatch):
-    seen = []
-    real = transformers.AutoTokenizer.from_pretrained
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", spy)
+    seen = record_calls(monkeypatch, transformers.AutoTokenizer, "from_pretrained")
     load_model(str(saved[0]["safetensors"]), revision="main", verify=False)
     assert seen[-1] == {"trust_remote_code": False, "revision": "main"}
 
