@@ -145,3 +145,13 @@ def test_the_cpu_flash_kernel_is_used_only_where_it_applies():
     assert _flash_attention_with_lse(module, q.double(), k.double(), v.double(), None, 0.5, 0.0, {}) is None
     with fake_cuda():
         assert _flash_attention_with_lse(module, q.cuda(), k.cuda(), v.cuda(), None, 0.5, 0.0, {}) is None
+
+
+def test_outside_a_recording_flashtraces_attention_gives_the_models_own_logits(tiny):
+    """A model FlashTrace loaded keeps its attention function (generation runs through it with no recording):
+    windows, soft caps and Gemma's own query scaling included, its logits are the eager ones."""
+    ids = random_ids(N, seed=11)
+    assert tiny.model.config._attn_implementation == "ft_record"
+    with torch.no_grad():
+        ours = tiny.model(input_ids=ids[None], use_cache=False).logits[0]
+    assert torch.allclose(ours, _eager_attentions(tiny, ids).logits[0], atol=1e-4)
