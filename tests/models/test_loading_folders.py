@@ -77,10 +77,73 @@ def test_pickle_weights_load_when_allowed(saved):
 
 def test_missing_tokenizer_files_are_named_in_one_line(saved, tmp_path):
     folder = _copy(saved[0]["safetensors"], tmp_path, keep=lambda name: not name.startswith("tokenizer"))
-    message = _refusal(str(folder))
-    assert message.startswith(f"the tokenizer in {folder} cannot be read (ValueError: ") and "\n" not in message
-    assert message.endswith("); a model folder needs its tokenizer files (tokenizer.json, tokenizer_config.json) "
-                            "beside config.json")
+    with pytest.raises(ValueError) as direct:
+        transformers.AutoTokenizer.from_pretrained(str(folder))
+    first = str(direct.value).splitlines()[0]
+    assert _refusal(str(folder)) == (f"the tokenizer in {folder} cannot be read (ValueError: {first}); a model folder "
+                                     "needs its tokenizer files (tokenizer.json, tokenizer_config.json) beside "
+                                     "config.json")
+
+
+@pytest.mark.parametrize("local", [True, False], ids=["folder", "hub id"])
+def test_files_that_cannot_be_fetched_are_named_by_their_first_line(saved, monkeypatch, local):
+    def unavailable(*args, **kwargs):
+        raise OSError("no file named tokenizer.json\n(the rest of transformers' explanation)")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", unavailable)
+    if local:
+        where = str(saved[0]["safetensors"])
+        assert _refusal(where) == f"{where} cannot be loaded (OSError: no file named tokenizer.json)"
+        return
+    monkeypatch.setattr(loading, "_hub_reachable", lambda model_id: True)
+    config = transformers.AutoConfig.from_pretrained(str(saved[0]["safetensors"]))
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", lambda *args, **kwargs: config)
+    assert _refusal("org/model") == f"{HINT} (OSError: no file named tokenizer.json)"
+
+
+def test_an_error_nobody_classified_reaches_the_caller_as_it_is(saved, monkeypatch):
+    """A failure while reading the model (after the tokenizer) that is neither unreadable nor mismatched weights
+    is a bug to see whole, not a refusal."""
+    def broken(*args, **kwargs):
+        raise ValueError("something transformers did not expect")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", broken)
+    with pytest.raises(ValueError, match="^something transformers did not expect$"):
+        load_model(str(saved[0]["safetensors"]), verify=False)
+
+
+@pytest.mark.parametrize("error, what", [
+    (type("SafetensorError", (Exception,), {})("header too large"), "cannot be read"),
+    (RuntimeError("Error while deserializing header: invalid JSON"), "cannot be read"),
+    (OSError("unable to open the SafeTensors file"), "cannot be read"),
+    (RuntimeError("size mismatch for lm_head.weight"), "do not match"),
+    (ValueError("ignore_mismatched_sizes=True would skip it"), "do not match"),
+    (RuntimeError("Mismatch between the checkpoint's shape and the model's"), "do not match"),
+    (RuntimeError("a shape the model did not expect"), None),
+    (RuntimeError("a mismatch of another kind"), None),
+])
+def test_weight_errors_are_told_apart_by_their_words(error, what):
+    problem = loading._weights_problem("/models/m", error)
+    if what is None:
+        assert problem is error  # not a weights problem: re-raised as it is
+    else:
+        assert isinstance(problem, ModelLoadError) and f"the weights in /models/m {what}" in str(problem)
+
+
+def test_a_long_unreadable_weights_message_is_cut_at_200_characters():
+    problem = loading._weights_problem("/m", RuntimeError("safetensors " + "x" * 400 + "\n  end"))
+    assert str(problem) == ("the weights in /m cannot be read (a truncated or damaged safetensors file?): "
+                            + ("safetensors " + "x" * 400)[:200])
+
+
+@pytest.mark.parametrize("error, line", [
+    (OSError("first\nsecond"), "OSError: first"),
+    (OSError("x" * 300), "OSError: " + "x" * 200),
+    (ValueError(""), "ValueError"),
+    (ValueError("  \n"), "ValueError"),
+])
+def test_an_error_is_named_by_its_type_and_first_line(error, line):
+    assert loading._first_line(error) == line
 
 
 def test_damaged_weights_are_named_as_such(saved, tmp_path):
@@ -179,7 +242,12 @@ def session(monkeypatch):
 
 
 def test_a_model_in_the_local_cache_is_reachable_without_asking_the_hub(session, monkeypatch):
-    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", lambda *a, **k: object())
+    def cached(model_id, local_files_only=False):
+        if model_id == "org/cached" and local_files_only:
+            return object()
+        raise OSError("not in the cache")
+
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", cached)
     assert _hub_reachable("org/cached") is True and session.calls == []
 
 
@@ -231,7 +299,8 @@ def test_a_real_shaped_model_is_checked_and_built_as_asked(monkeypatch):
     (name, config, dtype, device), = checked
     assert (name, dtype, device) == ("random-smollm2-135m", torch.bfloat16, "meta") and devices == ["meta"]
     assert config.to_dict() == shaped_config("random-smollm2-135m").to_dict()
-    assert loaded.name == "random-smollm2-135m"
+    assert loaded.name == "random-smollm2-135m" and loaded.spec.name == "llama"
+    assert loaded.tokenizer.encode("Hello") == default_tokenizer().encode("Hello")
 
 
 def test_an_id_the_hub_cannot_be_asked_about_is_refused_in_one_line(monkeypatch):
