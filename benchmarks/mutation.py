@@ -44,7 +44,7 @@ FAST = ["-m", "not slow and not browser and not ray"]
 LINKED = ("flashtrace", "tests", "app.py", "pages", "tools", "examples", "docs", "README.md", "assets", "benchmarks",
           ".importlinter", "setup.py", ".streamlit", "MANIFEST.in", "constraints.txt", "Makefile")
 _MODELS = ["tests/models"]
-_SPAN = ["tests/attribution/test_span.py", "tests/attribution/test_threads.py"]
+_SPAN = ["tests/attribution/test_span.py", "tests/attribution/test_span_inputs.py", "tests/attribution/test_threads.py"]
 _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests/test_library_index.py",
             "tests/test_library_names.py"]
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]

@@ -104,6 +104,13 @@ def test_rows_whose_logits_lie_far_apart_each_normalise_on_their_own():
     assert got.dtype == torch.float32 and torch.allclose(got.double(), want, atol=1e-6)
 
 
+def _every_sum(layer, rows, coef) -> list[torch.Tensor]:
+    """What each rebuilding path gives for `rows`: the log-sum-exp sums, the max/exp/sum sums, the rows."""
+    return [aggregate_attention(layer, rows, coef, block=2),
+            aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=2),
+            torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+
+
 @pytest.mark.parametrize("fused", [True, False], ids=["one-pass CPU kernel", "four-pass torch (other devices)"])
 def test_results_land_on_the_layers_device_whatever_torchs_default_device(tiny, fused, monkeypatch):
     """A user who set another default device (``torch.set_default_device``) still gets every attention sum
@@ -111,14 +118,11 @@ def test_results_land_on_the_layers_device_whatever_torchs_default_device(tiny, 
     whose blocks grow the logits buffer, included)."""
     monkeypatch.setattr(attention_module, "FUSED_CPU", fused)
     layer = record_forward(tiny, random_ids(N, seed=4)).layers[0]
-    exact = dataclasses.replace(layer, lse=None)
     rows = torch.tensor([0, 2, 3, 20, 39])
     coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(2))
-    plain = [aggregate_attention(layer, rows, coef, block=2), aggregate_attention(exact, rows, coef, block=2),
-             torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+    plain = _every_sum(layer, rows, coef)
     with torch.device("meta"):
-        elsewhere = [aggregate_attention(layer, rows, coef, block=2), aggregate_attention(exact, rows, coef, block=2),
-                     torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
+        elsewhere = _every_sum(layer, rows, coef)
     for got, want in zip(elsewhere, plain):
         assert got.device == layer.q.device and torch.equal(got, want)
 
@@ -129,15 +133,10 @@ def test_a_recording_on_a_gpu_takes_its_rows_and_coefficients_from_the_cpu(tiny)
     layer = record_forward(tiny, random_ids(N, seed=4)).layers[0]
     rows = torch.tensor([0, 2, 3, 20, 39])
     coef = torch.rand(2, rows.numel(), generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-
-    def sums(layer):
-        return [aggregate_attention(layer, rows, coef, block=2),
-                aggregate_attention(dataclasses.replace(layer, lse=None), rows, coef, block=2),
-                torch.cat([p for _, p in attention_rows(layer, rows, block=2)], dim=1)]
-
-    on_cpu = sums(layer)
+    on_cpu = _every_sum(layer, rows, coef)
     with fake_cuda():
-        on_gpu = sums(dataclasses.replace(layer, q=layer.q.cuda(), k=layer.k.cuda(), lse=layer.lse.cuda()))
+        on_gpu = _every_sum(dataclasses.replace(layer, q=layer.q.cuda(), k=layer.k.cuda(), lse=layer.lse.cuda()),
+                            rows, coef)
         assert all(s.device.type == "cuda" for s in on_gpu)
         on_gpu = [s.cpu() for s in on_gpu]
     for got, want in zip(on_gpu, on_cpu):
