@@ -115,3 +115,68 @@ def test_a_recording_on_a_gpu_gives_the_cpus_scores_on_the_cpu(value_kernel, mon
         got = span_aggregate(dataclasses.replace(rec, layers=on_gpu), w, per_head=True)
     assert got.scores.device.type == "cpu" and got.heads.device.type == "cpu"
     assert torch.allclose(got.scores, want.scores, atol=1e-6) and torch.allclose(got.heads, want.heads, atol=1e-6)
+
+
+def _target_weights(n=24, first=10):
+    w = torch.zeros(n)
+    w[first:] = 1.0
+    return w
+
+
+@pytest.mark.parametrize("rows_held", [0, 1, 3], ids=["below one row", "one row", "three rows"])
+def test_the_memory_budget_bounds_each_block_of_attention_logits(rows_held, monkeypatch):
+    """`budget_bytes` bounds the attention rows rebuilt at once: each block of logits (float32, heads × rows ×
+    sources) fits the budget and holds as many target rows as fit (below one row's worth: one row at a time).
+    The blocks cover every target row once per layer, and the scores do not depend on the budget."""
+    import flashtrace.engine.models.attention as attention_module
+
+    monkeypatch.setattr(attention_module, "FUSED_CPU", False)  # the blocked path every device shares
+    rec, w = random_recording(seed=5), _target_weights()
+    plain = span_aggregate(rec, w).scores
+    one_row = 4 * 4 * rec.n_tokens  # 4 heads, sources 0..23, float32
+    budget = max(1, rows_held * one_row)
+    blocks = []
+    logits_of = attention_module.attention_logits
+
+    def spy(q, k, rows, *args, **kwargs):
+        out = logits_of(q, k, rows, *args, **kwargs)
+        blocks.append((rows.tolist(), out.nbytes))
+        return out
+
+    monkeypatch.setattr(attention_module, "attention_logits", spy)
+    scores = span_aggregate(rec, w, budget_bytes=budget).scores
+    per_block = max(1, rows_held)
+    targets = list(range(10, rec.n_tokens))
+    want = [targets[s:s + per_block] for s in range(0, len(targets), per_block)]
+    assert [rows for rows, _ in blocks] == want * len(rec.layers)
+    assert all(nbytes <= max(budget, one_row) for _, nbytes in blocks)
+    assert torch.allclose(scores, plain, atol=1e-6)
+
+
+@pytest.mark.parametrize("sources_held", [0, 1, 3, 7], ids=["below one source", "one", "three", "seven"])
+def test_the_memory_budget_bounds_each_chunk_of_head_values(sources_held, monkeypatch):
+    """Where head values are formed (other devices than the CPU), they are formed a chunk of sources at a
+    time: each chunk (float32, heads × sources × model width) fits half the budget and holds as many sources as
+    fit (below one source's worth: one at a time); the chunks cover every source once, in order, per layer."""
+    import flashtrace.engine.attribution.span as span_module
+
+    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
+    rec, w = random_recording(seed=6), _target_weights()
+    plain = span_aggregate(rec, w).scores
+    per_source = 4 * 4 * 16  # 4 heads × model width 16, float32
+    budget = max(1, 2 * per_source * sources_held)
+    chunks = []
+    values_of = LayerRecord.head_values
+
+    def spy(layer, src):
+        out = values_of(layer, src)
+        chunks.append((src.start, src.stop, out.nbytes))
+        return out
+
+    monkeypatch.setattr(LayerRecord, "head_values", spy)
+    scores = span_aggregate(rec, w, budget_bytes=budget).scores
+    size, n = max(1, sources_held), rec.n_tokens
+    want = [(s, min(s + size, n)) for s in range(0, n, size)]
+    assert [(start, stop) for start, stop, _ in chunks] == want * len(rec.layers)
+    assert all(nbytes <= max(budget // 2, per_source) for *_, nbytes in chunks)
+    assert torch.allclose(scores, plain, atol=1e-6)
