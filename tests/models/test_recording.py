@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from flashtrace.engine.models import record_forward
+from flashtrace.engine.models import load_model, record_forward
 from flashtrace.engine.models.attention import attention_logits, attention_rows
 from tests.attribution.reference import explicit_attention
 from tests.conftest import random_ids
@@ -139,16 +139,20 @@ def test_x_mid_is_kept_only_when_asked(tiny_llama):
     assert str(refused.value) == "this recording did not keep x_mid: record with keep_mid=True"
 
 
-def test_cpu_recording_keeps_each_kind_in_one_block(tiny_llama):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_cpu_recording_keeps_each_kind_in_one_block(dtype):
     """Every layer's q, k, v and x_prev are views of one [L, ...] block per kind (not the forward's own
-    buffers, which would stay scattered over the heap), with the same values as the forward's."""
+    buffers, which would stay scattered over the heap), in the model's dtype, with the same values as the
+    forward's."""
+    loaded = load_model("tiny-llama", dtype=dtype)
     ids = random_ids(N, seed=6)
-    rec = record_forward(tiny_llama, ids)
+    rec = record_forward(loaded, ids)
     for name in ("x_prev", "q", "k", "v"):
         tensors = [getattr(layer, name) for layer in rec.layers]
         assert len({t.untyped_storage().data_ptr() for t in tensors}) == 1, name
         assert len({t.data_ptr() for t in tensors}) == len(tensors), name
-    again = record_forward(tiny_llama, ids)
+        assert {t.dtype for t in tensors} == {dtype}, name
+    again = record_forward(loaded, ids)
     assert all(torch.equal(a.q, b.q) and torch.equal(a.x_prev, b.x_prev) for a, b in zip(rec.layers, again.layers))
 
 

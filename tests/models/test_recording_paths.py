@@ -155,3 +155,52 @@ def test_outside_a_recording_flashtraces_attention_gives_the_models_own_logits(t
     with torch.no_grad():
         ours = tiny.model(input_ids=ids[None], use_cache=False).logits[0]
     assert torch.allclose(ours, _eager_attentions(tiny, ids).logits[0], atol=1e-4)
+
+
+def test_attention_left_to_its_default_scale_uses_sdpas_one_over_root_d(tiny_llama, monkeypatch):
+    """An attention module that passes no scale (``scaling=None``, SDPA's default ``1/√d``) is recorded with that
+    scale: Llama's own scale is ``1/√d``, so the recording and the model's logits are those of a plain pass."""
+    ids = random_ids(N, seed=12)
+    plain = record_forward(tiny_llama, ids, keep_logits=True)
+    for layer in tiny_llama.spec.decoder_layers(tiny_llama.model):
+        monkeypatch.setattr(layer.self_attn, "scaling", None)
+    unscaled = record_forward(tiny_llama, ids, keep_logits=True)
+    head_dim = plain.layers[0].q.shape[-1]
+    assert [layer.scaling for layer in unscaled.layers] == [head_dim ** -0.5] * len(plain.layers)
+    assert [layer.scaling for layer in plain.layers] == [head_dim ** -0.5] * len(plain.layers)
+    assert torch.allclose(unscaled.meta["logits"], plain.meta["logits"], atol=1e-5)
+
+
+def test_soft_capped_attention_without_a_scale_uses_one_over_root_d():
+    """Soft-capped attention (Gemma 2's path) called without a scale: ``softcap·tanh(q·k/(√d·softcap))``,
+    masked causally, against an explicit computation."""
+    gen = torch.Generator().manual_seed(13)
+    q, k, v = (torch.randn(1, 2, 5, 9, generator=gen) for _ in range(3))
+    out, probs = flashtrace_attention(torch.nn.Module(), q, k, v, None, softcap=3.0)
+    logits = 3.0 * torch.tanh(q[0] @ k[0].transpose(-1, -2) / (9 ** 0.5 * 3.0))
+    logits = logits.masked_fill(torch.ones(5, 5).triu(1).bool(), float("-inf"))
+    want = (logits.softmax(-1) @ v[0]).transpose(0, 1)  # [L, H, dv]
+    assert probs is None and torch.allclose(out[0], want, atol=1e-5)
+
+
+def test_layers_called_with_hidden_states_by_keyword_are_recorded_the_same(tiny_llama):
+    """A caller (a wrapper, a custom loop) that passes ``hidden_states`` to the decoder layers and to the norm
+    before the MLP by keyword gets the recording of a positional call: the same x_prev, x_mid, q, k and v."""
+    ids = random_ids(N, seed=14)
+    plain = record_forward(tiny_llama, ids, keep_mid=True)
+
+    def by_keyword(module, args, kwargs):
+        return ((), {"hidden_states": args[0], **kwargs}) if args else None
+
+    handles = []
+    for layer in tiny_llama.spec.decoder_layers(tiny_llama.model):
+        for module in (layer, getattr(layer, tiny_llama.spec.mid_norm)):
+            handles.append(module.register_forward_pre_hook(by_keyword, with_kwargs=True, prepend=True))
+    try:
+        keyword = record_forward(tiny_llama, ids, keep_mid=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    for a, b in zip(plain.layers, keyword.layers):
+        for name in ("x_prev", "x_mid", "q", "k", "v"):
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
