@@ -34,8 +34,26 @@ def test_dtype_auto_takes_the_checkpoints_dtype_and_names_are_accepted(bf16_fold
     assert load_model("tiny-llama", dtype="auto", verify=False).dtype == torch.float32
     with pytest.raises(ModelLoadError, match="unknown dtype"):
         load_model("tiny-llama", dtype="int8")
-    with pytest.raises(ModelLoadError, match="not both"):
+    with pytest.raises(ModelLoadError) as refused:
         load_model("tiny-llama", dtype="bf16", torch_dtype=torch.float16)
+    assert str(refused.value) == "pass dtype= or torch_dtype= (its former name), not both"
+    assert load_model("tiny-llama", torch_dtype=torch.bfloat16, verify=False).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", torch.float32),
+                                         ("half", torch.float16), ("torch.float64", torch.float64),
+                                         ("double", torch.float64)])
+def test_short_names_and_torchs_own_dtype_names_are_accepted(name, dtype):
+    """The short names (bf16, fp16, fp32) and any name torch gives a floating dtype ('half', 'float64')."""
+    assert load_model("tiny-llama", dtype=name, verify=False).dtype == dtype
+
+
+@pytest.mark.parametrize("name", ["int8", "float8", "bfloat 16", "bool", ""])
+def test_a_dtype_that_is_not_a_floating_torch_dtype_is_refused_with_the_names_to_use(name):
+    with pytest.raises(ModelLoadError) as refused:
+        load_model("tiny-llama", dtype=name)
+    assert str(refused.value) == (f"unknown dtype {name!r}; use 'auto', a torch floating dtype, or one of float32, "
+                                  "fp32, bfloat16, bf16, float16, fp16")
 
 
 def test_revision_and_other_keywords_go_to_from_pretrained(bf16_folder, monkeypatch):
