@@ -204,3 +204,13 @@ def test_layers_called_with_hidden_states_by_keyword_are_recorded_the_same(tiny_
     for a, b in zip(plain.layers, keyword.layers):
         for name in ("x_prev", "x_mid", "q", "k", "v"):
             assert torch.equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_attention_called_without_a_dropout_argument_drops_nothing():
+    """The registered attention function's dropout defaults to none, as SDPA's does: called with only the
+    tensors and a mask of None it is plain causal attention."""
+    gen = torch.Generator().manual_seed(15)
+    q, k, v = (torch.randn(1, 2, 6, 4, generator=gen) for _ in range(3))
+    out, probs = flashtrace_attention(torch.nn.Module(), q, k, v, None)
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+    assert probs is None and torch.allclose(out, want, atol=1e-6)
