@@ -79,3 +79,17 @@ def test_loading_a_cpu_model_warms_the_cpu_kernels_for_the_first_attribution(fol
     with pytest.raises(ModelLoadError):
         load_model(str(folder / "missing"), verify=False)
     assert warmed == [True]  # a refused load warms nothing
+
+
+def test_a_folder_is_checked_for_and_placed_on_the_device_asked_unless_a_device_map_places_it(folder, monkeypatch):
+    from flashtrace.engine.models import loading
+
+    devices, checked = [], []
+    monkeypatch.setattr(loading, "check_device", devices.append)  # "meta" passes: shapes only, nothing computed
+    monkeypatch.setattr(loading, "check_weights_fit", lambda *args: checked.append(args))
+    placed = load_model(str(folder), device="meta", dtype="bf16", verify=False)
+    assert {(p.device.type, p.dtype) for p in placed.model.parameters()} == {("meta", torch.bfloat16)}
+    (name, _, dtype, device), = checked
+    assert (name, dtype, device) == (str(folder), torch.bfloat16, "meta") and devices == ["meta"]
+    mapped = load_model(str(folder), device="meta", device_map="cpu", verify=False)
+    assert {p.device.type for p in mapped.model.parameters()} == {"cpu"} and len(checked) == 1
