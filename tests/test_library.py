@@ -33,6 +33,15 @@ def test_a_reserved_name_at_the_length_limit_stays_within_80_characters():
     assert len(name) == 80 and name.startswith("NUL_.")
 
 
+@pytest.mark.parametrize("end, kept", [("-b", ""), (".b", ""), ("XY", "X")],
+                         ids=["a dash at the cut", "a dot at the cut", "a letter at the cut"])
+def test_a_reserved_name_cut_to_80_characters_ends_in_neither_a_dash_nor_a_dot(end, kept):
+    """80 characters, a reserved first part: pathvalidate's added "_" pushes the last character out, and a
+    dash or dot left at the end of the cut goes too; a letter stays."""
+    name = sanitize_name("NUL." + "a" * 74 + end)
+    assert name == "NUL_." + "a" * 74 + kept
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
 def test_any_title_gives_a_safe_stem_of_at_most_80_characters(title):
