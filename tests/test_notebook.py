@@ -111,12 +111,19 @@ PLOTLY = "application/vnd.plotly.v1+json"
 QUICKSTART = ROOT / "examples" / "quickstart.ipynb"
 
 
+# kaleido's browser channel (choreographer) logs a message from chromium it could not decode and goes on
+# ("Ignoring"): seen under load, with the PNG still drawn. Nothing of ours; any other stderr text still fails.
+_CHANNEL_NOISE = re.compile(r"JSONError decoding message\. Ignoring\n.*?choreographer\.channels\._errors\.JSONError\n?",
+                            re.DOTALL)
+
+
 def _check_outputs(nb, png: bool) -> None:
     """No error, nothing on stderr (no warning), the trace's HTML view, and three Plotly figures that each
     carry an HTML fallback (plotly.js embedded once, offline) beside the Plotly JSON, and a PNG with `png`."""
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    stderr = [_CHANNEL_NOISE.sub("", o.text) for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    assert not [text for text in stderr if text.strip()]
     shown = [o.get("data", {}) for o in outputs if o.output_type in ("execute_result", "display_data")]
     assert any("flashtrace-trace" in d.get("text/html", "") for d in shown)
     figures = [d for d in shown if PLOTLY in d]
