@@ -1,6 +1,7 @@
 """The recording's own computations, each against an independent one: the attention sum it rebuilds instead of
 keeping x_mid, the sandwich norm's scale with the norm's own epsilon, the causal mask of the shortest sequence,
-soft-capped attention in half precision and on the query's device, and its refusals in words."""
+soft-capped attention in half precision and on the query's device, its refusals in words, and the callers it
+meets: attention left to SDPA's default scale or dropout, layers given hidden_states by keyword."""
 
 import dataclasses
 
