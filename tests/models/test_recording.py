@@ -165,3 +165,19 @@ def test_a_layer_of_another_shape_keeps_its_own_tensor(tiny_llama):
     recorder.keep(1, "x_prev", other)
     assert torch.equal(recorder.slots[0]["x_prev"], first) and torch.equal(recorder.slots[1]["x_prev"], other)
     assert recorder.slots[1]["x_prev"].data_ptr() != other.data_ptr()  # a copy: the forward's buffer is freed
+
+
+def test_a_tensor_on_a_gpu_is_kept_where_it_is(tiny_llama):
+    """A GPU pass's tensors stay on the GPU as the forward made them (detached): no CPU block is allocated for
+    them, and the attribution reads them there."""
+    from flashtrace.engine.models.recording import _Recorder
+    from tests.fake_cuda import fake_cuda
+
+    recorder = _Recorder(tiny_llama.spec, tiny_llama.model)
+    with fake_cuda():
+        q = torch.randn(4, 8, requires_grad=True).cuda()
+        recorder.keep(0, "q", q)
+        kept = recorder.slots[0]["q"]
+        assert kept.device.type == "cuda" and not kept.requires_grad
+        assert kept.data_ptr() == q.data_ptr() and torch.equal(kept.cpu(), q.detach().cpu())
+    assert recorder.blocks == {}
