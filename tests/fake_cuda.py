@@ -8,7 +8,7 @@ fails where a real GPU run would:
 - ``.to("cpu")`` / ``.cpu()`` give a CPU tensor, ``.to("cuda")`` / ``.cuda()`` / ``device="cuda"`` a "cuda" one.
 
 The numbers are computed on the CPU, so they equal a CPU run's. It tests device moves that only a GPU would
-otherwise exercise (tests/models/test_lse.py, tests/attribution/test_span_inputs.py, tests/test_fake_cuda.py).
+otherwise exercise (its users: `grep -rl fake_cuda tests`; its own tests: tests/test_fake_cuda.py).
 """
 
 from __future__ import annotations
