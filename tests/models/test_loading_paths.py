@@ -1,6 +1,7 @@
 """How load_model treats a folder on its way in: a path under the home folder, a config too large for this
-machine's memory (refused before any weight is read), a device map (passed on, the size check left to
-accelerate), FlashTrace's attention set at load, and the CPU kernels warmed before the first attribution."""
+machine's memory (refused before any weight is read), the device asked (checked, then the model placed there),
+a device map (passed on, the size check and placement left to accelerate), FlashTrace's attention set at load,
+and the CPU kernels warmed before the first attribution."""
 
 import json
 import shutil
