@@ -16,6 +16,20 @@ TINY_MODELS = ["tiny-llama", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-g
                "tiny-phi3", "tiny-gpt2"]
 
 
+def save_tiny_llama(folder, dtype: torch.dtype = torch.float32):
+    """A model folder as from_pretrained reads one: the tiny llama (seed 0, saved for SDPA attention) in `dtype`
+    with the built-in tokenizer, written to `folder`. Returns the model."""
+    from flashtrace.engine.models.aliases import TINY_ALIASES
+    from flashtrace.engine.models.loading import default_tokenizer
+    from flashtrace.engine.models.tiny import build_tiny_model
+
+    tokenizer = default_tokenizer()
+    model = build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0, attn_implementation="sdpa").to(dtype)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model
+
+
 @functools.lru_cache(maxsize=None)
 def _load(name: str):
     from flashtrace.engine.models import load_model

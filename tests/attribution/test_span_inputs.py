@@ -1,5 +1,5 @@
-"""What a caller passes to span aggregation: the weights (their dtypes and refusals), the threshold τ, and the
-device of the recording and of torch's default."""
+"""What a caller passes to span aggregation: the weights (their dtypes and refusals), the threshold τ, the
+device of the recording and of torch's default, and the memory budget each block of work must fit."""
 
 import dataclasses
 

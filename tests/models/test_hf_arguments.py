@@ -10,7 +10,7 @@ from flashtrace.engine.models import ModelLoadError, load_model
 from flashtrace.engine.models.aliases import TINY_ALIASES
 from flashtrace.engine.models.loading import default_tokenizer
 from flashtrace.engine.models.tiny import build_tiny_model
-from tests.conftest import record_calls
+from tests.conftest import record_calls, save_tiny_llama
 
 PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. Answer: 7"
 
@@ -19,10 +19,7 @@ PROMPT, RESPONSE = "Ann has 3 apples and buys 4 more. How many?", "3 + 4 = 7. An
 def bf16_folder(tmp_path_factory):
     """A tiny llama saved in bfloat16 with its tokenizer: a model folder as from_pretrained reads it."""
     folder = tmp_path_factory.mktemp("tiny-bf16")
-    tokenizer = default_tokenizer()
-    build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0, attn_implementation="sdpa").to(
-        torch.bfloat16).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    save_tiny_llama(folder, torch.bfloat16)
     return folder
 
 

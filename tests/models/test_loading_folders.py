@@ -14,19 +14,15 @@ from flashtrace.engine.models import ModelLoadError, load_model, loading, wrap_m
 from flashtrace.engine.models.aliases import TINY_ALIASES
 from flashtrace.engine.models.loading import LoadedModel, _config_dtype, _hub_offline, _hub_reachable, default_tokenizer
 from flashtrace.engine.models.tiny import build_tiny_model
-from tests.conftest import record_calls
+from tests.conftest import record_calls, save_tiny_llama
 
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """A tiny llama saved with its tokenizer twice: safetensors weights, and pickle (``.bin``) weights."""
-    tokenizer = default_tokenizer()
-    model = build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0, attn_implementation="sdpa")
-    folders = {}
-    for kind in ("safetensors", "pickle"):
-        folder = folders[kind] = tmp_path_factory.mktemp(kind)
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+    folders = {kind: tmp_path_factory.mktemp(kind) for kind in ("safetensors", "pickle")}
+    model = save_tiny_llama(folders["safetensors"])
+    save_tiny_llama(folders["pickle"])  # the same seed: the same weights
     (folders["pickle"] / "model.safetensors").unlink()  # transformers 5 saves safetensors only: pickle by hand
     torch.save(model.state_dict(), folders["pickle"] / "pytorch_model.bin")
     return folders, model

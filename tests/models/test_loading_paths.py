@@ -12,20 +12,15 @@ import transformers
 
 from flashtrace.engine.kernels import proximity
 from flashtrace.engine.models import ModelLoadError, ResourceError, load_model
-from flashtrace.engine.models.aliases import TINY_ALIASES
-from flashtrace.engine.models.loading import default_tokenizer
 from flashtrace.engine.models.recording import ATTN_IMPLEMENTATION
-from flashtrace.engine.models.tiny import build_tiny_model
-from tests.conftest import record_calls
+from tests.conftest import record_calls, save_tiny_llama
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """A tiny llama saved with its tokenizer, loaded by transformers with SDPA attention."""
     where = tmp_path_factory.mktemp("tiny-folder")
-    tokenizer = default_tokenizer()
-    build_tiny_model(TINY_ALIASES["tiny-llama"], tokenizer, seed=0, attn_implementation="sdpa").save_pretrained(where)
-    tokenizer.save_pretrained(where)
+    save_tiny_llama(where)
     return where
 
 
