@@ -7,6 +7,7 @@ from flashtrace.engine.attribution.baselines import (attention_rollout, integrat
                                               segment_ablation, target_logprob)
 from flashtrace.engine.models import load_model, record_forward
 from flashtrace.engine.models.tiny import build_tiny_model
+from tests.fake_cuda import fake_cuda
 
 N = 24
 
@@ -130,6 +131,19 @@ def test_integrated_gradients_runs_16_steps_by_default_and_one_long_sequence_per
     assert torch.allclose(default, integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=16))
     assert torch.allclose(one_by_one, integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=4),
                           rtol=1e-4, atol=1e-6)
+
+
+def test_integrated_gradients_moves_ids_to_the_models_device(llama, ids):
+    """Ids that arrive on another device than the model (here on the stand-in GPU, the model on the CPU) are moved
+    to the model's device; the attribution is the one for CPU ids and comes back on the CPU."""
+    positions, target = list(range(2, 14)), (N - 4, N)
+    on_cpu = integrated_gradients(llama.model, ids, target, positions, baseline_id=0, steps=4)
+    with fake_cuda():
+        gpu_ids = ids.cuda()
+        assert gpu_ids.device.type == "cuda"
+        moved = integrated_gradients(llama.model, gpu_ids, target, positions, baseline_id=0, steps=4)
+    assert type(moved) is torch.Tensor and moved.device.type == "cpu"
+    assert torch.allclose(moved, on_cpu, rtol=1e-5, atol=1e-8)  # the stand-in's dispatch can change the last bit
 
 
 @pytest.mark.parametrize("weights", [torch.ones(N - 1), -_weights(), torch.zeros(N),

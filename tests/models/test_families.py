@@ -1,6 +1,8 @@
 """Model families: the spec found for each model type, the refusal of any other in full words, models without a
 config, and the per-head output projections and gains the decomposition reads."""
 
+import importlib
+
 import pytest
 import torch
 from torch import nn
@@ -14,6 +16,23 @@ FAMILIES = ["gemma2", "gemma3", "gpt2", "llama", "mistral", "phi3", "qwen2", "qw
 def test_supported_families_are_named_once_each_in_order():
     assert supported_families() == FAMILIES
     assert spec_for_model_type("gemma3_text") is spec_for_model_type("gemma3")
+
+
+def test_importing_the_module_registers_each_family_under_each_of_its_model_types():
+    """The table is built while the module is imported: run that again (then put the module back as it was, so no
+    other test sees new objects) and every model type maps to the spec of its family."""
+    module = importlib.import_module("flashtrace.engine.models.families")
+    saved = dict(module.__dict__)
+    try:
+        fresh = importlib.reload(module)
+        table = {model_type: (spec.name, spec.model_types) for model_type, spec in fresh.SPECS.items()}
+    finally:
+        module.__dict__.clear()
+        module.__dict__.update(saved)
+    gemma3 = ("gemma3", ("gemma3", "gemma3_text"))
+    assert table == {**{name: (name, (name,)) for name in FAMILIES if name != "gemma3"},
+                     "gemma3": gemma3, "gemma3_text": gemma3}
+    assert module.SPECS is SPECS
 
 
 def test_an_unknown_family_is_refused_naming_every_supported_one():
