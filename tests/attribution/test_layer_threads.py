@@ -3,6 +3,7 @@ thread, bit for bit; torch's thread count and the worker threads are back to nor
 including one a caller cancels."""
 
 import threading
+import time
 
 import pytest
 import torch
@@ -88,6 +89,35 @@ def test_a_cancelled_sweep_restores_torch_threads_and_leaves_no_worker(recording
     assert not [t for t in threading.enumerate() if t.name.startswith("flashtrace-layer")]
     assert span_module._THREADS_SECTION.acquire(blocking=False)  # the next sweep is not locked out
     span_module._THREADS_SECTION.release()
+
+
+def test_a_sweep_cancelled_while_a_layer_computes_returns_only_after_that_layer_ends(recording, two_threads,
+                                                                                  monkeypatch):
+    """Stop pressed while another layer is still computing: the caller gets control back only once that worker
+    has finished, so no thread goes on using the CPU behind it (here the last layer is still at work when the
+    first one's progress call cancels, and takes a further 0.3 s after it)."""
+    w = weights(recording.n_tokens)
+    cancelled, finished = threading.Event(), threading.Event()
+    original = span_module._layer_proximities
+
+    def last_layer_still_working(layer, *args):
+        out = original(layer, *args)
+        if layer is recording.layers[-1]:
+            assert cancelled.wait(timeout=30)
+            time.sleep(0.3)
+            finished.set()
+        return out
+
+    def cancel(layer):
+        cancelled.set()
+        raise KeyboardInterrupt("cancelled")
+
+    monkeypatch.setattr(span_module, "_layer_proximities", last_layer_still_working)
+    with pytest.raises(KeyboardInterrupt):
+        span_aggregate(recording, w, on_layer=cancel)
+    assert finished.is_set()
+    assert not [t for t in threading.enumerate() if t.name.startswith("flashtrace-layer")]
+    assert torch.get_num_threads() == 2
 
 
 def test_the_memory_budget_caps_the_layers_in_flight(recording):
