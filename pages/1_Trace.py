@@ -12,7 +12,6 @@ from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
 from flashtrace.engine.inputs import REASONING_INSTRUCTION, detect_spans
 from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
-from flashtrace.engine.models import MODEL_ALIASES
 from flashtrace.run.tracing import attribute
 
 OTHER = "Other: Hugging Face id or local folder"
@@ -41,12 +40,23 @@ def needs(what: str, missing: list[str]) -> None:
         st.caption(f"{what} needs {listed}.")  # md-ok: constant phrases
 
 
+options = {o.name: o for o in app_state.model_options()}
 c_model, c_preset = st.columns(2)
 with c_model:
-    choice = st.selectbox("Model", [*MODEL_ALIASES, OTHER], key="model_choice",
-                          help="smollm2-135m is built in and works offline; tiny-* are random-weight test models")
+    choice = st.selectbox("Model", [*options, OTHER], key="model_choice",
+                          format_func=lambda name: options[name].label if name in options else name,
+                          help="Built-in models work offline: the Qwen2.5-Coder ones reason step by step (prepare "
+                               "each once with `flashtrace prepare --model NAME`), smollm2-135m is small and fast. "
+                               "tiny-* and random-* have random weights, for tests.")
     model_name = (st.text_input("Hugging Face id or folder", key="model_other", max_chars=500).strip()
                   if choice == OTHER else choice)
+    picked = options.get(choice)
+    if picked and picked.ready:
+        st.caption(ui.plain(picked.facts))
+    elif picked:
+        st.warning(f"{ui.plain(choice)} is not prepared yet. Prepare it once in a terminal, then pick it again: "
+                   + ui.code_text(picked.command))
+        model_name = ""
     chat_template = st.checkbox("Use the model's chat template", True, key="chat_template",
                                 help="for generation and for the trace")
 with c_preset:
@@ -64,7 +74,7 @@ if mode == "Generate with the model":
                            "not when the prompt already asks). The tool wrote it, so it is marked as template text "
                            "and never counts as evidence.")
     gen_missing = [what for what, ok in (("a model", model_name), ("a prompt", prompt.strip())) if not ok]
-    if not gen_missing and model_name in MODEL_ALIASES:  # built-in models load in a second
+    if not gen_missing and model_name in options:  # built-in models: loaded once, then cached
         with ui.shown_errors("Cannot generate: "):
             st.caption(ui.plain(app_state.generation_estimate(app_state.cached_model(model_name), prompt, max_new,
                                                               chat_template, ask)))
@@ -143,7 +153,7 @@ if response.strip() and (spans is None or not spans.answer):
 if target_chars is not None and target_chars[0] >= target_chars[1]:
     missing.append("a non-empty character range")
 fits = True
-if not missing and model_name in MODEL_ALIASES:  # built-in models load in a second; others are checked on Run
+if not missing and model_name in options:  # built-in models: loaded once, then cached; others are checked on Run
     try:
         n_tokens, estimate = app_state.run_estimate(app_state.cached_model(model_name), prompt, response, spans,
                                                     target, hops, chat_template, target_chars, steps)

@@ -8,7 +8,8 @@ from flashtrace.base.errors import EXIT_FAILURE, EXIT_TOO_BIG, EXIT_USAGE, Flash
 from flashtrace.engine.estimate import ResourceError
 from flashtrace.store.library import LibraryError
 from flashtrace.engine.models import ModelLoadError, UnsupportedModelError
-from flashtrace.engine.models.default_model import DefaultModelMissingError
+from flashtrace.engine.models.chunks import ChecksumError, PrepareError
+from flashtrace.engine.models.prepare import ModelNotPreparedError
 from flashtrace.analysis.schema import TraceValidationError
 from flashtrace.run.tracing import prepare
 
@@ -16,7 +17,8 @@ from flashtrace.run.tracing import prepare
 @pytest.mark.parametrize("cls, builtin, code", [
     (ModelLoadError, RuntimeError, EXIT_USAGE), (ResourceError, RuntimeError, EXIT_TOO_BIG),
     (TraceValidationError, ValueError, EXIT_USAGE), (LibraryError, ValueError, EXIT_USAGE),
-    (UnsupportedModelError, ValueError, EXIT_USAGE), (DefaultModelMissingError, RuntimeError, EXIT_FAILURE)])
+    (UnsupportedModelError, ValueError, EXIT_USAGE), (PrepareError, RuntimeError, EXIT_FAILURE),
+    (ChecksumError, RuntimeError, EXIT_FAILURE), (ModelNotPreparedError, RuntimeError, EXIT_USAGE)])
 def test_every_error_derives_from_the_base_and_keeps_its_builtin(cls, builtin, code):
     err = cls("x")
     assert isinstance(err, FlashTraceError) and isinstance(err, builtin)  # `except ValueError` still catches it

@@ -97,6 +97,37 @@ def _cached_model(name: str) -> LoadedModel:
 cached_model.clear = _cached_model.clear  # as on any Streamlit cache: drop the loaded models
 
 
+@dataclass(frozen=True)
+class ModelOption:
+    """A model the Trace page offers: its name, a short label for the picker, its facts (size, licence, speed
+    here) and whether it can run now (a built-in not prepared yet cannot: `command` prepares it)."""
+
+    name: str
+    label: str
+    facts: str
+    ready: bool = True
+    command: str = ""
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def model_options() -> list[ModelOption]:
+    """The Trace page's models: the prepared built-ins most capable first (it opens on the first), then those not
+    prepared, then the random-weight test models (re-read every 30 s: a prepare in a terminal shows up)."""
+    from ..engine.choices import builtin_choices
+    from ..engine.models.aliases import SHAPED_CONFIGS, TINY_ALIASES
+    from ..engine.models.builtin import SMOLLM2
+    from ..engine.models.prepare import prepare_command
+
+    options = []
+    for c in builtin_choices():
+        ready = bool(c.prepared) or c.model is SMOLLM2  # the default converts itself on first use (seconds)
+        label = f"{c.model.name} · {c.model.n_params / 1e9:.2f} B · {c.token_s:.2f} s/token" + ("" if ready else
+                                                                                               " · not prepared")
+        options.append(ModelOption(c.model.name, label, f"{c.model.note}; {c.facts}", ready, prepare_command(c.model)))
+    options.sort(key=lambda o: not o.ready)  # stable: the most capable first among those ready, then the others
+    return options + [ModelOption(name, name, "random weights, for tests") for name in (*TINY_ALIASES, *SHAPED_CONFIGS)]
+
+
 def load_model(name: str) -> LoadedModel:
     """`flashtrace.engine.models.load_model`, importing the engine (torch, transformers) on first use."""
     require_writable("running a model")

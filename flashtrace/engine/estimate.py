@@ -305,13 +305,21 @@ def scoring_seconds(model, n_tokens: int, n_sequences: float, speed: Speed | Non
     return n_sequences * (body + attention) / SCORE_FLOPS_PER_S / (speed or speed_of()).forward
 
 
+def generation_step_seconds(model, n_context: float, speed: Speed | None = None) -> float:
+    """One greedy generation step after `n_context` tokens: every weight read once, attention over what is there,
+    a fixed cost per layer."""
+    s, speed = shape_of(model), speed or speed_of()
+    step_flops = 2 * s.n_params + 4 * s.n_layers * s.n_heads * s.head_dim * n_context
+    step = (s.n_params * s.dtype_bytes / DECODE_BYTES_PER_S + step_flops / SCORE_FLOPS_PER_S) / speed.forward
+    return step + DECODE_LAYER_OVERHEAD_S * s.n_layers * speed.slow
+
+
 def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = None) -> float:
     """Greedy generation of `n_new` tokens after `n_prompt`: the prompt's forward pass, then one step per new
-    token (every weight read once, attention over what is there, a fixed cost per layer and step)."""
-    s, speed = shape_of(model), speed or speed_of()
-    step_flops = 2 * s.n_params + 4 * s.n_layers * s.n_heads * s.head_dim * (n_prompt + n_new / 2)
-    step = (s.n_params * s.dtype_bytes / DECODE_BYTES_PER_S + step_flops / SCORE_FLOPS_PER_S) / speed.forward
-    return scoring_seconds(model, n_prompt, 1, speed) + n_new * (step + DECODE_LAYER_OVERHEAD_S * s.n_layers * speed.slow)
+    token (`generation_step_seconds` at the middle of the new tokens: its attention term is linear)."""
+    speed = speed or speed_of()
+    return (scoring_seconds(model, n_prompt, 1, speed)
+            + n_new * generation_step_seconds(model, n_prompt + n_new / 2, speed))
 
 
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:

@@ -190,12 +190,16 @@ def file_stem(job: dict) -> str:
 
 def check_model(name: str) -> None:
     """Refuse, before any work, a model whose family FlashTrace does not support (local folders; built-in
-    aliases are known; a hub id is checked when it loads)."""
+    aliases are known, and refused when not prepared yet; a hub id is checked when it loads)."""
     from ..engine.models import MODEL_ALIASES
+    from ..engine.models.builtin import BUILTINS
     from ..engine.models.families import spec_for_model_type
     from ..engine.models.loading import ModelLoadError
+    from ..engine.models.prepare import require_prepared
 
     if name in MODEL_ALIASES:
+        if name in BUILTINS:
+            require_prepared(name)  # a built-in not prepared yet is refused here, naming the command
         return
     folder = Path(name).expanduser()
     if folder.is_dir():

@@ -262,13 +262,15 @@ def test_the_probe_waits_three_seconds_at_most_and_follows_no_redirect(session):
 
 # --- names: built-in, built here, on the hub ------------------------------------------------------------------
 
-HINT = ("'org/model' is neither a local folder nor a model available offline; use the built-in 'smollm2-135m', a "
-        "tiny-<family> model, or a folder with config.json")
+HINT = ("'org/model' is neither a local folder nor a model available offline; use a built-in model "
+        "(qwen2.5-coder-1.5b, qwen2.5-coder-0.5b, smollm2-135m), a tiny-<family> model, or a folder with config.json")
 
 
 def test_the_built_in_alias_loads_its_converted_folder_under_its_alias(saved, monkeypatch):
-    monkeypatch.setattr(loading, "ensure_default_model", lambda: saved[0]["safetensors"])
+    asked = []
+    monkeypatch.setattr(loading, "_builtin_folder", lambda name, dtype: asked.append((name, dtype)) or saved[0]["safetensors"])
     loaded = load_model(verify=False)
+    assert asked == [("smollm2-135m", torch.float32)]
     assert loaded.name == "smollm2-135m"
     original = dict(saved[1].named_parameters())
     assert all(torch.equal(p, original[name]) for name, p in loaded.model.named_parameters())

@@ -111,7 +111,7 @@ def test_weights_that_do_not_fit_are_refused_naming_size_dtype_and_room(monkeypa
     assert refused.value.exit_code == 3
     with pytest.raises(ResourceError, match=r"in bfloat16\) but .* available; refused .* or dtype$"):
         memory.check_weights_fit("m", config, torch.bfloat16, margin=2.5)
-    monkeypatch.setattr(memory.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ResourceError, match="is available on the device;"):
         memory.check_weights_fit("m", config, torch.bfloat16, device="cuda", margin=2.5)
 

@@ -11,6 +11,7 @@ HELP = ("trace every prompt of a JSONL file into one trace file each (resumable;
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace batch` (input JSONL, output, model, method, Ray) to `parser`."""
+    from ...engine.choices import model_help
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
 
@@ -19,7 +20,7 @@ def add_arguments(parser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", type=Path, help="output folder (a rerun into it skips finished examples)")
     where.add_argument("--collection", help="write into this collection (a folder) of the app's library")
-    parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
+    parser.add_argument("--model", default="smollm2-135m", help=model_help())
     parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), help="attribution method")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="a method option (repeatable)")
     parser.add_argument("--hops", type=int, default=None, help=f"hops for lines without their own (0-{MAX_HOPS}; default 1, "

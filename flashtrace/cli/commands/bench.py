@@ -13,7 +13,9 @@ def _ints(text: str) -> list[int]:
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace bench` (model, lengths, modes, hops, repeats) to `parser`."""
-    parser.add_argument("--model", default="smollm2-135m", help="model alias, folder or Hugging Face id")
+    from ...engine.choices import model_help
+
+    parser.add_argument("--model", default="smollm2-135m", help=model_help())
     parser.add_argument("--prompt-lengths", type=_ints, default=[512], help="comma-separated prompt lengths (tokens)")
     parser.add_argument("--response-lengths", type=_ints, default=[128, 512, 1536],
                         help="comma-separated response (target) lengths (tokens)")

@@ -12,11 +12,12 @@ HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace eval` (model, tasks or JSONL, methods, sizes, output) to `parser`."""
+    from ...engine.choices import model_help
     from ...engine.models.scoring import SCORE_DTYPES
     from ...evaluate.names import DEFAULT_METHODS
     from ...evaluate.tasks import TASKS
 
-    parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
+    parser.add_argument("--model", default="smollm2-135m", help=model_help())
     parser.add_argument("--task", default="all",
                         help=f"comma-separated tasks ({', '.join(TASKS)}) or 'all'; ignored with --jsonl")
     parser.add_argument("--jsonl", type=Path, default=None,

@@ -10,11 +10,12 @@ HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with th
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace gallery` (output, model, entries, list) to `parser`."""
+    from ...engine.choices import model_help
     from ...evaluate.gallery import GALLERY
 
     parser.add_argument("--out", type=Path, default=None,
                         help="folder to write the traces and index.json to (default: the checkout's assets/gallery)")
-    parser.add_argument("--model", default="smollm2-135m", help="model alias, local folder or Hugging Face id")
+    parser.add_argument("--model", default="smollm2-135m", help=model_help())
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
                         help=f"rebuild only these entries ({', '.join(s.name for s in GALLERY)})")
     parser.add_argument("--list", action="store_true", help="list the current gallery and exit")

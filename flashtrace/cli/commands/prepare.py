@@ -1,21 +1,55 @@
-"""``flashtrace prepare``: convert and cache the built-in default model (idempotent)."""
+"""``flashtrace prepare``: install, check and convert a built-in model once (idempotent; quick afterwards)."""
 
 from __future__ import annotations
 
-HELP = "convert the built-in SmolLM2-135M-Instruct model to a cached safetensors copy (once; quick afterwards)"
+import sys
+
+from ...engine.models.builtin import BUILTINS, DEFAULT_ALIAS, DTYPES, describe
+
+HELP = ("install, check and convert a built-in model once into a cached safetensors folder (quick afterwards): "
+        + "; ".join(f"{m.name} ({m.gguf_bytes / 1e9:.2f} GB download, {m.converted_bytes() / 1e9:.1f} GB converted)"
+                    for m in BUILTINS.values()))
 
 
 def add_arguments(parser) -> None:
-    """Add the options of `flashtrace prepare` (quiet) to `parser`."""
+    """Add the options of `flashtrace prepare` (model, dtype, list, quiet) to `parser`."""
+    parser.add_argument("--model", default=DEFAULT_ALIAS, choices=list(BUILTINS), metavar="NAME",
+                        help="the built-in model: " + "; ".join(describe(m) for m in BUILTINS.values()))
+    parser.add_argument("--dtype", default="float32", choices=DTYPES,
+                        help="the converted weights' dtype. float32 is the default: on CPUs without native bfloat16 "
+                             "products (AVX2, AVX-512 without BF16) a bfloat16 forward pass is several times slower "
+                             "(docs/benchmarks.md, Built-in models); bfloat16 halves the disk and memory")
+    parser.add_argument("--list", action="store_true", help="list the built-in models and which are prepared, then exit")
     parser.add_argument("--quiet", action="store_true", help="print nothing when the model is already prepared")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (the stage lines still print)")
+
+
+def _listing() -> str:
+    from ...engine.choices import builtin_choices
+
+    lines = []
+    for choice in builtin_choices(here=True):
+        state = f"prepared ({', '.join(choice.prepared)})" if choice.prepared else "not prepared"
+        lines.append(f"{choice.label}\n    {state}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
-    """Convert the built-in model once (nothing when already converted) and say where it is; returns 0."""
-    from ...engine.models.default_model import ensure_default_model, is_converted
+    """Prepare the model (nothing when it is already prepared) and say where it is; returns 0."""
+    from tqdm import tqdm
 
-    already = is_converted()
-    folder = ensure_default_model()
+    from ...engine.estimate import cpu_slowdown
+    from ...engine.models.prepare import Reporter, is_prepared, prepare_builtin
+
+    if args.list:
+        print(_listing())
+        return 0
+    already = is_prepared(args.model, args.dtype)
+    say = (lambda text: None) if already else (lambda text: print(text, file=sys.stderr, flush=True))
+    reporter = Reporter(say=say, bar=lambda **kw: tqdm(disable=args.no_progress, file=sys.stderr, **kw),
+                        slowdown=cpu_slowdown())
+    folder = prepare_builtin(args.model, args.dtype, reporter=reporter)
     if not (already and args.quiet):
-        print(f"default model ready: {folder}")
+        took = sum(reporter.timings.values())
+        print(f"{args.model} ready ({args.dtype}): {folder}" + (f"  (prepared in {took:.0f} s)" if took else ""))
     return 0

@@ -10,12 +10,11 @@ HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recur
 
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace trace` (model, prompt, response or generation, target, method) to `parser`."""
+    from ...engine.choices import model_help
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
-    from ...engine.models import MODEL_ALIASES
 
-    parser.add_argument("--model", default="smollm2-135m",
-                        help=f"built-in alias ({', '.join(MODEL_ALIASES)}), local folder or Hugging Face id")
+    parser.add_argument("--model", default="smollm2-135m", help=model_help())
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--prompt-file", type=Path, help="file holding the prompt ('-' for standard input)")
     src.add_argument("--prompt", help="the prompt text itself")

@@ -41,12 +41,17 @@ _local = threading.local()
 def run_kernel(kernel, *args) -> None:
     """Call a numba ``parallel=True`` kernel, one thread at a time (see `KERNEL_LOCK`); inside
     `serial_kernels`, its serial twin instead, without the lock (twins run side by side)."""
-    if getattr(_local, "serial", False):
+    if in_serial_kernels():
         SERIAL[kernel](*args)
         return
     with KERNEL_LOCK:
         numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
         kernel(*args)
+
+
+def in_serial_kernels() -> bool:
+    """Whether this thread is inside `serial_kernels` (kernels then run their serial twins)."""
+    return getattr(_local, "serial", False)
 
 
 @contextmanager

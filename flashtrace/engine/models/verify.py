@@ -45,16 +45,18 @@ def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
 
 
 def verify_decomposition(loaded, n_tokens: int = 12) -> float:
-    """The worst layer's relative error; `UnsupportedModelError` when it exceeds the dtype's tolerance."""
+    """The worst layer's relative error; `UnsupportedModelError` naming the first layer whose error exceeds the
+    dtype's tolerance (a wrong spec usually breaks every layer alike: the first is where to look)."""
     errors = decomposition_errors(loaded, n_tokens)
     tolerance = TOLERANCE.get(loaded.dtype, HALF_TOLERANCE)
-    worst = max(range(len(errors)), key=errors.__getitem__)
-    if not errors[worst] <= tolerance:  # also catches NaN
+    failing = [i for i, error in enumerate(errors) if not error <= tolerance]  # `not <=` also catches NaN
+    if failing:
+        first = failing[0]
         raise UnsupportedModelError(
-            f"{loaded.name} ({loaded.spec.name}): the attention decomposition does not reproduce layer {worst}'s "
-            f"output (relative error {errors[worst]:.2g} > {tolerance:g}); its attributions would be wrong. "
+            f"{loaded.name} ({loaded.spec.name}): the attention decomposition does not reproduce layer {first}'s "
+            f"output (relative error {errors[first]:.2g} > {tolerance:g}); its attributions would be wrong. "
             "This model variant is not supported (load with verify=False only to investigate)")
-    return errors[worst]
+    return max(errors)
 
 
 __all__ = ["decomposition_errors", "verify_decomposition", "TOLERANCE"]
