@@ -14,7 +14,7 @@ Per thread count and round, interleaved: transformers' own ``model.generate`` an
 (`flashtrace.engine.models.generation`, with the single-row kernel), greedy, on the README's word problem with the
 reasoning instruction, up to ``--new-tokens`` tokens. Step times come from the streamer (the first token, which
 includes the prompt's forward pass, is excluded); the median step per run, then the median over rounds.
-Writes benchmarks/results/generation_speed.json and prints a table; state the machine's load beside it.
+Writes benchmarks/results/generation_speed_<model>.json and prints a table; state the machine's load beside it.
 """
 
 from __future__ import annotations
@@ -91,8 +91,10 @@ def main() -> None:
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--new-tokens", type=int, default=64)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "generation_speed.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: benchmarks/results/generation_speed_<model>.json")
     args = parser.parse_args()
+    args.out = args.out or Path(__file__).parent / "results" / f"generation_speed_{args.model}.json"
 
     from flashtrace.engine.models import load_model
     from flashtrace.engine.models.generation import generation_ids

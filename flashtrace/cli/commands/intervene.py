@@ -13,10 +13,12 @@ HELP = ("remove reasoning steps and prompt sentences from a saved trace and scor
 def add_arguments(parser) -> None:
     """Add the options of `flashtrace intervene` (trace file, model, the edits) to `parser`."""
     from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM, DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+    from ...engine.choices import model_help
 
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
     parser.add_argument("--model", default=None,
-                        help="the model the trace was made with (default: the name the trace records)")
+                        help="the model the trace was made with (default: the name the trace records): "
+                             + model_help())
     parser.add_argument("--remove", action="append", default=[], metavar="ID",
                         help="one edit instead of the standard set: remove this segment (a prompt sentence P3 or a "
                              "reasoning step S1, as `flashtrace show` and the app's Details name them; repeatable)")

@@ -1,9 +1,15 @@
-"""Generation steps on every core: while a generation runs, each float32 CPU ``nn.Linear`` of the model sends a
-single row (one new token) through `kernels.gemv` on the generation's threads instead of torch's product; every
-other product (the prompt's forward pass, batches, gradients, other dtypes and devices) goes through ``F.linear`` on
-those threads as before. The rest of a step (norms, attention over the cache, sampling) runs on one torch thread:
-torch's idle OpenMP workers spin for a while after each operation, and on a 2-core machine that spinning took a
-core from the kernel (a 1.5B step's products took 0.43 s beside it and 0.27 s without it).
+"""Generation steps without torch's one-row overhead: while a generation runs, each float32 CPU ``nn.Linear`` of
+the model sends a single row (one new token) through `kernels.gemv` instead of torch's product; every other
+product (the prompt's forward pass, batches, gradients, other dtypes and devices) goes through ``F.linear`` on the
+generation's threads as before, and the rest of a step (norms, attention over the cache, sampling) runs on one
+torch thread.
+
+A step is bound by reading the weights from memory. On the 2-core reference machine the kernel on one thread
+beat torch's product on one or two (1.5B: 0.385 s per token against 0.45-0.46; 0.5B: 0.150 against 0.168-0.174),
+and the kernel on two threads did not pay (1.5B: 0.40 s, a tie; 0.5B: 0.198 s, slower: a parallel launch per
+product costs more than the second core's bandwidth brings on matrices this small), so `ROW_THREADS` is 1
+(benchmarks/results/generation_speed_*.json). torch's idle OpenMP workers spin for a while after each operation;
+on two cores that spinning took a core from the kernel, hence one torch thread around it.
 
 The switch is an instance attribute (``module.forward``) set on entering and deleted on leaving the last use in
 progress, so a model object passed in is left as found; modules whose ``forward`` something else already replaced
@@ -23,6 +29,7 @@ from ..kernels.gemv import gemv
 from ..throughput import torch_threads
 
 _LOCK = threading.Lock()
+ROW_THREADS = 1  # threads of the single-row kernel: one paid best on the reference machine (the module docstring)
 
 
 class _State:
@@ -50,7 +57,7 @@ def _single_row_forward(module: torch.nn.Linear, state: _State):
             with torch_threads(state.threads):
                 return torch.nn.functional.linear(x, weight, bias)
         out = torch.empty(module.out_features)
-        gemv(matrix, x.detach().reshape(-1).contiguous().numpy(), out.numpy(), state.threads)
+        gemv(matrix, x.detach().reshape(-1).contiguous().numpy(), out.numpy(), ROW_THREADS)
         if bias is not None:
             out.add_(bias.detach())
         return out.reshape(*x.shape[:-1], module.out_features)
@@ -60,9 +67,9 @@ def _single_row_forward(module: torch.nn.Linear, state: _State):
 
 @contextmanager
 def single_row_kernel(model: torch.nn.Module, threads: int | None = None) -> Iterator[None]:
-    """Inside the block, single-row products through `model`'s float32 CPU linear layers run on `kernels.gemv` with
-    `threads` threads (default: torch's count on entering), other products on that many torch threads, and every
-    other operation on one torch thread."""
+    """Inside the block, single-row products through `model`'s float32 CPU linear layers run on `kernels.gemv`
+    (`ROW_THREADS` threads), other products on `threads` torch threads (default: torch's count on entering), and
+    every other operation on one torch thread."""
     threads = threads or torch.get_num_threads()
     with _LOCK:
         state = _ACTIVE.get(model)

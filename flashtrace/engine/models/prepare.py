@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Callable, Protocol, Sequence
 
 from ...base.errors import EXIT_USAGE
 from ...base.units import time_range
-from .builtin import BUILTINS, DTYPES, SMOLLM2, BuiltinModel, builtin, cache_dir
+from .builtin import DTYPES, SMOLLM2, BuiltinModel, builtin, cache_dir
 from .chunks import ChecksumError, Installer, PrepareError, assemble, install_parts, missing_parts, pip_install
 
 MARKER = "flashtrace-prepared.json"
@@ -30,10 +31,10 @@ DISK_MARGIN_BYTES = 256 * 2**20
 # estimate divides by them and multiplies by the machine's load factor (`estimate.cpu_slowdown`, passed in by the
 # caller: the engine's estimate module sits above this one).
 INSTALL_BYTES_PER_S = 40e6  # pip: download from the index and unpack
-INSTALL_PART_S = 2.0  # pip's own start-up, per part
-ASSEMBLE_BYTES_PER_S = 400e6  # concatenate and hash
+INSTALL_PART_S = 1.5  # pip's own start-up, per part (1.5B: 49 s for 22 parts of 51 MB, from pip's cache)
+ASSEMBLE_BYTES_PER_S = 250e6  # concatenate and hash (1.5B: 5.1 s for 1.12 GB)
 METADATA_S = 20.0  # each of the three readings of the GGUF metadata (config, tensors, tokenizer): 150k-token vocabularies
-CONVERT_BYTES_PER_S = 80e6  # dequantize and write, in output bytes
+CONVERT_BYTES_PER_S = 80e6  # dequantize and write, in output bytes (1.5B: 129 s for 7.1 GB; 0.5B: 86 s for 2.5 GB)
 
 
 class ModelNotPreparedError(PrepareError):
@@ -102,11 +103,6 @@ def prepared_dtypes(name: str) -> list[str]:
     return [dtype for dtype in DTYPES if is_prepared(name, dtype)]
 
 
-def prepared_models() -> list[str]:
-    """The built-in models prepared in some dtype, most capable first."""
-    return [name for name in BUILTINS if prepared_dtypes(name)]
-
-
 def prepare_command(model: BuiltinModel) -> str:
     """The one command that prepares `model`."""
     return f"flashtrace prepare --model {model.name}"
@@ -118,10 +114,9 @@ def stage_seconds(model: BuiltinModel, dtype: str = "float32", n_missing: int | 
     ``assemble`` and ``convert``, on the reference machine slowed down `slowdown` times (its load)."""
     n_missing = len(model.parts) if n_missing is None else n_missing
     part_bytes = model.gguf_bytes / len(model.parts)
-    slow = slowdown
-    return {"install": n_missing * (INSTALL_PART_S + part_bytes / INSTALL_BYTES_PER_S) * slow,
-            "assemble": model.gguf_bytes / ASSEMBLE_BYTES_PER_S * slow,
-            "convert": (3 * METADATA_S + model.converted_bytes(dtype) / CONVERT_BYTES_PER_S) * slow}
+    return {"install": n_missing * (INSTALL_PART_S + part_bytes / INSTALL_BYTES_PER_S) * slowdown,
+            "assemble": model.gguf_bytes / ASSEMBLE_BYTES_PER_S * slowdown,
+            "convert": (3 * METADATA_S + model.converted_bytes(dtype) / CONVERT_BYTES_PER_S) * slowdown}
 
 
 def _about(seconds: float) -> str:
@@ -129,6 +124,10 @@ def _about(seconds: float) -> str:
     shown."""
     spread = time_range(seconds / 2, seconds * 2)
     return spread if spread.startswith("under") else f"about {spread}"
+
+
+def _to_stderr(text: str) -> None:
+    print(f"flashtrace: {text}", file=sys.stderr, flush=True)
 
 
 def require_prepared(name: str, dtype: str | None = None) -> Path:
@@ -141,8 +140,8 @@ def require_prepared(name: str, dtype: str | None = None) -> Path:
         return prepared_folder(name, dtype)
     if dtype is None and have:
         return prepared_folder(name, have[0])
-    if model is SMOLLM2 and not have:
-        return prepare_builtin(name, install=False)
+    if model is SMOLLM2 and not have:  # seconds: done on first use, its stages said on stderr
+        return prepare_builtin(name, install=False, reporter=Reporter(say=_to_stderr))
     if have:  # prepared in another dtype: transformers casts at load
         return prepared_folder(name, have[0])
     size = f"{model.gguf_bytes / 1e9:.1f} GB from {len(model.parts)} wheel{'s' if len(model.parts) > 1 else ''}"
@@ -284,6 +283,6 @@ def prepare_builtin(name: str, dtype: str = "float32", *, install: bool = True, 
         lock.release()
 
 
-__all__ = ["prepare_builtin", "prepared_folder", "is_prepared", "prepared_dtypes", "prepared_models",
+__all__ = ["prepare_builtin", "prepared_folder", "is_prepared", "prepared_dtypes",
            "require_prepared", "prepare_command", "stage_seconds", "Reporter", "ModelNotPreparedError",
            "PrepareError", "ChecksumError", "MARKER"]
