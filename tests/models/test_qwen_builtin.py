@@ -31,12 +31,16 @@ def test_the_model_is_the_converted_qwen2_with_its_chat_template(qwen05):
     assert "<|im_start|>user\nhi<|im_end|>" in text and text.endswith("<|im_start|>assistant\n")
 
 
-def test_it_reasons_to_15_for_12_plus_7_minus_4_and_a_two_hop_trace_of_it_holds(qwen05):
-    trace = flashtrace.trace(qwen05, "What is 12 + 7 - 4?", generate=True, reasoning_instruction=True,
-                             max_new_tokens=120, hops=2)
+PROBLEM = "Tom has 12 marbles. He loses 4 and then finds 7 more. How many marbles does Tom have now?"
+
+
+def test_it_reasons_step_by_step_to_15_marbles_and_a_two_hop_trace_of_it_holds(qwen05):
+    # a word problem, not a bare sum: asked "What is 12 + 7 - 4?" the model may answer at once on another machine
+    trace = flashtrace.trace(qwen05, PROBLEM, generate=True, reasoning_instruction=True, max_new_tokens=220, hops=2)
     response = "".join(t.text for t in trace.tokens if t.role in ("reasoning", "answer"))
     answer = "".join(t.text for t in trace.tokens if t.role == "answer")
+    reasoning = "".join(t.text for t in trace.tokens if t.role == "reasoning")
     assert re.search(r"\b15\b", answer), (answer, response)
-    assert len(response) > len(answer) + 10  # it wrote reasoning before the answer
+    assert re.search(r"\b8\b", reasoning) and len(reasoning) > 100, response  # its own steps (12 - 4 = 8) first
     assert len(trace.hops) == 3 and trace.hops[0].rho > trace.hops[1].rho > trace.hops[2].rho > 0
     assert verify_decomposition(qwen05) < 1e-3  # the decomposition identity on this model, every layer
