@@ -14,7 +14,7 @@ from .browser import ROOT, app_server, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAME = "qwen2.5-coder-0.5b"
-SHOTS = ROOT / "docs" / "screenshots"
+SHOTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_a_user_traces_with_the_built_in_qwen_and_sees_its_reasoning_stream(prep
         page.get_by_text("Generate with the model").click()
         settle(page)
         prompt = page.get_by_label("Prompt")
-        prompt.fill("What is 12 + 7 - 4?")
+        prompt.fill("Tom has 12 marbles. He loses 4 and then finds 7 more. How many marbles does Tom have now?")
         prompt.press("Tab")
         page.get_by_text("Generating needs a prompt.").wait_for(state="detached", timeout=60_000)
         settle(page, timeout=180_000)  # the estimate loads the model once (seconds)
