@@ -81,7 +81,8 @@ def run_flashtrace(loaded, ids: list[int], n_new: int) -> tuple[list[float], str
     from flashtrace.engine.models.generation import generate_response
 
     stamps = []
-    text = generate_response(loaded, ids, max_new_tokens=n_new, on_text=lambda t, n: stamps.append(time.perf_counter()))
+    text = generate_response(loaded, ids, max_new_tokens=n_new,
+                             on_text=lambda t, n: stamps.append(time.perf_counter())).text
     return _steps(stamps), text
 
 

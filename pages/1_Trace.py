@@ -10,7 +10,7 @@ from flashtrace.app import live, state as app_state, ui
 from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
-from flashtrace.engine.inputs import REASONING_INSTRUCTION, detect_spans
+from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, detect_spans
 from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.run.tracing import attribute
 
@@ -83,6 +83,7 @@ if mode == "Generate with the model":
             generated = live.streamed_generation(app_state.cached_model(model_name), prompt, max_new, chat_template,
                                                  ask)
             ss["pending_response"], ss["pending_prompt"] = generated.response, generated.prompt
+            ss["cut_response"] = generated.response if generated.reached_limit else None  # stopped at max new tokens
             st.rerun()
     elif ss.get("generation_cancelled"):
         st.info("Generation cancelled: the text so far is the response below, to keep, edit or generate again.")
@@ -104,6 +105,9 @@ if response.strip():
                 spans = app_state.spans_with_answer(response, st.text_input("Answer text (its last occurrence)",
                                                                             key="answer_text", max_chars=2000))
             st.caption(f"Rule: {ui.plain(spans.rule)}")
+            guess = answer_guess(spans, response, reached_limit=ss.get("cut_response") == response)
+            if guess and span_mode == "detected":
+                st.warning(ui.plain(guess[0].upper() + guess[1:] + "."))
             for name, rng in (("Reasoning", spans.reasoning), ("Answer", spans.answer)):
                 text = response[rng[0]:rng[1]] if rng else "(none)"
                 shown = ui.code_text(text[:200] + ("…" if len(text) > 200 else ""))

@@ -16,4 +16,13 @@ class FlashTraceError(Exception):
     exit_code = EXIT_FAILURE
 
 
-__all__ = ["FlashTraceError", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG", "EXIT_INTERRUPTED"]
+class FlashTraceWarning(UserWarning):
+    """Base of FlashTrace's own warnings: the work went on, but on a guess the caller should know about."""
+
+
+class AnswerGuessedWarning(FlashTraceWarning):
+    """The response has no answer line (no ``\\boxed{}``, no "Answer:", no ``</think>``), so the answer target is
+    its last line: often a reasoning step cut off by ``max_new_tokens``, not an answer."""
+
+
+__all__ = ["FlashTraceError", "FlashTraceWarning", "AnswerGuessedWarning", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG", "EXIT_INTERRUPTED"]

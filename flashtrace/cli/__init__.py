@@ -13,10 +13,12 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 
 from .. import __version__
 from . import commands
-from ..base.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError
+from ..base.errors import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError,
+                           FlashTraceWarning)
 
 __all__ = ["main", "build_parser", "command_names", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
 
@@ -54,6 +56,25 @@ def _command_in(argv: list[str]) -> str:
     return next((a for a in argv if not a.startswith("-")), "")
 
 
+class _warnings_as_lines(warnings.catch_warnings):
+    """FlashTrace's own warnings (`FlashTraceWarning`) printed as one ``warning: ...`` line on stderr, every time
+    (a batch warns once per example); other warnings as Python shows them."""
+
+    def __enter__(self):
+        result = super().__enter__()
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, FlashTraceWarning):
+                print(f"warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", FlashTraceWarning)
+        return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `flashtrace` command line on `argv` (default: `sys.argv[1:]`) and return its exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -65,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args._run(args) or EXIT_OK)
+        with _warnings_as_lines():
+            return int(args._run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

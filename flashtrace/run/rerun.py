@@ -103,7 +103,7 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
         return EditResult(edited, before, after)
     steps_edited = any(s.role == "reasoning" for s in _chosen(trace, segment_ids))
     start = edited.target[0] if steps_edited else edited.response_start
-    generated = generate_response(loaded, list(edited.ids[:start]), max_new_tokens=max_new_tokens)
+    generated = generate_response(loaded, list(edited.ids[:start]), max_new_tokens=max_new_tokens).text
     prompt, _ = edited_texts(trace, segment_ids, replacement)
     response = (_answer_prefix(trace, segment_ids, replacement) if steps_edited else "") + generated
     new_trace = None

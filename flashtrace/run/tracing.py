@@ -7,6 +7,7 @@ the same `Prepared` (other targets, hop counts, methods) without running the mod
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -17,7 +18,9 @@ from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
-from ..engine.inputs import DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, build_sequence, detect_spans, stop_rule
+from ..base.errors import AnswerGuessedWarning
+from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, build_sequence, detect_spans,
+                             stop_rule)
 from ..analysis.compare import HopDepthComparison, compare_depths
 from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
@@ -39,7 +42,7 @@ class Prepared:
     sequence: TokenSequence
     recording: Recording
     timings: dict
-    generation: dict | None = None  # how the response was generated (`Sampling.record`), None when given
+    generation: dict | None = None  # how the response was generated and ended (`Generated.record`), None when given
 
 
 def _loaded(model: LoadedModel | str) -> LoadedModel:
@@ -80,7 +83,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
             generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
                                       reasoning_instruction=reasoning_instruction, sampling=sampling)
         prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
-        generation = sampling.record(max_new_tokens)
+        generation = generated.record(sampling, max_new_tokens)
     if not response or not response.strip():
         raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
@@ -120,6 +123,14 @@ def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
         raise ValueError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
                          f"(tokens {sequence.response_start}..{n - 1})")
     return lo, hi
+
+
+def _warn_if_guessed(prepared: Prepared) -> None:
+    """An `AnswerGuessedWarning` when the answer target is the last-line guess (`inputs.answer_guess`)."""
+    cut = (prepared.generation or {}).get("stopped") == "max_new_tokens"
+    note = answer_guess(prepared.sequence.spans, prepared.sequence.response, reached_limit=cut)
+    if note:
+        warnings.warn(note, AnswerGuessedWarning, stacklevel=3)
 
 
 def stop_mask(sequence: TokenSequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
@@ -292,6 +303,8 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "answ
     seq, n_layers = prepared.sequence, len(prepared.recording.layers)
     spec, resolved = _method(method, hops, steps, threshold, options)
     lo, hi = resolve_target(seq, target, target_chars)
+    if target == "answer" and target_chars is None:
+        _warn_if_guessed(prepared)
     masks = _masks(seq, lo, hi, hop0, recursive, stop_tokens)
     segments = segment_sequence(seq, boundaries=segment_boundaries)
     step_targets = [s for s in segments if s.role in ("reasoning", "answer")]

@@ -3,7 +3,7 @@ import pytest
 from flashtrace.store.library import Library
 from flashtrace.app.ui import plain
 
-from .conftest import no_problems
+from .conftest import literal, no_problems
 
 TRACE = "pages/1_Trace.py"
 PROMPT = "Ann has 3 apples and buys 4 more. How many apples does she have?"
@@ -112,3 +112,11 @@ def test_a_run_that_would_not_fit_is_refused_before_it_starts(open_page, library
     assert any("Cannot run" in e.value and "would fit" in e.value for e in at.error)
     assert at.button(key="run").disabled
     assert Library(library_dir).entries() == []
+
+
+def test_a_response_without_an_answer_line_shows_that_the_answer_is_a_guess(open_page):
+    at = _fill(open_page(TRACE), response="She starts with 3.\nShe buys 4, so 3 + 4")
+    [warning] = [w.value for w in at.warning if "guess" in w.value]
+    assert "'She buys 4, so 3 + 4'" in literal(warning) and "no answer line" in literal(warning)
+    at.text_area(key="response").input(RESPONSE).run()
+    assert not [w for w in at.warning if "guess" in w.value]

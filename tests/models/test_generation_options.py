@@ -164,7 +164,7 @@ def test_generate_hands_its_settings_to_the_model_and_reports_the_time_taken(lla
 
     def fake_response(loaded, ids, **kwargs):
         seen.update(kwargs, ids=ids)
-        return "five"
+        return generation.Continuation("five", 2, False)
 
     clock = iter([10.0, 12.5])
     monkeypatch.setattr(generation, "generate_response", fake_response)

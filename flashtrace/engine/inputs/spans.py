@@ -55,6 +55,20 @@ def _after_last_mark(text: str, lo: int, hi: int) -> CharRange | None:
     return found
 
 
+def answer_guess(spans: ResponseSpans, response: str, reached_limit: bool = False) -> str | None:
+    """One sentence saying that the answer span is a guess (the last-line rule: no ``\\boxed{}``, no "Answer:",
+    no ``</think>`` in `response`), naming the line taken and what to do; None when a rule found the answer.
+    `reached_limit`: the response was generated and cut at ``max_new_tokens``."""
+    if spans.rule != "last-line" or spans.answer is None:
+        return None
+    line = response[spans.answer[0]:spans.answer[1]]
+    shown = line if len(line) <= 60 else line[:57] + "..."
+    why = ("generation stopped at max_new_tokens before the model wrote an answer: raise max_new_tokens"
+           if reached_limit else 'the response has no answer line (\\boxed{}, "Answer:" or </think>)')
+    return (f"the answer target is a guess, the response's last line {shown!r}: {why}, or choose the target "
+            "yourself (the response, or a character range)")
+
+
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 

@@ -22,11 +22,28 @@ _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", r
 
 
 @dataclass(frozen=True)
+class Continuation:
+    """What one ``generate`` call wrote: the text (special tokens left out), how many tokens, and whether it was
+    cut at `max_new_tokens` rather than ending by itself (an end-of-text token)."""
+    text: str
+    new_tokens: int
+    reached_limit: bool
+
+
+@dataclass(frozen=True)
 class Generated:
-    """A generated response: the prompt as the model saw it, the text it wrote and how long it took."""
+    """A generated response: the prompt as the model saw it, the text it wrote, how long it took, how many tokens
+    it wrote and whether `max_new_tokens` cut it off (then the response may end before its answer)."""
     prompt: Prompt  # the prompt as the model saw it (with the reasoning instruction when one was added)
     response: str
     seconds: float
+    new_tokens: int = 0
+    reached_limit: bool = False
+
+    def record(self, sampling: "Sampling", max_new_tokens: int) -> dict:
+        """What a `Trace` records of the generation (``extra["generation"]``): the settings and how it ended."""
+        return {**sampling.record(max_new_tokens), "new_tokens": self.new_tokens,
+                "stopped": "max_new_tokens" if self.reached_limit else "end of text"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +70,7 @@ class Sampling:
         return {"do_sample": self.do_sample, **{k: v for k, v in chosen.items() if v is not None}}
 
     def record(self, max_new_tokens: int) -> dict:
-        """What a `Trace` records of the generation (``extra["generation"]``)."""
+        """The generation settings a `Trace` records (``extra["generation"]``; `Generated.record` adds how it ended)."""
         return {"max_new_tokens": max_new_tokens, "do_sample": self.do_sample, "temperature": self.temperature,
                 "top_p": self.top_p, "seed": self.seed}
 
@@ -106,10 +123,11 @@ class TextStream:
 
 @torch.no_grad()
 def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
-                      on_text: Callable[[str, int], None] | None = None, sampling: Sampling | None = None) -> str:
-    """Greedy (by default, or as `sampling` says) continuation of `input_ids`, decoded without special tokens;
-    `on_text` sees the text so far after each new token (`TextStream`). On the CPU each new token's products run on
-    every paying thread (`decode.single_row_kernel`)."""
+                      on_text: Callable[[str, int], None] | None = None,
+                      sampling: Sampling | None = None) -> Continuation:
+    """Greedy (by default, or as `sampling` says) continuation of `input_ids`, decoded without special tokens, with
+    its token count and whether `max_new_tokens` cut it; `on_text` sees the text so far after each new token
+    (`TextStream`). On the CPU each new token's products run on every paying thread (`decode.single_row_kernel`)."""
     sampling = sampling or Sampling(do_sample=do_sample)
     ids = torch.tensor([input_ids], device=loaded.device)
     tok = loaded.tokenizer
@@ -123,7 +141,17 @@ def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, d
             out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                                         pad_token_id=tok.pad_token_id or tok.eos_token_id, streamer=streamer,
                                         **sampling.generate_kwargs())
-    return tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True)
+    new = out[0, ids.shape[1]:]
+    ended = _end_ids(loaded.model, tok)
+    reached = len(new) >= max_new_tokens and not (len(new) and int(new[-1]) in ended)
+    return Continuation(tok.decode(new, skip_special_tokens=True), len(new), reached)
+
+
+def _end_ids(model, tokenizer) -> set[int]:
+    """The token ids that end a generation: the generation config's EOS ids (one or a list) and the tokenizer's."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = set(configured if isinstance(configured, (list, tuple)) else [configured])
+    return {int(i) for i in ids | {tokenizer.eos_token_id} if i is not None}
 
 
 def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_template: bool = True,
@@ -152,5 +180,5 @@ def generate(loaded, prompt: Prompt, *, max_new_tokens: int = 256, chat_template
     greedy when not given."""
     prompt, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
     start = time.perf_counter()
-    response = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text, sampling=sampling)
-    return Generated(prompt, response, time.perf_counter() - start)
+    wrote = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text, sampling=sampling)
+    return Generated(prompt, wrote.text, time.perf_counter() - start, wrote.new_tokens, wrote.reached_limit)
