@@ -79,7 +79,7 @@ def test_intervene_record_round_trips_and_deltas_match(tiny_llama):
     before = independent_logprob(tiny_llama.model, [t.id for t in tr.tokens], tr.settings.target)
     assert record.before == pytest.approx(before, abs=1e-5)
     steps = [e for e in record.edits if e.kind == "step"]
-    assert [e.segments for e in steps] == [["S0"], ["S1"], ["S2"], ["S3"]][: len(steps)] and len(steps) >= 3
+    assert [e.segments for e in steps] == [["S0"], ["S1"], ["S2"]]  # S3, "Answer:", is no step
     for e in record.edits:
         row = edit_ids(tr, e.segments)
         after = independent_logprob(tiny_llama.model, list(row.ids), row.target)
@@ -101,11 +101,31 @@ def test_sentence_edits_are_seeded_and_skip_the_top(tiny_llama):
     assert len([e for e in sentence_edits(tr, n_random=50) if e.kind == "random"]) == 3  # only 3 other sentences
 
 
-def test_step_edits_cover_each_step_before_the_answer(tiny_llama):
+def test_step_edits_cover_each_step_before_the_answer_and_not_the_answer_marker(tiny_llama):
     tr = _trace(tiny_llama)
-    lo = tr.settings.target[0]
-    expected = [s.id for s in tr.segments if s.role == "reasoning" and s.end <= lo]
-    assert [e.segments[0] for e in step_edits(tr)] == expected
+    reasoning = {s.id: s.text.strip() for s in tr.segments if s.role == "reasoning"}
+    assert list(reasoning.values()) == ["1. Ann has 3 balls.", "2. Ben has 4 balls.", "3. So 3 + 4 = 7.", "Answer:"]
+    edited = [e.segments[0] for e in step_edits(tr)]
+    assert [reasoning[i] for i in edited] == ["1. Ann has 3 balls.", "2. Ben has 4 balls.", "3. So 3 + 4 = 7."]
+
+
+def test_a_stored_removal_of_the_answer_marker_is_no_step_in_step_influence(tiny_llama):
+    from flashtrace.analysis.facts import analyse
+    from flashtrace.analysis.interventions import step_influence
+    from flashtrace.analysis.schema import EditRecord, InterventionRecord
+    from flashtrace.analysis.story import question_panel
+
+    tr = _trace(tiny_llama)
+    marker = next(s.id for s in tr.segments if s.text.strip() == "Answer:")
+    steps = [e.segments[0] for e in step_edits(tr)]
+    edits = [edit_ids(tr, [i], kind="step") for i in [*steps, marker]]  # a record made before the rule
+    values = score(tiny_llama, [unedited(tr), *edits])
+    record = InterventionRecord(before=values[0], model=tr.model.name, seed=None, seconds=0.0,
+                                edits=[EditRecord(kind="step", segments=list(e.segments), logprob=v)
+                                       for e, v in zip(edits, values[1:])])
+    influence = step_influence(with_interventions(tr, record))
+    assert influence.ids == tuple(steps) and marker not in influence.ids
+    assert "reasoned in 3 steps" in question_panel(tr, analyse(tr)).caption
 
 
 def test_version_2_traces_load_and_bad_interventions_are_refused(tiny_llama):

@@ -120,12 +120,16 @@ def test_cli_prints_the_estimate_and_stores_the_resampling(tiny_llama, trace, tm
     assert main(["intervene", str(path), "--resample", "2", "--no-steps"]) == 2
 
 
-def test_the_marker_step_kept_scores_the_original_answer_once(tiny_llama, trace, monkeypatch):
+def test_the_marker_is_not_resampled_and_each_row_ends_with_the_marker_and_the_original_answer(tiny_llama, trace,
+                                                                                                 monkeypatch):
     seen = []
     real = rs.score
     monkeypatch.setattr(rs, "score", lambda loaded, rows, batch_size=8: seen.extend(rows) or real(loaded, rows))
     monkeypatch.setattr(rs, "_sample", lambda loaded, context, n, *a: [[11, 12, 13]] * n)
-    rs.resample_steps(tiny_llama, trace, 1, max_new_tokens=3)
+    record = rs.resample_steps(tiny_llama, trace, 1, max_new_tokens=3)
+    texts = {s.id: s.text.strip() for s in trace.segments}
+    assert [texts[r.step] for r in record.steps] == ["1. Ann has 3 balls.", "2. Ben has 4 balls.", "3. So 3 + 4 = 7."]
     ids = [t.id for t in trace.tokens]
-    lo, hi = trace.settings.target
-    assert list(seen[-2].ids) == ids[:hi]  # kept: the context holds "Answer:", the original answer follows it
+    hi, tail = trace.settings.target[1], rs.answer_tail(trace)
+    last = next(s for s in trace.segments if s.id == record.steps[-1].step)
+    assert list(seen[-2].ids) == ids[:last.end] + [11, 12, 13] + ids[tail:hi]  # kept: continuation, "Answer:", 7

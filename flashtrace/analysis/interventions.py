@@ -23,6 +23,7 @@ from .compare import spearman
 from .facts import LABEL_CHARS, MARGIN, OF_ANSWER, analyse
 from .invariants import check_interventions
 from .schema import SCHEMA_VERSION, InterventionRecord, Trace
+from .segments import is_step
 from .text import distinct_labels
 
 DEFAULT_RANDOM = 5  # random prompt sentences removed, one at a time
@@ -136,9 +137,12 @@ def _verdict(ids, labels, drops, graph, influence) -> tuple[float | None, str, t
 
 
 def step_influence(trace: Trace) -> StepInfluence | None:
-    """Step influence by intervention against the hop graph's (None when no step removal is stored)."""
+    """Step influence by intervention against the hop graph's (None when no step removal is stored). A stored
+    removal of a segment that only marks the answer ("Answer:") is left out: it is no step (`segments.is_step`)."""
     record = trace.interventions
-    rows = [e for e in record.edits if e.kind == "step" and len(e.segments) == 1] if record else []
+    steps = {s.id for s in trace.segments or [] if is_step(s)}
+    rows = [e for e in record.edits if e.kind == "step" and len(e.segments) == 1 and e.segments[0] in steps] \
+        if record else []
     if not rows:
         return None
     facts = analyse(trace)

@@ -77,6 +77,20 @@ class WholeSplitter:
 
 
 _ANSWER_PREFIX = re.compile(r"[ \t>#*]*(?:final\s+)?answer\b", re.I)
+_MARKER_ONLY = re.compile(r"[\W_]*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:：]?[\W_]*(?:\\boxed\{)?[\W_]*", re.I)
+
+
+def is_answer_marker(text: str) -> bool:
+    """Whether a segment's text only marks the answer ("Answer:", "**Final answer:**", "The answer is",
+    "Answer: \\boxed{"). Such a reasoning segment is no reasoning step: step influence and the step count leave it
+    out (removing it measures the answer's format, not its reasoning; docs/evaluation.md)."""
+    return bool(text.strip()) and _MARKER_ONLY.fullmatch(text.strip()) is not None
+
+
+def is_step(segment) -> bool:
+    """Whether a segment (`Segment` or a trace's `SegmentRecord`) is a reasoning step: a reasoning segment that
+    is more than an answer marker."""
+    return segment.role == "reasoning" and not is_answer_marker(segment.text)
 
 
 def _line_starts(text: str, lo: int, hi: int, starts_piece) -> tuple[list[int], int]:
@@ -270,5 +284,5 @@ def segment_at(segments: Seq[Segment], position: int) -> Segment:
     return segments[index]
 
 
-__all__ = ["Segment", "Splitter", "WholeSplitter", "LineSplitter", "SentenceSplitter", "StepSplitter", "FirstMatch",
+__all__ = ["Segment", "is_answer_marker", "is_step", "Splitter", "WholeSplitter", "LineSplitter", "SentenceSplitter", "StepSplitter", "FirstMatch",
            "DEFAULT_SPLITTERS", "segment_sequence", "segment_at"]

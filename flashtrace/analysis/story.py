@@ -22,6 +22,7 @@ from typing import Any
 from ..engine.inputs.sequence import scaffold_range
 from .facts import MARGIN, OF_PROMPT, TOP_SET, Check, Piece, TraceFacts, analyse, with_check
 from .schema import Trace
+from .segments import is_step
 from .text import counted, pct, points, quote
 
 STEPS = ("question", "direct", "hops", "evidence", "check")
@@ -120,7 +121,7 @@ def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     lo, hi = trace.settings.target
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
     reasoning = _text_of(trace, ("reasoning",))
-    steps = sum(1 for s in trace.segments or [] if s.role == "reasoning")
+    steps = sum(1 for s in trace.segments or [] if is_step(s))
     said = (f"answered {quote(answer, 120)}" if facts.target_label == "answer" else
             f"wrote a response; the part explained here (the target) is {quote(answer, 120)}")
     caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "

@@ -18,7 +18,6 @@ storing it in the record's `resampled`; with ``n = 0`` it is exactly the teacher
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Callable, Sequence
 
@@ -28,6 +27,7 @@ from ..analysis.schema import ResampledStep, ResampleRecord, Trace
 from ..engine.estimate import generation_seconds, scoring_seconds
 from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from ..analysis.schema import InterventionRecord
+from ..analysis.segments import is_answer_marker
 from .interventions import Edited, Progress, _check_model, _pad_id, _response_start, intervene, score, step_edits
 
 SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
@@ -44,9 +44,8 @@ def answer_tail(trace: Trace) -> int:
     answer marker ("Answer:"), else the target itself."""
     lo = trace.settings.target[0]
     for seg in trace.segments or []:
-        if seg.role == "reasoning" and seg.end == lo and seg.text.strip() and len(seg.text.strip()) <= 40:
-            if re.fullmatch(r"[\W_]*(?:final\s+)?answer\s*[:：]?\s*", seg.text, re.I):
-                return seg.start
+        if seg.role == "reasoning" and seg.end == lo and is_answer_marker(seg.text):
+            return seg.start
     return lo
 
 
@@ -93,12 +92,9 @@ def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]
     wanted = _norm(tok.decode(ids[lo:hi], skip_special_tokens=True))
     stop = {t for t in (tok.eos_token_id, tok.pad_token_id) if t is not None}
     rows, matches = [], []
-    inside = len(context) > tail_at  # the context already holds the marker: the continuation is the answer
-    for sample in samples:
-        kept, own = _cut(tok, sample, stop, "" if inside else marker)
-        if inside:
-            kept, own = [], own.lstrip().split("\n", 1)[0]
-        seq = list(context) + kept + ids[max(tail_at, len(context)):hi]
+    for sample in samples:  # a context ends at a step, never after the marker (the marker is no step)
+        kept, own = _cut(tok, sample, stop, marker)
+        seq = list(context) + kept + ids[tail_at:hi]
         rows.append(Edited(tuple(seq), (len(seq) - (hi - lo), len(seq)), _response_start(trace), kind="resample"))
         matches.append(_norm(own) == wanted if marker else wanted in _norm(own))
     return rows, matches
