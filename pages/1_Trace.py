@@ -10,7 +10,7 @@ from flashtrace.app import live, state as app_state, ui
 from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
-from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, detect_spans
+from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, answer_value, detect_spans
 from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.run.tracing import attribute
 
@@ -92,7 +92,9 @@ response = st.text_area("Response (reasoning, then the answer)", key="response",
                         max_chars=MAX_INPUT_CHARS)
 
 # --- spans and target --------------------------------------------------------------------------------
-spans, target, target_chars = None, "answer", None
+TARGETS = {"value": "the answer's value", "answer": "the whole answer", "response": "response",
+           "reasoning": "reasoning", "character range": "character range"}
+spans, target, target_chars = None, "value", None
 if response.strip():
     c_spans, c_target = st.columns(2)
     with c_spans:
@@ -113,8 +115,15 @@ if response.strip():
                 shown = ui.code_text(text[:200] + ("…" if len(text) > 200 else ""))
                 st.markdown(f"{name}: {shown}")  # md-ok: a constant name and inline code
     with c_target:
-        target = st.radio("Target", ["answer", "response", "reasoning", "character range"], horizontal=True,
-                          key="target_kind")
+        target = st.radio("Target", list(TARGETS), horizontal=True, key="target_kind", format_func=TARGETS.get,
+                          help="What the trace explains. The answer's value: the number or short phrase of an answer "
+                               "line that restates the question (“15” in “Tom has 15 marbles now.”), else the whole "
+                               "answer, which is one click away.")
+        if target == "value" and spans is not None and spans.answer:
+            value = answer_value(response, spans.answer, prompt)
+            named = response[value[0]:value[1]] if value else response[spans.answer[0]:spans.answer[1]]
+            st.markdown("Explaining: " + ui.code_text(named[:200])  # md-ok: inline code
+                        + ("" if value else " (the whole answer: it does not restate the question)"))
         if target == "character range":
             old = ss.get("target_chars")
             if old and old[1] > len(response):  # the response got shorter since the range was picked

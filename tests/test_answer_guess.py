@@ -38,8 +38,10 @@ def test_the_last_line_taken_as_the_answer_is_named_with_what_to_do():
     assert "'Step 2: add the dogs to'" in note and "no answer line" in note and "choose the target" in note
     cut = answer_guess(detect_spans(response), response, reached_limit=True)
     assert "stopped at max_new_tokens" in cut and "raise max_new_tokens" in cut
-    long = "x" * 200
+    long = "Step 1.\n" + "x" * 200
     assert "'" + "x" * 57 + "...'" in answer_guess(detect_spans(long), long)
+    assert answer_guess(detect_spans("Paris"), "Paris") is None  # a one-line response is its own answer
+    assert answer_guess(detect_spans("Paris"), "Paris", reached_limit=True) is not None  # unless it was cut
 
 
 def test_a_generation_cut_at_max_new_tokens_warns_and_records_how_it_ended(model):
@@ -52,9 +54,9 @@ def test_a_generation_cut_at_max_new_tokens_warns_and_records_how_it_ended(model
 def test_no_warning_when_the_response_has_an_answer_line_or_the_target_is_chosen(model):
     _, notes = _guesses(lambda: flashtrace.trace(model, PROMPT, "3 + 2 = 5.\nAnswer: 5", hops=1))
     assert notes == []
-    _, notes = _guesses(lambda: flashtrace.trace(model, PROMPT, "3 cats and 2 dogs make", target="response"))
+    _, notes = _guesses(lambda: flashtrace.trace(model, PROMPT, "3 cats.\n2 dogs make", target="response"))
     assert notes == []
-    _, notes = _guesses(lambda: flashtrace.trace(model, PROMPT, "3 cats and 2 dogs make", hops=1))
+    _, notes = _guesses(lambda: flashtrace.trace(model, PROMPT, "3 cats.\n2 dogs make", hops=1))
     assert len(notes) == 1 and "no answer line" in notes[0]  # teacher-forced without an answer line: still a guess
 
 

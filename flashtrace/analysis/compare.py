@@ -190,7 +190,7 @@ class HopAdditions:
     reached: list[float]  # [depth]: cumulative input_share
     rho: list[float]  # [depth]: ρ_K, the share still on generated text after hops 0..K
     top_segment: list[int | None]  # [depth]: index into segments of the top prompt segment after hops 0..K
-    target_label: str = "answer"  # "answer" when the target is the answer span, else "target"
+    target_label: str = "answer"  # "answer" when the target is the answer span or its value, else "target"
 
     def cumulative(self, depth: int) -> list[float]:
         """The attribution after hops ``0..depth`` over all positions (raw units)."""
@@ -215,7 +215,7 @@ def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     seg_cum = np.cumsum(seg_added, axis=0)
     rho = [trace.hops[min(k, len(trace.hops) - 1)].rho for k in range(max_hops + 1)]
     top = [int(np.argmax(row)) if len(segments) and row.max() > 0 else None for row in seg_cum]
-    is_answer = tuple(trace.settings.target) == tuple(trace.spans.answer or ())
+    is_answer = tuple(trace.settings.target) in (tuple(trace.spans.answer or ()), tuple(trace.spans.value or ()))
     return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
                         unit=unit, segments=segments, segment_added=seg_added.tolist(),
                         input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),

@@ -157,7 +157,7 @@ class GraphFacts:
 class TraceFacts:
     """Every number the views show about one trace (see the module docstring)."""
 
-    target_label: str  # "answer", or "target" when the target is not the answer span
+    target_label: str  # "answer", or "target" when the target is neither the answer span nor its value
     hop0: str  # "answer" or "generation"
     piece_kind: str  # "sentence" or "token"
     pieces: tuple[Piece, ...]

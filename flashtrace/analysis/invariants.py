@@ -59,11 +59,14 @@ def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
 
 
 def check_ranges(tr, n: int) -> None:
-    """Spans and the target inside the tokens; hops numbered in order, at most ``settings.hops + 1``."""
-    for name in ("prompt", "reasoning", "answer"):
+    """Spans (the answer's value inside the answer) and the target inside the tokens; hops numbered in order, at most ``settings.hops + 1``."""
+    for name in ("prompt", "reasoning", "answer", "value"):
         rng = getattr(tr.spans, name)
         if rng is not None and not 0 <= rng[0] < rng[1] <= n:
             raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+    value, answer = tr.spans.value, tr.spans.answer
+    if value is not None and not (answer is not None and answer[0] <= value[0] and value[1] <= answer[1]):
+        raise ValueError(f"spans.value {list(value)} is not inside spans.answer {answer and list(answer)}")
     lo, hi = tr.settings.target
     if not 0 <= lo < hi <= n:
         raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")

@@ -128,12 +128,14 @@ def _migrate_v1(data: dict) -> dict:
 
 
 class Spans(_Strict):
-    """The token ranges of the prompt, the reasoning and the answer (None where absent), and the rule
-    that found them."""
+    """The token ranges of the prompt, the reasoning and the answer (None where absent), the rule that found
+    the answer, and the answer's value inside it when the answer line restates the question (None when the
+    value is the whole answer, or in a trace made before values were found)."""
     prompt: TokenRange | None
     reasoning: TokenRange | None
     answer: TokenRange | None
     rule: str = Field(default="", max_length=50)
+    value: TokenRange | None = None
 
 
 class HopRecord(_Strict):

@@ -122,8 +122,11 @@ def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
     reasoning = _text_of(trace, ("reasoning",))
     steps = sum(1 for s in trace.segments or [] if is_step(s))
-    said = (f"answered {quote(answer, 120)}" if facts.target_label == "answer" else
-            f"wrote a response; the part explained here (the target) is {quote(answer, 120)}")
+    said = (f"wrote a response; the part explained here (the target) is {quote(answer, 120)}"
+            if facts.target_label != "answer" else f"answered {quote(answer, 120)}")
+    if trace.spans.value is not None and tuple(trace.settings.target) == tuple(trace.spans.value):
+        line = "".join(t.text for t in trace.tokens[slice(*trace.spans.answer)]).strip()
+        said = f"answered {quote(line, 120)}; explained here is the value in that answer, {quote(answer, 60)}"
     caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "
                + (f"Before answering it reasoned in {counted(steps, 'step')}. " if reasoning and steps else
                   "Before answering it reasoned. " if reasoning else "It answered without reasoning first. ")

@@ -61,13 +61,13 @@ class BatchLine(BaseModel):
 
 
 def check_target(spec: str) -> None:
-    """Raise ValueError unless `spec` is answer, response, reasoning or START:END with 0 <= START < END."""
-    if spec in ("answer", "response", "reasoning"):
+    """Raise ValueError unless `spec` is value, answer, response, reasoning or START:END with 0 <= START < END."""
+    if spec in ("value", "answer", "response", "reasoning"):
         return
     try:
         lo, hi = (int(x) for x in spec.split(":"))
     except ValueError:
-        raise ValueError(f"target must be answer, response, reasoning or START:END, got {spec!r}") from None
+        raise ValueError(f"target must be value, answer, response, reasoning or START:END, got {spec!r}") from None
     if not 0 <= lo < hi:
         raise ValueError(f"target {spec} needs 0 <= START < END")
 
@@ -80,7 +80,7 @@ class BatchSettings:
     method: str = "flashtrace"
     options: dict = field(default_factory=dict)
     hops: int | None = None
-    target: str = "answer"
+    target: str = "value"
     recursive: str = RECURSIVE_SPANS[0]
     stop_tokens: str | list = "paper"
     hop0: str = HOP0_SPANS[0]

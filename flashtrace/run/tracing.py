@@ -19,8 +19,8 @@ from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
 from ..base.errors import AnswerGuessedWarning
-from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, build_sequence, detect_spans,
-                             stop_rule)
+from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, answer_value, build_sequence,
+                             detect_spans, stop_rule)
 from ..analysis.compare import HopDepthComparison, compare_depths
 from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
@@ -100,11 +100,17 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
 
 def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
                    target_chars: tuple[int, int] | None = None) -> tuple[int, int]:
-    """Token range ``[start, end)`` of a target: 'answer', 'response', 'reasoning', 'START:END' or a tuple
-    of token positions, or `target_chars` (character range in the response)."""
+    """Token range ``[start, end)`` of a target: 'value', 'answer', 'response', 'reasoning', 'START:END' or a
+    tuple of token positions, or `target_chars` (character range in the response). 'value' is the answer's value
+    when the answer line restates the question ("Tom has 15 marbles now." gives "15"; `inputs.answer_value`),
+    else the whole answer, as 'answer'."""
     n = len(sequence)
     if target_chars is not None:
         rng = sequence.char_range_to_tokens(target_chars)
+    elif target == "value" and (chars := value_chars(sequence)) is not None:
+        rng = sequence.char_range_to_tokens(chars)
+    elif target == "value":
+        return resolve_target(sequence, "answer")
     elif isinstance(target, str) and target in ("answer", "reasoning", "response"):
         roles = ("reasoning", "answer") if target == "response" else (target,)
         rng = sequence.token_range(*roles)
@@ -114,7 +120,7 @@ def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
         try:
             lo, hi = (int(x) for x in (target.split(":") if isinstance(target, str) else target))
         except (ValueError, TypeError):
-            raise ValueError(f"target must be answer, response, reasoning or START:END, got {target!r}") from None
+            raise ValueError(f"target must be value, answer, response, reasoning or START:END, got {target!r}") from None
         rng = (lo, hi)
     lo, hi = rng
     if not (0 <= lo < hi <= n):
@@ -123,6 +129,12 @@ def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
         raise ValueError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
                          f"(tokens {sequence.response_start}..{n - 1})")
     return lo, hi
+
+
+def value_chars(sequence: TokenSequence) -> tuple[int, int] | None:
+    """Characters of the answer's value in the response (`inputs.answer_value`); None when it is the whole
+    answer."""
+    return answer_value(sequence.response, sequence.spans.answer, sequence.prompt)
 
 
 def _warn_if_guessed(prepared: Prepared) -> None:
@@ -258,7 +270,8 @@ def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch
         model=ModelInfo(**prepared.loaded.info()), settings=settings,
         tokens=[TokenRecord(text=t.text, role=t.role, id=t.id, start=t.start, end=t.end) for t in seq.tokens],
         spans=Spans(prompt=seq.token_range("prompt"), reasoning=seq.token_range("reasoning"),
-                    answer=seq.token_range("answer"), rule=seq.spans.rule),
+                    answer=seq.token_range("answer"), rule=seq.spans.rule,
+                    value=seq.char_range_to_tokens(chars) if (chars := value_chars(seq)) else None),
         scores=Scores(final=final_list, prompt=normalised(final_list, seq.positions("prompt"))),
         hops=[HopRecord(k=h.k, rho=min(max(h.rho, 0.0), 1.0), weights=h.weights.tolist(), raw=h.raw.tolist(),
                         contribution=h.contribution.tolist()) for h in hop_list],
@@ -268,7 +281,7 @@ def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch
         steps=step_record, extra=extra)
 
 
-def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "answer", target_chars: tuple[int, int] | None = None,
+def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "value", target_chars: tuple[int, int] | None = None,
               hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
               threshold: float | None = None, title: str = "",
@@ -303,7 +316,7 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "answ
     seq, n_layers = prepared.sequence, len(prepared.recording.layers)
     spec, resolved = _method(method, hops, steps, threshold, options)
     lo, hi = resolve_target(seq, target, target_chars)
-    if target == "answer" and target_chars is None:
+    if target in ("answer", "value") and target_chars is None:
         _warn_if_guessed(prepared)
     masks = _masks(seq, lo, hi, hop0, recursive, stop_tokens)
     segments = segment_sequence(seq, boundaries=segment_boundaries)

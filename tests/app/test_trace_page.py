@@ -120,3 +120,15 @@ def test_a_response_without_an_answer_line_shows_that_the_answer_is_a_guess(open
     assert "'She buys 4, so 3 + 4'" in literal(warning) and "no answer line" in literal(warning)
     at.text_area(key="response").input(RESPONSE).run()
     assert not [w for w in at.warning if "guess" in w.value]
+
+
+def test_the_default_target_is_the_answers_value_and_it_is_named(open_page, library_dir):
+    at = _fill(open_page(TRACE), prompt="Tom has 12 marbles. He loses 4. How many marbles does Tom have now?",
+               response="12 - 4 = 8.\nAnswer: Tom has 8 marbles now.")
+    assert at.radio(key="target_kind").value == "value"
+    assert "Explaining: `8`" in [m.value for m in at.markdown]
+    at.button(key="run").click().run()
+    no_problems(at)
+    [entry] = Library(library_dir).entries()
+    tr = Library(library_dir).open(entry.name)
+    assert "".join(t.text for t in tr.tokens[slice(*tr.settings.target)]).strip() == "8"

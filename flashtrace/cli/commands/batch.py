@@ -25,7 +25,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="a method option (repeatable)")
     parser.add_argument("--hops", type=int, default=None, help=f"hops for lines without their own (0-{MAX_HOPS}; default 1, "
                         "or 0 for methods without hops)")
-    parser.add_argument("--target", default="answer", help="target for lines without their own: answer, response, "
+    parser.add_argument("--target", default="value", help="target for lines without their own: value (the answer's "
+                        "value when the answer line restates the question, else the whole answer), answer, response, "
                         "reasoning or START:END")
     parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")

@@ -27,8 +27,10 @@ def add_arguments(parser) -> None:
                         help="with --generate: append \"Think step by step, then give the final answer on a last line "
                              "starting with 'Answer:'.\" to the prompt (off by default); its tokens are marked as "
                              "template text and never count as evidence")
-    parser.add_argument("--target", default="answer",
-                        help="what to explain: answer, response, reasoning, or a token range START:END")
+    parser.add_argument("--target", default="value",
+                        help="what to explain: value (the answer's value when the answer line restates the question, "
+                             "'15' in 'Tom has 15 marbles now.'; else the whole answer), answer (the whole answer "
+                             "line), response, reasoning, or a token range START:END")
     parser.add_argument("--hops", type=int, default=None,
                         help=f"recursive hops through the reasoning (0-{MAX_HOPS}; default 1, or 0 for methods without "
                              "hops)")

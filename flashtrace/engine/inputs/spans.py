@@ -55,12 +55,61 @@ def _after_last_mark(text: str, lo: int, hi: int) -> CharRange | None:
     return found
 
 
+_WORD = re.compile(r"\w+(?:[.,:/'’]\w+)*")  # a word or a number (3.5, 1,000, 3:45, 12/25, Tom's)
+_NUMBER = re.compile(r"[-−]?\d+(?:[.,:/]\d+)*%?")
+# words an answer line restating the question wraps its value in (lower case); never a value on their own
+_FILLER = frozenset("so thus therefore hence the a an is are was were be will would it he she they there this that "
+                    "now then total altogether in all of".split())
+
+
+def _forms(word: str) -> set[str]:
+    """A word case-folded, with and without a plural or verb ending ("lives", "live" and "liv" share "live"), so
+    the question's "live" holds the answer's "lives"."""
+    word = word.casefold()
+    return {word} | {word[: -len(end)] for end in ("s", "es", "d", "ed", "ing")
+                     if word.endswith(end) and len(word) - len(end) >= 3}
+
+
+def asked_text(prompt: str) -> str:
+    """What the prompt asks: its sentences that end in "?" (the question, without a passage before it), else its
+    last non-empty line."""
+    questions = re.findall(r"[^.!?\n]*\?", prompt)
+    if questions:
+        return " ".join(q.strip() for q in questions)
+    lines = [line for line in prompt.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def answer_value(response: str, answer: CharRange | None, prompt: str) -> CharRange | None:
+    """The answer's value inside the answer span, when the answer line restates the question ("Tom has 15 marbles
+    now." gives "15"): the last number in it, else the run of words from the first to the last one that neither
+    the question (`asked_text`) nor `_FILLER` holds. None when there is no answer or the value is the whole answer
+    ("Answer: 7", "\\boxed{Paris}"), so the answer span is its own value."""
+    if answer is None:
+        return None
+    lo, hi = answer
+    numbers = list(_NUMBER.finditer(response, lo, hi))
+    if numbers:
+        found = (numbers[-1].start(), numbers[-1].end())
+    else:
+        asked = set().union(*(_forms(w) for w in _WORD.findall(asked_text(prompt))))
+        new = [m for m in _WORD.finditer(response, lo, hi)
+               if not _forms(m.group()) & asked and m.group().casefold() not in _FILLER]
+        if not new:
+            return None
+        found = (new[0].start(), new[-1].end())
+    return None if found == _strip(response, lo, hi) else found
+
+
 def answer_guess(spans: ResponseSpans, response: str, reached_limit: bool = False) -> str | None:
     """One sentence saying that the answer span is a guess (the last-line rule: no ``\\boxed{}``, no "Answer:",
-    no ``</think>`` in `response`), naming the line taken and what to do; None when a rule found the answer.
+    no ``</think>`` in `response`), naming the line taken and what to do; None when a rule found the answer or
+    the response is one line that was not cut.
     `reached_limit`: the response was generated and cut at ``max_new_tokens``."""
     if spans.rule != "last-line" or spans.answer is None:
         return None
+    if not reached_limit and spans.answer == _strip(response, 0, len(response)):
+        return None  # a one-line response is its own answer
     line = response[spans.answer[0]:spans.answer[1]]
     shown = line if len(line) <= 60 else line[:57] + "..."
     why = ("generation stopped at max_new_tokens before the model wrote an answer: raise max_new_tokens"
