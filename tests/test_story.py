@@ -77,13 +77,21 @@ def test_top_sentence_at_every_depth_is_the_one_computed_by_hand(trace):
         assert top.key == best and top.share == pytest.approx(shares[best], abs=1e-9)
 
 
-def test_evidence_is_the_final_ranking_of_prompt_sentences(trace):
+def test_evidence_is_the_final_ranking_of_the_context_with_the_questions_share_apart(trace):
     evidence = story_panels(trace)[3]
-    sums = {s.id: sum(trace.scores.prompt[s.start:s.end]) for s in trace.segments if s.role == "prompt"}
-    ranked = sorted(sums, key=lambda k: -sums[k])[:3]
+    prompt = [s for s in trace.segments if s.role == "prompt"]
+    sums = {s.id: sum(trace.scores.prompt[s.start:s.end]) for s in prompt}
+    questions = {s.id for s in prompt if s.text.strip().endswith("?")}
+    if len(questions) == len([s for s in prompt if s.text.strip()]):
+        questions = set()  # a prompt that is only a question is its own context
+    ranked = sorted((k for k in sums if k not in questions), key=lambda k: -sums[k])[:3]
     assert [p.key for p in evidence.data["sentences"]] == ranked
     assert evidence.data["sentences"][0].share == pytest.approx(sums[ranked[0]], rel=1e-4)
     assert quote(evidence.data["sentences"][0].text) in evidence.caption
+    assert {p.key for p in evidence.data["asked"]} == questions
+    if questions:
+        asked = sum(sums[k] for k in questions)
+        assert f"holds {pct(asked)} of the prompt's attribution: it says what was asked" in evidence.caption
 
 
 def test_recursive_reasoning_reach_is_not_one_minus_rho():

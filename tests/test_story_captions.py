@@ -169,8 +169,8 @@ def test_gold_is_placed_at_both_depths_in_words_and_on_the_cards():
     g = facts.gold
     assert gold_words(facts) == (
         f"The known evidence (gold, 2 tokens) holds {pct(g.share[0], 1)} {OF_PROMPT} at hop 0 and {pct(g.share[1], 1)} "
-        "after 1 hop; its best sentence ranks 3rd at hop 0 and 3rd after 1 hop; its best token ranks 8th among the "
-        "prompt's tokens.")
+        "after 1 hop; its best sentence ranks 3rd at hop 0 and 3rd after 1 hop (2nd and 2nd among the context "
+        "sentences, the question apart); its best token ranks 8th among the prompt's tokens.")
     assert card_note(facts).endswith(" The known evidence's best sentence ranks 3rd at hop 0 and 3rd after the hops.")
     at = gold_at(facts, 1)
     assert (at["piece"].key, at["rank"], at["ranked"], at["piece"].share) == ("P1", 3, "3rd", pytest.approx(FINAL[1]))
@@ -208,19 +208,25 @@ def test_the_evidence_panel_names_its_sentences_and_a_final_tie():
     facts = analyse(trace)
     words = "".join(f"“{w.text.strip()}”, " for w in top_words(trace, facts, 1, 8))[:-2]
     assert evidence_panel(trace, facts).caption == (
-        f"After all hops, the answer rests most on the 3 prompt sentences below, {pct(1.0)} {OF_PROMPT} between them; "
-        f"the first is “Alpha is one.” ({pct(FINAL[0])}). Strongest words: {words}. The darker a word's background, "
-        "the more the answer rests on it.")
+        f"After all hops, the answer rests most on the 2 context sentences below, {pct(FINAL[0] + FINAL[1])} "
+        f"{OF_PROMPT} between them; the first is “Alpha is one.” ({pct(FINAL[0])}). The question (“What is alpha ?”) "
+        f"holds {pct(FINAL[2])} {OF_PROMPT}: it says what was asked, not what supplied the answer. Strongest words: "
+        f"{words}. The darker a word's background, the more the answer rests on it.")
     one = make_trace(P, S, A, [vector(P, S, A, {"P1": .5, "S0": .5})])
     assert evidence_panel(one, analyse(one)).caption.startswith(
-        f"After all hops, the answer rests most on one prompt sentence, “Beta is two.”, which holds {pct(1.0)} {OF_PROMPT}.")
+        f"After all hops, the answer rests most on one context sentence, “Beta is two.”, which holds {pct(1.0)} "
+        f"{OF_PROMPT}.")
+    alone = make_trace(["What is alpha ?"], S, A, [vector(["What is alpha ?"], S, A, {"P0": .5, "S0": .5})])
+    assert evidence_panel(alone, analyse(alone)).caption.startswith(  # a prompt that is only a question
+        f"After all hops, the answer rests most on one prompt sentence, “What is alpha ?”, which holds {pct(1.0)}")
     tie = make_trace(P, S, A, [vector(P, S, A, {"P0": .3, "P1": .295, "S0": .4})])
     lead = analyse(tie).final.lead()
     assert f" It leads the next by {points(lead)} only: within the 2-point margin, so call these two a tie." in \
         evidence_panel(tie, analyse(tie)).caption
     assert "tie" not in evidence_panel(trace, facts).caption
     data = evidence_panel(trace, facts).data
-    assert [r.key for r in data["sentences"]] == ["P0", "P2", "P1"] and data["scores"] == trace.scores.prompt
+    assert [r.key for r in data["sentences"]] == ["P0", "P1"] and data["scores"] == trace.scores.prompt
+    assert [r.key for r in data["asked"]] == ["P2"] and data["asked"][0].share == pytest.approx(FINAL[2])
     assert [r.key for r in data["tokens"]] == [str(p) for p in facts.final.top_tokens[:8]] and data["gold"] is None
     many = climb_trace()
     assert len(evidence_panel(many, analyse(many)).data["sentences"]) == 3
@@ -289,7 +295,9 @@ def test_a_trace_without_prompt_attribution_says_so_everywhere():
     empty = evidence_panel(unread, facts)
     assert (empty.key, empty.title) == ("evidence", "The evidence in the prompt")
     assert empty.caption == "No prompt token received any attribution in this trace."
-    assert empty.data == {"sentences": [], "tokens": [], "scores": unread.scores.prompt, "gold": None}
+    assert empty.data == {"sentences": [], "asked": empty.data["asked"], "tokens": [], "scores": unread.scores.prompt,
+                          "gold": None}
+    assert [r.key for r in empty.data["asked"]] == ["P2"]
     assert hops_panel(unread, facts).data["top"] == [None, None]
     rows = depth_table(facts)
     assert [(r["top prompt sentence"], r["its share"]) for r in rows] == [("(none)", "")] * 2
@@ -361,13 +369,13 @@ def test_gold_words_at_hop_0_only_or_at_hop_0_and_the_last_depth():
     g = facts.gold
     assert gold_words(facts) == (
         f"The known evidence (gold, 1 token) holds {pct(g.share[0], 1)} {OF_PROMPT} at hop 0 and {pct(g.share[2], 1)} "
-        f"after 2 hops; its best sentence ranks 3rd at hop 0 and 1st after 2 hops; its best token ranks "
-        f"{_ordinal(g.token_rank[2])} among the prompt's tokens.")
+        f"after 2 hops; its best sentence ranks 3rd at hop 0 and 1st after 2 hops (2nd and 1st among the context "
+        f"sentences, the question apart); its best token ranks {_ordinal(g.token_rank[2])} among the prompt's tokens.")
     one = analyse(make_trace(P, S, A, [vector(P, S, A, {"P0": .3, "P1": .1, "P2": .2, "S0": .4})],
                              extra={"gold": [[13, 17]]}))
     assert gold_words(one) == (f"The known evidence (gold, 1 token) holds {pct(one.gold.share[0], 1)} {OF_PROMPT} at "
-                               "hop 0; its best sentence ranks 3rd at hop 0; its best token ranks 8th among the "
-                               "prompt's tokens.")
+                               "hop 0; its best sentence ranks 3rd at hop 0 (2nd among the context sentences, the "
+                               "question apart); its best token ranks 8th among the prompt's tokens.")
 
 
 def test_gold_outside_every_sentence_has_no_sentence_rank():

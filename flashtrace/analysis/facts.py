@@ -13,6 +13,10 @@ of three denominators, and every label names it:
 - `OF_FINAL`, "of the final prompt attribution": what hop K added (its contribution ``ρ_{K-1}·a_K``);
   the hops' additions sum to the final shares.
 
+What was asked is not what supplied the answer: a prompt sentence that ends in "?" (`Piece.asked`, when the
+prompt also has other sentences) is the question; `context_evidence` ranks the rest and `asked_share` says what
+the question holds, both `OF_PROMPT`. The depth facts (tops, changes, swaps) still rank every sentence.
+
 A claim of change needs a margin: the top sentence "changed" between depth 0 and the deepest depth only
 when each leads the other by more than `MARGIN` at its own depth; otherwise the two are tied.
 """
@@ -49,6 +53,7 @@ class Piece:
     start: int  # tokens [start, end)
     end: int
     gold: bool = False  # holds a gold token (known evidence)
+    asked: bool = False  # a question sentence of a prompt that also has context: what was asked, not evidence
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,7 @@ class Gold:
     share: tuple[float, ...]  # [depth] OF_PROMPT on the gold tokens
     token_rank: tuple[int | None, ...]  # [depth] best rank of a gold token among the prompt tokens
     piece_rank: tuple[int | None, ...]  # [depth] best rank of a gold piece
+    context_rank: tuple[int | None, ...] = ()  # [depth] best rank of a gold piece among the context (not asked)
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,20 @@ class TraceFacts:
         ranked = [(self.pieces[i], float(self.final.shares[i])) for i in self.final.order if self.final.shares[i] > 0]
         return ranked if n is None else ranked[:n]
 
+    def context_evidence(self, n: int | None = None, depth: int = -1) -> list[tuple[Piece, float]]:
+        """The evidence ranking at `depth` (default the final one) over the context: the pieces that are not a
+        question (`Piece.asked`), strongest first, with their shares `OF_PROMPT`. What was asked is not what
+        supplied the answer; `asked_share` says how much the question holds. Without a question, or without
+        context beside it, every piece."""
+        d = self.depths[depth]
+        ranked = [(self.pieces[i], float(d.shares[i])) for i in d.order if d.shares[i] > 0 and not self.pieces[i].asked]
+        return ranked if n is None else ranked[:n]
+
+    def asked_share(self, depth: int = -1) -> float:
+        """The share `OF_PROMPT` on the question sentences (`Piece.asked`) at `depth` (default the final one)."""
+        d = self.depths[depth]
+        return float(sum(d.shares[i] for i, p in enumerate(self.pieces) if p.asked))
+
     def comparison(self, k: int = 10) -> HopDepthComparison:
         """Rank correlation and top-k overlap between depths (computed once per k)."""
         if k not in self._comparisons:
@@ -233,8 +253,11 @@ def _pieces(trace: Trace, gold: set[int]) -> tuple[str, list[Piece]]:
         rows = [(str(i), trace.tokens[i].text, i, i + 1) for i in trace.positions("prompt")]
         kind = "token"
     labels = distinct_labels([r[1] for r in rows], LABEL_CHARS)
-    return kind, [Piece(key, text, label, lo, hi, any(p in gold for p in range(lo, hi)))
-                  for (key, text, lo, hi), label in zip(rows, labels)]
+    asked = [kind == "sentence" and text.strip().endswith("?") for _, text, _, _ in rows]
+    if all(asked[i] or not rows[i][1].strip() for i in range(len(rows))):
+        asked = [False] * len(rows)  # the prompt is only a question: it is its own context
+    return kind, [Piece(key, text, label, lo, hi, any(p in gold for p in range(lo, hi)), question)
+                  for (key, text, lo, hi), label, question in zip(rows, labels, asked)]
 
 
 def _order(shares: np.ndarray) -> tuple[int, ...]:
@@ -329,7 +352,7 @@ def _gold(gold: set[int], pieces: list[Piece], depths: list[Depth], positions: t
     index = {p: j for j, p in enumerate(positions)}
     cols = [index[p] for p in sorted(gold) if p in index]
     gold_pieces = tuple(i for i, p in enumerate(pieces) if p.gold)
-    share, token_rank, piece_rank = [], [], []
+    share, token_rank, piece_rank, context_rank = [], [], [], []
     for d in depths:
         share.append(float(d.token_shares[cols].sum()))
         order = np.argsort(-d.token_shares, kind="stable")
@@ -337,7 +360,10 @@ def _gold(gold: set[int], pieces: list[Piece], depths: list[Depth], positions: t
         ranks[order] = np.arange(1, len(order) + 1)
         token_rank.append(int(ranks[cols].min()) if cols else None)
         piece_rank.append(min((d.rank(i) for i in gold_pieces), default=None))
-    return Gold(tuple(sorted(gold)), gold_pieces, tuple(share), tuple(token_rank), tuple(piece_rank))
+        context = [i for i in d.order if not pieces[i].asked]
+        context_rank.append(min((context.index(i) + 1 for i in gold_pieces if i in context), default=None))
+    return Gold(tuple(sorted(gold)), gold_pieces, tuple(share), tuple(token_rank), tuple(piece_rank),
+                tuple(context_rank))
 
 
 def _graph(trace: Trace, pieces: list[Piece], final: Depth, kind: str) -> GraphFacts | None:

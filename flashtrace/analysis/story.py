@@ -228,6 +228,9 @@ def gold_words(facts: TraceFacts) -> str:
             + (f" and {_ordinal(g.piece_rank[-1])} {_after(last)}" if last else "")) if g.piece_rank[0] else ""
     share = (f"The known evidence (gold, {counted(len(g.positions), 'token')}) holds {pct(g.share[0], 1)} {OF_PROMPT} "
              f"at hop 0" + (f" and {pct(g.share[-1], 1)} {_after(last)}" if last else ""))
+    if rank and any(p.asked for p in facts.pieces) and g.context_rank != g.piece_rank:
+        rank += (f" ({_ordinal(g.context_rank[0])}" + (f" and {_ordinal(g.context_rank[-1])}" if last else "")
+                 + f" among the context {facts.piece_kind}s, the question apart)")
     tokens = f"; its best token ranks {_ordinal(g.token_rank[-1])} among the prompt's tokens"
     return share + (f"; {rank}" if rank else "") + tokens + "."
 
@@ -262,19 +265,26 @@ def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
 def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
     """After all hops: the prompt sentences (or tokens) the target rests on most, with their shares."""
     last = len(facts.depths) - 1
-    sentences, words = ranked(facts, last, 3), top_words(trace, facts, last, 8)
-    data = {"sentences": sentences, "tokens": words, "scores": trace.scores.prompt, "gold": gold_at(facts, last)}
+    sentences = [Ranked(p, share) for p, share in facts.context_evidence(3)]
+    asked = [Ranked(p, float(facts.final.shares[i])) for i, p in enumerate(facts.pieces) if p.asked]
+    words = top_words(trace, facts, last, 8)
+    data = {"sentences": sentences, "asked": asked, "tokens": words, "scores": trace.scores.prompt,
+            "gold": gold_at(facts, last)}
     if not sentences:
         return Panel("evidence", TITLES["evidence"], "No prompt token received any attribution in this trace.", data)
     covered = sum(s.share for s in sentences)
-    what = facts.piece_kind
-    held = (f"one prompt {what}, {quote(sentences[0].text)}, which holds {pct(covered)} {OF_PROMPT}"
+    what = ("context " if asked else "prompt ") + facts.piece_kind
+    held = (f"one {what}, {quote(sentences[0].text)}, which holds {pct(covered)} {OF_PROMPT}"
             if len(sentences) == 1 else
-            f"the {len(sentences)} prompt {what}s below, {pct(covered)} {OF_PROMPT} between them; the first is "
+            f"the {len(sentences)} {what}s below, {pct(covered)} {OF_PROMPT} between them; the first is "
             f"{quote(sentences[0].text)} ({pct(sentences[0].share)})")
+    lead = sentences[0].share - sentences[1].share if len(sentences) > 1 else 1.0
     caption = (f"After all hops, the {facts.target_label} rests most on {held}."
-               + (f" It leads the next by {points(facts.final.lead())} only: within the {100 * MARGIN:.0f}-point margin, "
-                  "so call these two a tie." if len(sentences) > 1 and facts.final.lead() <= MARGIN else "")
+               + (f" It leads the next by {points(lead)} only: within the {100 * MARGIN:.0f}-point margin, "
+                  "so call these two a tie." if lead <= MARGIN else "")
+               + (f" The question ({quote(asked[0].text) if len(asked) == 1 else f'{len(asked)} sentences'}) holds "
+                  f"{pct(facts.asked_share())} {OF_PROMPT}: it says what was asked, not what supplied the answer."
+                  if asked else "")
                + f" Strongest words: {_words(words)}. The darker a word's background, the more the answer rests on it.")
     if facts.gold is not None:
         caption += " " + gold_words(facts) + " Gold words are underlined."

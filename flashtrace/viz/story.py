@@ -66,11 +66,13 @@ def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
                      max_height_px=max_height_px, css_class="ft-prompt")
 
 
-def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None = None) -> go.Figure:
+def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None = None,
+                  asked: list[Ranked] | None = None) -> go.Figure:
     """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
     their shares of the prompt's attribution; the whole text on hover (escaped). Bars holding known evidence
     (gold) are ringed in gold and say so; when `gold` (`analysis.story.gold_at`) ranks below the listed pieces,
-    it is added as a last bar with its rank, so the gold shows even when it ranks low."""
+    it is added as a bar with its rank, so the gold shows even when it ranks low. `asked` (the question
+    sentences, kept out of the ranking) come last, grey and marked "asked", with their shares."""
     rows = list(pieces)
     extra = gold is not None and gold["piece"].key not in {p.key for p in pieces}
     if extra:
@@ -78,8 +80,12 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
     notes = [" · gold" if p.piece.gold else "" for p in rows]
     if extra:
         notes[-1] = f" · gold, ranked {gold['ranked']}"
+    questions = [q for q in asked or [] if q.key not in {p.key for p in rows}]
+    rows += questions
+    notes += [" · asked" for _ in questions]
+    colours = [PROMPT] * (len(rows) - len(questions)) + [TEMPLATE] * len(questions)
     fig = go.Figure(go.Bar(
-        y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h", marker_color=PROMPT,
+        y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h", marker_color=colours,
         marker_line={"color": [GOLD if p.piece.gold else "rgba(0,0,0,0)" for p in rows],
                      "width": [3 if p.piece.gold else 0 for p in rows]},
         text=[pct(p.share) + note for p, note in zip(rows, notes)], textposition="outside", cliponaxis=False,
@@ -89,7 +95,8 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
     # the axis title gets 24 px more below it than _LAYOUT gives: a taller fallback font (a machine without
     # Liberation or Open Sans) still fits inside a PNG/SVG export
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=94 + 44 * max(len(rows), 1),
-                      xaxis={"range": [0, top * (1.6 if extra else 1.35)], "tickformat": ".0%", "fixedrange": True,
+                      xaxis={"range": [0, top * (1.6 if extra or questions else 1.35)], "tickformat": ".0%",
+                             "fixedrange": True,
                              "automargin": True, "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
                       meta={"view": view, "gold": [p.key for p in rows if p.piece.gold]},
@@ -204,8 +211,10 @@ def _figures(trace: Trace, panel: Panel) -> list[go.Figure]:
     if panel.key == "hops":
         return [reach_figure(panel)] if len(panel.data["reached"]) > 0 else []
     if panel.key == "evidence" and panel.data["sentences"]:
-        return [pieces_figure(panel.data["sentences"], "Prompt sentences with the most attribution after all hops",
-                              "story_evidence", panel.data["gold"])]
+        asked = panel.data.get("asked") or []
+        title = ("Context sentences with the most attribution after all hops; the question apart" if asked else
+                 "Prompt sentences with the most attribution after all hops")
+        return [pieces_figure(panel.data["sentences"], title, "story_evidence", panel.data["gold"], asked)]
     if panel.key == "check" and panel.data["check"] is not None:
         return [check_figure(panel.data["check"])]
     return []

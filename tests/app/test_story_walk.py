@@ -25,7 +25,7 @@ import pytest
 
 from flashtrace.analysis.facts import MARGIN
 from flashtrace.analysis.story import STEPS, TITLES, stored_check, story_panels
-from flashtrace.analysis.text import quote
+from flashtrace.analysis.text import pct, quote
 from flashtrace.store.gallery import gallery_path, list_gallery, load_gallery_trace
 
 from flashtrace.viz.story import panel_figures
@@ -75,6 +75,12 @@ class Claims:
         self.text = {s["id"]: s["text"] for s in doc["segments"] if s["role"] == "prompt"}
         self.depths = [shares_by_hand(doc, k) for k in range(len(doc["hops"]))]
         self.first, self.last = self.depths[0], self.depths[-1]
+        questions = {k for k, t in self.text.items() if t.strip().endswith("?")}
+        if questions >= {k for k, t in self.text.items() if t.strip()}:
+            questions = set()  # a prompt that is only a question is its own context
+        # the evidence step ranks the context (what supplied the answer); the question's share is stated apart
+        self.context = {k: v for k, v in self.last.items() if k not in questions}
+        self.asked = sum(v for k, v in self.last.items() if k in questions) if questions else None
 
     def key(self, quoted: str) -> str:
         """The sentence a caption quotes (shortened to 70, 50 or 40 characters)."""
@@ -139,9 +145,11 @@ class Claims:
                 assert lead(self.first, a) > MARGIN and lead(self.last, a) > MARGIN, caption
             return "same top"
         if step == "evidence" and "No prompt token" not in caption:
-            (a,) = self.quoted(r"(?:the first is|one prompt \w+,) Q", caption)
-            tie = lead(self.last, a) <= MARGIN
-            assert lead(self.last, a) >= -eps and tie == ("call these two a tie" in caption), caption
+            (a,) = self.quoted(r"(?:the first is|one (?:prompt|context) \w+,) Q", caption)
+            ahead = lead(self.context, a) if len(self.context) > 1 else 1.0
+            assert ahead >= -eps and (ahead <= MARGIN) == ("call these two a tie" in caption), caption
+            if self.asked is not None:
+                assert f"holds {pct(self.asked)} of the prompt's attribution: it says what was asked" in caption
             return "final top"
         return None
 

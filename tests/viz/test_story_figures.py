@@ -32,7 +32,10 @@ def test_each_panel_draws_its_data(trace):
     assert [a + b for a, b in zip(reach.data[0].y, reach.data[1].y)] == pytest.approx([1.0] * len(trace.hops))
     assert [label for label in sentences.data[0].y] == [p.label for p in direct.data["sentences"]]
     (bars,) = panel_figures(trace, evidence)
-    assert list(bars.data[0].x) == [p.share for p in evidence.data["sentences"]]
+    shown = evidence.data["sentences"] + [q for q in evidence.data["asked"]
+                                          if q.key not in {p.key for p in evidence.data["sentences"]}]
+    assert list(bars.data[0].x) == [p.share for p in shown]  # the context, then the question apart
+    assert list(bars.data[0].text)[-1].endswith(" · asked") and evidence.data["asked"]
     pieces = evidence.data["sentences"]
     html = sentences_html(trace, pieces)
     segments = {s.id: s for s in trace.segments}
