@@ -1,12 +1,13 @@
 """The command line, run as a user would from a fresh shell."""
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from flashtrace.cli import build_parser, command_names
+from flashtrace.cli import build_parser, command_names, main
 
 
 def run_cli(*args, input=None):
@@ -133,3 +134,18 @@ def test_an_unknown_flag_is_reported_with_the_commands_own_usage():
     assert res.returncode == 2
     assert "usage: flashtrace export" in res.stderr
     assert "flashtrace export: error: unrecognized arguments: --nope" in res.stderr
+
+
+def test_trace_with_generate_says_how_long_first_and_shows_a_bar_over_the_new_tokens(capsys, tmp_path):
+    from flashtrace.engine.models.generation import generation_note
+    from flashtrace.engine.models import load_model
+
+    args = ["trace", "--model", "tiny-llama", "--prompt", "Count to three.", "--generate", "--max-new-tokens", "6",
+            "--json", str(tmp_path / "t.json")]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    note = generation_note(load_model("tiny-llama"), "Count to three.", 6)
+    assert err.startswith(note + "\n") and "Generating up to 6 tokens after a" in note
+    assert re.search(r"generate: +\d+%.*\| *\d/6 ", err)  # a bar over the (at most) 6 new tokens
+    assert main(args + ["--no-progress"]) == 0
+    assert "generate:" not in capsys.readouterr().err

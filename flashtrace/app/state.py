@@ -240,14 +240,10 @@ class Progress:
 def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_template: bool,
                         reasoning_instruction: bool) -> str:
     """One line before generating: how long up to `max_new` new tokens should take, as a range (ValueError
-    when the prompt plus `max_new` would not fit the model)."""
-    from ..engine.estimate import RANGE_FACTOR, generation_seconds
-    from ..engine.models.generation import generation_ids
+    when the prompt plus `max_new` would not fit the model; `generation.generation_note`)."""
+    from ..engine.models.generation import generation_note
 
-    _, ids = generation_ids(loaded, prompt, max_new, chat_template, reasoning_instruction)
-    seconds = generation_seconds(loaded, len(ids), max_new)
-    return (f"Generating up to {max_new:,} tokens after a {len(ids):,}-token prompt: about "
-            f"{time_range(seconds / RANGE_FACTOR, seconds * RANGE_FACTOR)} (less if the model stops sooner).")
+    return generation_note(loaded, prompt, max_new, chat_template, reasoning_instruction)
 
 
 def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:

@@ -53,7 +53,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
             check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
             do_sample: bool = False, temperature: float | None = None, top_p: float | None = None,
-            seed: int | None = None) -> Prepared:
+            seed: int | None = None, on_text: Callable[[str, int], None] | None = None) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
     `prompt` is a string or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
@@ -62,7 +62,8 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
 
     With `generate`, the response is the model's: greedy, or sampled with ``do_sample=True`` (and
     `temperature`, `top_p`; `seed` makes it repeatable), at most `max_new_tokens` tokens; these settings
-    are recorded in ``trace.extra["generation"]``.
+    are recorded in ``trace.extra["generation"]``. `on_text(text, n_new_tokens)` sees the response as it grows
+    (one call per new token; it may raise to stop).
 
     With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
     (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
@@ -81,7 +82,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
     if generate:
         with in_use(loaded.model):  # eval mode for the generation, the model's training flags put back after
             generated = generate_text(loaded, prompt, max_new_tokens=max_new_tokens, chat_template=chat_template,
-                                      reasoning_instruction=reasoning_instruction, sampling=sampling)
+                                      reasoning_instruction=reasoning_instruction, sampling=sampling, on_text=on_text)
         prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
         generation = generated.record(sampling, max_new_tokens)
     if not response or not response.strip():

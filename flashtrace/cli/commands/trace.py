@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recursive hops)"
@@ -142,10 +143,10 @@ def run(args) -> int:
     if not prompt.strip():
         raise ValueError("the prompt is empty")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
-    prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
-                       chat_template=not args.no_chat_template, reasoning_instruction=args.reasoning_instruction,
-                       on_estimate=_warn_if_long,
-                       hops=args.hops)
+    with _generation_progress(args, loaded, prompt, response) as on_text:
+        prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,
+                           chat_template=not args.no_chat_template, reasoning_instruction=args.reasoning_instruction,
+                           on_estimate=_warn_if_long, hops=args.hops, on_text=on_text)
     resolve_target(prepared.sequence, args.target)  # fail on a bad target before any progress output
     bar = None if args.no_progress else tqdm(desc=f"{args.method} K={args.hops}", unit=spec.progress_unit, leave=False)
 
@@ -166,6 +167,29 @@ def run(args) -> int:
             raise OSError(f"cannot write --json {args.json}: {exc.strerror or exc}") from None
         print(f"trace written to {args.json}")
     return 0
+
+
+@contextmanager
+def _generation_progress(args, loaded, prompt: str, response: str | None):
+    """With --generate: the estimate on stderr first, then a bar over the new tokens (none with --no-progress);
+    yields the `on_text` callback for `prepare` (None when nothing is generated or shown)."""
+    if response is not None or not args.generate:
+        yield None
+        return
+    from tqdm import tqdm
+
+    from ...engine.models.generation import generation_note
+
+    print(generation_note(loaded, prompt, args.max_new_tokens, not args.no_chat_template,
+                          args.reasoning_instruction), file=sys.stderr)
+    if args.no_progress:
+        yield None
+        return
+    bar = tqdm(desc="generate", total=args.max_new_tokens, unit="token", leave=False)
+    try:
+        yield lambda _text, n: bar.update(n - bar.n)
+    finally:
+        bar.close()
 
 
 def _warn_if_long(est) -> None:
