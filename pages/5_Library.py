@@ -117,7 +117,9 @@ with st.form(f"rename_{chosen}"):
             adjusted = "" if final == new_name.strip() else (
                 f" (names keep only letters, digits, '.', '_' and '-', so {ui.code_text(new_name.strip())} "
                 f"became {ui.code_text(final)})")
-            ss["library_notice"] = f"Renamed {ui.code_text(chosen)} to {ui.code_text(final)}{adjusted}."
+            ss["library_notice"] = (f"{ui.code_text(chosen)} already has that name: nothing changed{adjusted}."
+                                    if final == chosen else
+                                    f"Renamed {ui.code_text(chosen)} to {ui.code_text(final)}{adjusted}.")
             select(final)
             st.rerun()
 

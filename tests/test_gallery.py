@@ -195,3 +195,19 @@ def test_any_trace_copied_into_a_gallery_folder_gets_a_card(tmp_path):
     assert (plain.change, plain.top_segment_k0, plain.top_segment_kmax) == ("none", None, "P1")
     assert [it.size for it in (plain, tasked)] == [(tmp_path / f"{n}.json").stat().st_size for n in ("plain", "tasked")]
     assert list_gallery(tmp_path) == [plain, tasked]
+
+
+def test_the_docs_gallery_table_lists_every_shipped_trace_as_the_index_records_it():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    index = json.loads((root / "assets" / "gallery" / "index.json").read_text())
+    text = (root / "docs" / "app.md").read_text()
+    section = text[text.index("## Gallery"):]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| name")]
+    changed = {"changed": "yes", "same": "no"}
+    expected = {f"| {e['name']} | {e['title']} | {'the answer' if e['hop0'] == 'answer' else 'the whole generation'} "
+                f"| {e['n_tokens']:,} | {e['overlap']} | {changed.get(e['change'], e['change'])} |" for e in index}
+    assert expected <= set(rows), sorted(expected - set(rows))
+    number = ["Twelve", "Thirteen", "Fourteen", "Fifteen"][len(index) - 12] if 12 <= len(index) <= 15 else None
+    assert number and f"{number} SmolLM2-135M-Instruct traces ship" in section

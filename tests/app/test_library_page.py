@@ -80,6 +80,14 @@ def test_a_plain_rename_says_nothing_about_adjusting(open_page, library_dir, tin
     assert "Renamed `old` to `new-name`." in _texts(at) and "became" not in _texts(at)
 
 
+def test_renaming_to_the_same_name_says_nothing_changed(open_page, library_dir, tiny_trace):
+    Library(library_dir).save(tiny_trace, "two-plus-two")
+    at = open_page(LIBRARY)
+    at.button(key="rename").click().run()  # the box holds the current name
+    assert "`two-plus-two` already has that name: nothing changed." in _texts(at)
+    assert "Renamed" not in _texts(at) and [e.name for e in Library(library_dir).entries()] == ["two-plus-two"]
+
+
 def test_every_table_column_has_room(open_page, library_dir, tiny_trace):
     Library(library_dir).save(tiny_trace, "a-rather-long-library-name-for-the-table")
     at = open_page(LIBRARY)
