@@ -1,7 +1,8 @@
-"""No test of the fast suite asserts a wall-clock time: such asserts fail at random on a busy machine.
-Speed and memory targets are benchmark scripts under benchmarks/ (see docs/benchmarks.md).
+"""No test asserts a wall-clock time, in the fast suite or in the slow and browser tests `make test` runs: such
+asserts fail at random on a busy machine (a "Cancel answered within 2 s" browser test did, in a fresh machine's
+`make test`). Speed and memory targets are benchmark scripts under benchmarks/ (see docs/benchmarks.md).
 
-The scan reads every fast test (one not marked `slow` or `browser`) and flags
+The scan reads every test and flags
 - an ordering comparison (<, <=, >, >=) in an `assert` on a clock read (`time.perf_counter()`,
   `time.monotonic()`, `time.time()`, ...) or on a name computed from one;
 - a clock read inside a string the test runs (a subprocess script that prints its own timing), in the test
@@ -23,29 +24,12 @@ CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time"
 CLOCK_TEXT = re.compile(r"\b(perf_counter|monotonic|process_time)(_ns)?\(|\btime\.time(_ns)?\(")
 DURATION = re.compile(r"(^|_)(seconds|elapsed|duration)($|_)|_s$")
 ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
-SLOW_MARKS = {"slow", "browser"}
 
 # (file relative to tests/, test name): why its clock read is not a speed claim
 ALLOWED = {
     ("test_library_concurrency.py", "test_a_killed_writer_leaves_nothing_on_the_next_open"):
         "a 60 s guard against a hung subprocess while waiting for its signal file, not a speed claim",
 }
-
-
-def _marks(decorators: list[ast.expr]) -> set[str]:
-    names = set()
-    for node in decorators:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "mark":
-                names.add(sub.attr)
-    return names
-
-
-def _module_marks(tree: ast.Module) -> set[str]:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
-            return _marks([node.value])
-    return set()
 
 
 def _is_clock(node: ast.AST) -> bool:
@@ -131,22 +115,16 @@ def _string_problems(func: ast.AST, tree: ast.Module) -> list[str]:
 def _tests(tree: ast.Module):
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            yield node, _marks(node.decorator_list)
+            yield node
         elif isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, ast.FunctionDef) and sub.name.startswith("test_"):
-                    yield sub, _marks(node.decorator_list) | _marks(sub.decorator_list)
+            yield from (sub for sub in node.body if isinstance(sub, ast.FunctionDef) and sub.name.startswith("test_"))
 
 
 def wall_clock_asserts(source: str, name: str = "<test>") -> list[str]:
-    """Every wall-clock assert among the fast tests of one test module's source."""
+    """Every wall-clock assert among the tests of one test module's source (whatever their marks)."""
     tree = ast.parse(source)
-    if _module_marks(tree) & SLOW_MARKS:
-        return []
     problems = []
-    for func, marks in _tests(tree):
-        if marks & SLOW_MARKS:
-            continue
+    for func in _tests(tree):
         tainted = _tainted_names(func)
         found = [p for a in ast.walk(func) if isinstance(a, ast.Assert) for p in _compare_problems(a.test, tainted)]
         found += _string_problems(func, tree)
@@ -154,13 +132,13 @@ def wall_clock_asserts(source: str, name: str = "<test>") -> list[str]:
     return problems
 
 
-def test_no_fast_test_asserts_a_wall_clock_time():
+def test_no_test_asserts_a_wall_clock_time():
     problems = []
     for path in sorted(set(TESTS.rglob("test_*.py")) - {Path(__file__).resolve()}):  # this file's samples aside
         rel = path.relative_to(TESTS).as_posix()
         found = wall_clock_asserts(path.read_text(), rel)
         problems += [p for p in found if (rel, p.split("::")[1].split(":")[0]) not in ALLOWED]
-    assert not problems, "wall-clock asserts in the fast suite (move them to a benchmark):\n" + "\n".join(problems)
+    assert not problems, "wall-clock asserts in the suite (move them to a benchmark):\n" + "\n".join(problems)
 
 
 def test_every_allowed_clock_read_still_exists():
@@ -185,8 +163,8 @@ def test_the_scan_finds_each_kind_of_wall_clock_assert(body):
               "def helper():\n    return run('x = time.time()')\n")
     test = f"def test_it():\n    {body}\n"
     assert len(wall_clock_asserts(module + test)) == 1
-    assert wall_clock_asserts(module + "@pytest.mark.slow\n" + test) == []
-    assert wall_clock_asserts(module + "pytestmark = [pytest.mark.browser]\n" + test) == []
+    assert len(wall_clock_asserts(module + "@pytest.mark.slow\n" + test)) == 1  # slow and browser tests too
+    assert len(wall_clock_asserts(module + "pytestmark = [pytest.mark.browser]\n" + test)) == 1
 
 
 @pytest.mark.parametrize("body", [

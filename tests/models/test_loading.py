@@ -1,7 +1,6 @@
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -68,15 +67,7 @@ def test_tiny_models_are_small_and_deterministic(tiny):
 
 
 @pytest.mark.slow
-def test_default_model_loads_fast_and_answers(smollm):
-    # torch and transformers are imported before the clock starts (`import flashtrace` and
-    # `import flashtrace.engine.models` no longer import them): the claim is about loading the cached model,
-    # verification included, not Python's imports
-    code = ("import time, flashtrace, flashtrace.engine.models.loading, flashtrace.engine.kernels.proximity; t = time.perf_counter(); "
-            "flashtrace.load_model('smollm2-135m'); print(time.perf_counter() - t)")
-    seconds = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-                    .stdout.strip().splitlines()[-1])
-    assert seconds < 3.0  # under 1 s on an idle machine; slack for a loaded CI box
+def test_default_model_loads_and_answers(smollm):
     info = smollm.info()
     assert (info["family"], info["n_layers"], info["n_heads"], info["n_kv_heads"]) == ("llama", 30, 9, 3)
     tok = smollm.tokenizer
