@@ -332,12 +332,28 @@ def test_step_one_shows_a_short_question_whole_even_with_the_instruction():
     assert panel.data["question"] == trace.prompt and panel.data["ask"] == ""
 
 
-def test_top_words_carry_their_token_and_share():
+def test_top_words_carry_their_tokens_and_share_each_word_once():
     trace = make_trace(P, S, A, [vector(P, S, A, {"P0": .3, "P2": .3, "S0": .4})])
-    words = top_words(trace, analyse(trace), 0, 2)
+    words = top_words(trace, analyse(trace), 0, 3)
     assert [(w.key, w.text, w.label, w.piece.start, w.piece.end) for w in words] == [("1", "Alpha", "Alpha", 1, 2),
-                                                                                     ("2", " is", " is", 2, 3)]
-    assert [w.share for w in words] == [pytest.approx(.1 / .6)] * 2
+                                                                                     ("2", "is", "is", 2, 3),
+                                                                                     ("3", "one", "one", 3, 4)]
+    assert [w.share for w in words] == [pytest.approx(.1 / .6)] * 3  # "alpha" and the second "is" are no repeat
+
+
+def test_subword_tokens_make_one_word_with_their_summed_share():
+    from flashtrace.analysis.schema import Trace
+
+    spaced = ["Tom has 1 2 mar bles ."]  # the factory makes one token per word; then the spaces go, as Qwen splits
+    data = make_trace(spaced, S, A, [vector(spaced, S, A, {"P0": .6, "S0": .4})]).model_dump()
+    for position, text in zip(range(1, 8), ["Tom", " has", " 1", "2", " mar", "bles", "."]):
+        assert data["tokens"][position]["role"] == "prompt"
+        data["tokens"][position]["text"] = text
+    split = Trace.model_validate(data)
+    words = {w.text: w for w in analyse(split).top_words(0, 8)}
+    assert set(words) == {"Tom", "has", "12", "marbles"}  # "." is no word
+    assert words["marbles"].positions == (5, 6) and words["12"].positions == (3, 4)
+    assert words["12"].share == pytest.approx(analyse(split).token_share(0, 3) + analyse(split).token_share(0, 4))
 
 
 def one_word_tokens(hop0: list[float], hop1: list[float]):

@@ -55,11 +55,11 @@ def test_step_two_splits_hop_0_and_names_what_it_reads_most():
     assert panel.caption == (
         f"Read directly (hop 0), the answer draws {pct(.6 / 1.1)} of its attribution from the prompt, "
         f"{pct(.4 / 1.1)} from the model's own reasoning and answer text, and {pct(.1 / 1.1)} from the chat template "
-        "around them. The prompt words it reads most: “What”, “is”, “alpha”, “Alpha”, “is”. The prompt sentence it "
+        "around them. The prompt words it reads most: “What”, “is”, “alpha”, “one”, “Beta”. The prompt sentence it "
         f"reads most: “What is alpha ?” ({pct(.5)} {OF_PROMPT}).")
     assert [(r.key, r.share) for r in panel.data["sentences"]] == [("P2", pytest.approx(.5)), ("P0", pytest.approx(1 / 3)),
                                                                    ("P1", pytest.approx(1 / 6))]
-    assert [r.key for r in panel.data["tokens"]] == ["7", "8", "9", "1", "2"] and panel.data["gold"] is None
+    assert [r.key for r in panel.data["tokens"]] == ["7", "8", "9", "3", "4"] and panel.data["gold"] is None
     generation = make_trace(P, S, A, [vector(P, S, A, HOP0)], hop0="generation")
     assert (" (In this trace hop 0 was taken over the whole generated text, reasoning and answer, not the answer "
             "alone.) The prompt sentence it reads most: ") in direct_panel(generation, analyse(generation)).caption
@@ -227,7 +227,8 @@ def test_the_evidence_panel_names_its_sentences_and_a_final_tie():
     data = evidence_panel(trace, facts).data
     assert [r.key for r in data["sentences"]] == ["P0", "P1"] and data["scores"] == trace.scores.prompt
     assert [r.key for r in data["asked"]] == ["P2"] and data["asked"][0].share == pytest.approx(FINAL[2])
-    assert [r.key for r in data["tokens"]] == [str(p) for p in facts.final.top_tokens[:8]] and data["gold"] is None
+    assert [r.text for r in data["tokens"]] == [w.text for w in facts.top_words(-1, 8)] and data["gold"] is None
+    assert len({r.text.casefold() for r in data["tokens"]}) == len(data["tokens"])  # each word once
     many = climb_trace()
     assert len(evidence_panel(many, analyse(many)).data["sentences"]) == 3
 

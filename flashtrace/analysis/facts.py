@@ -40,6 +40,7 @@ OF_ANSWER = "of the answer's attribution"
 OF_PROMPT = "of the prompt's attribution"
 OF_FINAL = "of the final prompt attribution"
 LABEL_CHARS = 48
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,17 @@ class Piece:
     end: int
     gold: bool = False  # holds a gold token (known evidence)
     asked: bool = False  # a question sentence of a prompt that also has context: what was asked, not evidence
+
+
+@dataclass(frozen=True)
+class Word:
+    """A prompt word: tokens joined where no space separates them ("mar" + "bles" is "marbles"), listed once
+    however often it occurs (case aside): at its strongest occurrence, whose `share` (`OF_PROMPT` at the depth
+    it was ranked at) and token positions it carries. Edge punctuation is not part of it ("one." is "one")."""
+
+    text: str  # as written at that occurrence, without its leading space
+    share: float
+    positions: tuple[int, ...]  # the tokens of that occurrence
 
 
 @dataclass(frozen=True)
@@ -232,11 +244,46 @@ class TraceFacts:
         top = [set(sorted(range(len(v)), key=lambda j: (-v[j], j))[:k]) for v in (first, last)]
         return len(top[0] & top[1]) / k
 
-    def token_share(self, depth: int, position: int) -> float:
-        """The share of the prompt's attribution on prompt token `position` after hops 0..`depth`."""
+    def top_words(self, depth: int = -1, k: int = 8) -> list[Word]:
+        """The `k` prompt words with the most attribution at `depth` (default the final one), whole words rather
+        than subword tokens, each word once at its strongest occurrence (`Word`); punctuation is no word."""
+        d = self.depths[depth]
+        texts = self._trace().tokens
+        groups: dict[str, list] = {}
+        current: list[int] = []
+
+        def close() -> None:
+            if current:
+                word = "".join(texts[p].text for p in current).strip()
+                word = word.strip(_EDGE_PUNCTUATION) or word  # "one." is the word "one"
+                share = sum(float(d.token_shares[self._position_index()[p]]) for p in current)
+                best = groups.get(word.casefold())
+                if best is None or share > best[1]:  # a word repeated: its strongest occurrence
+                    groups[word.casefold()] = [word, share, tuple(current)]
+            current.clear()
+
+        previous = None
+        for p in self.prompt_positions:
+            text = texts[p].text
+            if _punctuation_only(text):
+                close()
+            else:
+                if previous is None or p != previous + 1 or text[:1].isspace() or not text[:1].isalnum():
+                    close()
+                current.append(p)
+            previous = p
+        close()
+        ranked = sorted(groups.values(), key=lambda e: (-e[1], min(e[2])))
+        return [Word(text, share, pos) for text, share, pos in ranked if share > 0][:k]
+
+    def _position_index(self) -> dict[int, int]:
         if self._index is None:
             self._index = {p: j for j, p in enumerate(self.prompt_positions)}
-        return float(self.depths[depth].token_shares[self._index[position]])
+        return self._index
+
+    def token_share(self, depth: int, position: int) -> float:
+        """The share of the prompt's attribution on prompt token `position` after hops 0..`depth`."""
+        return float(self.depths[depth].token_shares[self._position_index()[position]])
 
     def climbers(self, min_places: int = 3, within: int = 10) -> list[Move]:
         """Pieces that climbed at least `min_places` ranks from depth 0 to the deepest depth and end in the top

@@ -82,9 +82,10 @@ def gold_at(facts: TraceFacts, depth: int) -> dict[str, Any] | None:
 
 
 def top_words(trace: Trace, facts: TraceFacts, depth: int, k: int = 5) -> list[Ranked]:
-    """The `k` strongest prompt words at `depth` (punctuation-only tokens skipped), with their shares."""
-    return [Ranked(Piece(str(p), trace.tokens[p].text, trace.tokens[p].text, p, p + 1), facts.token_share(depth, p))
-            for p in facts.depths[depth].top_tokens[:k]]
+    """The `k` strongest prompt words at `depth`: whole words (subword tokens joined), each once
+    (`TraceFacts.top_words`), with their shares."""
+    return [Ranked(Piece(str(w.positions[0]), w.text, w.text, w.positions[0], w.positions[-1] + 1), w.share)
+            for w in facts.top_words(depth, k)]
 
 
 def _words(items: list[Ranked]) -> str:
