@@ -107,3 +107,23 @@ def test_batch_without_ray_never_imports_ray(tmp_path):
     root = Library(tmp_path / "lib")
     assert root.collections() == ["my-batch"]  # the name is sanitised, as trace names are
     assert [e.title for e in root.collection("my-batch").entries()] == ["ex0"]
+
+
+@pytest.mark.parametrize("command", ["batch", "eval"])
+def test_ray_asked_for_without_ray_is_refused_before_anything_loads_or_is_written(command, tmp_path, monkeypatch,
+                                                                                     capsys):
+    import importlib.util
+
+    from flashtrace.cli import main
+    from flashtrace.engine.models import loading
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    monkeypatch.setattr(loading, "load_model", lambda *a, **k: pytest.fail("a model was loaded"))
+    out = tmp_path / "out"
+    args = ([command, str(write_input(tmp_path / "in.jsonl", n=1)), "--out", str(out)] if command == "batch" else
+            [command, "--task", "needle", "--n", "1", "--out", str(out)])
+    assert main([*args, "--model", "tiny-llama", "--ray"]) == 2
+    err = capsys.readouterr().err
+    assert "--ray needs Ray" in err and "pip install" in err and err.count("\n") == 1
+    assert not out.exists()  # no summary.json, no settings.json, no folder

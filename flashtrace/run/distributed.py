@@ -76,6 +76,15 @@ class _Host:
         return self.worker(job)
 
 
+def require_ray() -> None:
+    """Refuse `--ray` at once when Ray is not installed (`RayUnavailableError` naming the extra), before any model
+    loads or any file is written; finds the package without importing it."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise RayUnavailableError(f"--ray needs Ray; {extra_hint('ray')}")
+
+
 def _import_ray():
     try:
         import ray
@@ -242,4 +251,4 @@ def _reason(exc: BaseException) -> str:
     return (errors[-1] if errors else lines[0] if lines else type(exc).__name__)[:500]
 
 
-__all__ = ["RayPool", "RayUnavailableError"]
+__all__ = ["RayPool", "RayUnavailableError", "require_ray"]

@@ -19,6 +19,7 @@ import functools
 import html
 import json
 import shutil
+import warnings
 from importlib import resources
 from typing import Sequence
 
@@ -153,7 +154,9 @@ def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int
     width = width or fig.layout.width or 1200
     height = height or fig.layout.height or 500
     try:
-        return fig.to_image(format=fmt, width=width, height=height, scale=scale if fmt == "png" else 1)
+        with warnings.catch_warnings():  # plotly says so on every image drawn inside `image_session`: harmless
+            warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
+            return fig.to_image(format=fmt, width=width, height=height, scale=scale if fmt == "png" else 1)
     except Exception as exc:  # noqa: BLE001 - kaleido raises many kinds; the user gets one message
         raise RuntimeError(f"could not draw the {fmt.upper()} ({type(exc).__name__}: {exc})") from None
 

@@ -72,6 +72,10 @@ def run(args) -> int:
 
     if not args.input.is_file():
         raise FileNotFoundError(f"no input file {args.input}")
+    if args.ray is not None:
+        from ...run.distributed import require_ray
+
+        require_ray()  # before anything loads or is written
     if args.ray is None and (args.workers or args.num_gpus_per_worker):
         raise ValueError("--workers and --num-gpus-per-worker need --ray")
     if args.threads is not None:

@@ -198,6 +198,10 @@ def run(args) -> int:
 
     if args.n < 1 or args.k < 2 or args.ig_steps < 1 or args.length < 0:
         raise ValueError("--n must be >= 1, --k >= 2, --ig-steps >= 1 and --length >= 0")
+    if args.ray:
+        from ...run.distributed import require_ray
+
+        require_ray()  # before the examples are made or any file is written
     if args.threads:
         torch.set_num_threads(args.threads)
     methods = parse_methods(args.methods, [int(h) for h in args.hops.split(",") if h.strip()])
