@@ -137,7 +137,7 @@ def test_an_unknown_flag_is_reported_with_the_commands_own_usage():
 
 
 def test_trace_with_generate_says_how_long_first_and_shows_a_bar_over_the_new_tokens(capsys, tmp_path):
-    from flashtrace.engine.models.generation import generation_note
+    from flashtrace.engine.estimate import generation_note
     from flashtrace.engine.models import load_model
 
     args = ["trace", "--model", "tiny-llama", "--prompt", "Count to three.", "--generate", "--max-new-tokens", "6",

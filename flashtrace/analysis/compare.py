@@ -201,6 +201,11 @@ class HopAdditions:
         return asdict(self)
 
 
+def _targets_the_answer(trace: Trace) -> bool:
+    """Whether the trace's target is its answer span or the answer's value."""
+    return tuple(trace.settings.target) in (tuple(trace.spans.answer or ()), tuple(trace.spans.value or ()))
+
+
 def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``."""
     max_hops = _check_depth_args(trace, max_hops)
@@ -215,11 +220,10 @@ def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     seg_cum = np.cumsum(seg_added, axis=0)
     rho = [trace.hops[min(k, len(trace.hops) - 1)].rho for k in range(max_hops + 1)]
     top = [int(np.argmax(row)) if len(segments) and row.max() > 0 else None for row in seg_cum]
-    is_answer = tuple(trace.settings.target) in (tuple(trace.spans.answer or ()), tuple(trace.spans.value or ()))
     return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
                         unit=unit, segments=segments, segment_added=seg_added.tolist(),
                         input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
-                        rho=rho, top_segment=top, target_label="answer" if is_answer else "target")
+                        rho=rho, top_segment=top, target_label="answer" if _targets_the_answer(trace) else "target")
 
 
 __all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "hop_additions", "input_shares",

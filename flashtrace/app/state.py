@@ -240,8 +240,8 @@ class Progress:
 def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_template: bool,
                         reasoning_instruction: bool) -> str:
     """One line before generating: how long up to `max_new` new tokens should take, as a range (ValueError
-    when the prompt plus `max_new` would not fit the model; `generation.generation_note`)."""
-    from ..engine.models.generation import generation_note
+    when the prompt plus `max_new` would not fit the model; `engine.estimate.generation_note`)."""
+    from ..engine.estimate import generation_note
 
     return generation_note(loaded, prompt, max_new, chat_template, reasoning_instruction)
 

@@ -322,6 +322,20 @@ def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = N
             + n_new * generation_step_seconds(model, n_prompt + n_new / 2, speed))
 
 
+def generation_note(loaded, prompt: Prompt, max_new_tokens: int, chat_template: bool = True,
+                    reasoning_instruction: bool = False) -> str:
+    """One line before generating, as the Trace page and the command line show it: how long up to
+    `max_new_tokens` new tokens should take, as a range (ValueError when the prompt plus them would not fit)."""
+    from ..base.units import time_range
+    from .models.generation import generation_ids
+
+    _, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
+    seconds = generation_seconds(loaded, len(ids), max_new_tokens)
+    took = time_range(seconds / RANGE_FACTOR, seconds * RANGE_FACTOR)
+    return (f"Generating up to {max_new_tokens:,} tokens after a {len(ids):,}-token prompt: "
+            f"{'' if took.startswith('under') else 'about '}{took} (less if the model stops sooner).")
+
+
 def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
     """The longest sequence whose predicted allocation beyond what is resident (`Estimate.run_bytes`) stays
     within `budget_bytes` (binary search)."""

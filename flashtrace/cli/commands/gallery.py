@@ -19,7 +19,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
                         help=f"rebuild only these entries ({', '.join(s.name for s in GALLERY)})")
     parser.add_argument("--list", action="store_true", help="list the current gallery and exit")
+    parser.add_argument("--spec", type=Path, default=None, metavar="FILE",
+                        help="build a gallery the model writes itself from this JSON spec (tasks with their prompt, "
+                             "gold facts, right answer and, for an honest failure, the edit that fixes it; "
+                             "assets/gallery_spec.json) into --out (required with --spec); each task generates with "
+                             "its own built-in model, greedy; tasks already built there are kept, --only names some")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (with --spec)")
 
 
 def run(args) -> int:
@@ -39,6 +45,8 @@ def run(args) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.spec is not None:
+        return _build_spec(args)
     start = time.perf_counter()
     items = build_gallery(args.out, model=args.model, only=args.only)
     total = sum(it.size for it in items)
@@ -46,4 +54,23 @@ def run(args) -> int:
           f"{time.perf_counter() - start:.0f} s")
     for it in items:
         print(f"  {it.name:<18} {it.note}")
+    return 0
+
+
+def _build_spec(args) -> int:
+    """``--spec FILE --out DIR``: the tasks built into DIR with a progress bar over their predicted time."""
+    import sys
+
+    from tqdm import tqdm
+
+    from ...evaluate.gallery_spec import build_from_spec, load_spec
+
+    if args.out is None:
+        raise ValueError("--spec needs --out DIR (the shipped gallery in assets/gallery is not replaced in place)")
+    spec = load_spec(args.spec)
+    start = time.perf_counter()
+    bar = None if args.no_progress else (lambda total: tqdm(total=total, unit="s", desc="gallery", leave=False))
+    written = build_from_spec(spec, args.out, args.only, log=lambda line: print(line, file=sys.stderr), bar=bar)
+    size = sum(p.stat().st_size for p in written)
+    print(f"{len(written)} trace files, {size / 1e6:.2f} MB in {args.out}, {time.perf_counter() - start:.0f} s")
     return 0

@@ -178,7 +178,7 @@ def _generation_progress(args, loaded, prompt: str, response: str | None):
         return
     from tqdm import tqdm
 
-    from ...engine.models.generation import generation_note
+    from ...engine.estimate import generation_note
 
     print(generation_note(loaded, prompt, args.max_new_tokens, not args.no_chat_template,
                           args.reasoning_instruction), file=sys.stderr)

@@ -171,20 +171,6 @@ def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_templ
     return prompt, list(ids)
 
 
-def generation_note(loaded, prompt: Prompt, max_new_tokens: int, chat_template: bool = True,
-                    reasoning_instruction: bool = False) -> str:
-    """One line before generating, as the Trace page and the command line show it: how long up to
-    `max_new_tokens` new tokens should take, as a range (ValueError when the prompt plus them would not fit)."""
-    from ...base.units import time_range
-    from ..estimate import RANGE_FACTOR, generation_seconds
-
-    _, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
-    seconds = generation_seconds(loaded, len(ids), max_new_tokens)
-    took = time_range(seconds / RANGE_FACTOR, seconds * RANGE_FACTOR)
-    return (f"Generating up to {max_new_tokens:,} tokens after a {len(ids):,}-token prompt: "
-            f"{'' if took.startswith('under') else 'about '}{took} (less if the model stops sooner).")
-
-
 def generate(loaded, prompt: Prompt, *, max_new_tokens: int = 256, chat_template: bool = True,
              reasoning_instruction: bool = False, on_text: Callable[[str, int], None] | None = None,
              sampling: Sampling | None = None) -> Generated:
