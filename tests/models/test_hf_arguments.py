@@ -108,7 +108,7 @@ def test_sampling_settings_are_used_and_recorded(tiny):
     assert first.response == again.response  # the seed makes a sampled response repeatable
     assert len(others | {first.response}) > 1  # and other seeds sample other responses
     assert first.extra["generation"] == {"max_new_tokens": 6, "do_sample": True, "temperature": 1.5, "top_p": 0.9,
-                                         "seed": 3}
+                                         "seed": 3, "new_tokens": 6, "stopped": "max_new_tokens"}
     assert greedy.extra["generation"]["do_sample"] is False
     assert "generation" not in flashtrace.trace(tiny, PROMPT, RESPONSE, hops=0).extra
     with pytest.raises(ValueError, match="only with generate=True"):
