@@ -85,6 +85,16 @@ def test_sentence_removals():
     assert facts.before == -1.0 and facts.steps is None and facts.removal == removal
 
 
+def test_removals_that_move_nothing_say_removal_cannot_tell():
+    # the answer of a model that restates its evidence in its reasoning: no removal moves it
+    tr = _trace([("top", ["P0"], 0.001), ("random", ["P2"], 0.0), ("random", ["P1"], -0.002), ("gold", ["P1"], 0.0)])
+    removal = sentence_removal(tr)
+    assert removal.check.verdict == "no-effect"
+    assert removal.sentence.startswith("Removing the top evidence sentence lowers the answer's log-probability by "
+                                       "0.00 nats: it moves it by no more than 0.01 nats, nor does any random "
+                                       "sentence: removal cannot tell here")
+
+
 def test_no_interventions():
     tr = make_trace(PROMPT, STEPS, ANSWER, [vector(PROMPT, STEPS, ANSWER, {"P0": 1.0, "A": 1.0})])
     assert intervention_facts(tr) is None and step_influence(tr) is None and sentence_removal(tr) is None

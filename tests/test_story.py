@@ -191,6 +191,7 @@ def test_stored_check_is_read_and_malformed_ones_are_ignored():
     (-1.0, [-0.6, -1.2, -0.9], "within-random", "within random variation"),
     (-0.55, [-0.9, -1.2], "below-random", "less than every random draw"),
     (-0.4, [-0.6, -0.7], "not-lower", "did not lower"),
+    (-0.503, [-0.495, -0.509, -0.5], "no-effect", "this check says nothing about the highlighted"),  # a saturated answer
 ])
 def test_check_verdict_weighs_the_spread_of_the_random_draws(top, randoms, verdict, says):
     trace = load_gallery_trace("free-form").model_copy(deep=True)
@@ -248,6 +249,9 @@ def test_step_one_names_the_sentence_that_asks_in_a_long_prompt():
 
 @pytest.mark.parametrize("top, randoms, verdict", [
     (0.0, [-1.0, -2.0], "not-lower"),  # no drop at all: not lower
+    (-0.01, [0.0, -0.01], "no-effect"),  # nothing moves by more than 0.01 nats: the check tells nothing
+    (-0.011, [0.0, -0.01], "above-draws"),  # just beyond: a verdict again
+    (-0.5, [0.0, 0.0], "above-draws"),  # the top moves, the random ones do not
     (-1.0, [-1.0, -2.0], "within-random"),  # as much as the smallest random drop: within the draws
     (-2.0, [-1.0, -2.0], "within-random"),  # as much as the largest
     (-4.0, [-1.0, -2.0, -3.0], "clearly-above"),  # 2 standard deviations (n - 1) above the draws' mean, 3 draws

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 FAITHFULNESS_KEY = "faithfulness"  # where a trace stores its precomputed deletion check (extra)
+NEGLIGIBLE = 0.01  # nats: a check where no deletion moves the answer's log-probability more than this tells nothing
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Check:
     randoms: tuple[float, ...]
     drop_top: float  # before - top
     drops_random: tuple[float, ...]
-    verdict: str  # not-lower | below-random | within-random | above-draws | clearly-above
+    verdict: str  # no-effect | not-lower | below-random | within-random | above-draws | clearly-above
 
     @property
     def drop_random_mean(self) -> float:
@@ -57,7 +58,9 @@ def valid_check(result: Any) -> bool:
 
 def summarise_check(result: Any) -> Check | None:
     """A `Check` with its verdict from a deletion-check result (None when absent or malformed). Verdicts:
-    ``not-lower`` (deleting the top tokens did not lower the answer's log-probability), ``below-random``
+    ``no-effect`` (no deletion, top or random, moves the answer's log-probability by more than `NEGLIGIBLE` nats:
+    the answer is as likely without them, as when the reasoning before it already states it, so the check cannot
+    tell), ``not-lower`` (deleting the top tokens did not lower the answer's log-probability), ``below-random``
     (it fell less than with every random draw), ``within-random`` (inside the draws' range),
     ``above-draws`` (more than every draw, but less than two standard deviations of the draws above their
     mean, or too few draws to tell), ``clearly-above`` (more than every draw and at least two standard
@@ -69,7 +72,9 @@ def summarise_check(result: Any) -> Check | None:
     drop_top = before - top
     check = Check(float(result["fraction"]), int(result["n_deleted"]), before, top,
                   tuple(float(v) for v in result["random"]), drop_top, drops, "")
-    if drop_top <= 0:
+    if max(abs(d) for d in (drop_top, *drops)) <= NEGLIGIBLE:
+        verdict = "no-effect"
+    elif drop_top <= 0:
         verdict = "not-lower"
     elif drop_top < min(drops):
         verdict = "below-random"
@@ -82,4 +87,4 @@ def summarise_check(result: Any) -> Check | None:
     return Check(check.fraction, check.n_deleted, before, top, check.randoms, drop_top, drops, verdict)
 
 
-__all__ = ["FAITHFULNESS_KEY", "Check", "summarise_check", "valid_check"]
+__all__ = ["FAITHFULNESS_KEY", "NEGLIGIBLE", "Check", "summarise_check", "valid_check"]

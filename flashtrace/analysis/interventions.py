@@ -175,7 +175,9 @@ def sentence_removal(trace: Trace) -> SentenceRemoval | None:
     return SentenceRemoval(record.before, top, randoms, gold, check, _removal_sentence(top, randoms, gold, check))
 
 
-_VERDICT = {"not-lower": "does not lower it", "below-random": "lowers it less than every random sentence does",
+_VERDICT = {"no-effect": "moves it by no more than 0.01 nats, nor does any random sentence: removal cannot tell here "
+                         "(the reasoning states what the answer needs)",
+            "not-lower": "does not lower it", "below-random": "lowers it less than every random sentence does",
             "within-random": "lowers it within the range of the random sentences",
             "above-draws": "lowers it more than every random sentence, but not by two of their standard deviations",
             "clearly-above": "lowers it clearly more than the random sentences (two standard deviations or more)"}

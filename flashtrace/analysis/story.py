@@ -293,6 +293,9 @@ def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
 
 
 CHECK_VERDICTS = {
+    "no-effect": "No deletion, of the top tokens or at random, moves the answer by more than 0.01 nats: the answer is "
+                 "as likely without these prompt tokens, as when the reasoning before it already states it, so this "
+                 "check says nothing about the highlighted evidence here.",
     "not-lower": "Removing the top tokens did not lower the answer's log-probability here: treat the highlighted "
                  "evidence with caution for this trace.",
     "below-random": "Removing the top tokens hurt less than every random draw: treat the highlighted evidence with "
