@@ -26,7 +26,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--n", type=int, default=10, help="examples per task (seeds seed..seed+n-1)")
     parser.add_argument("--length", type=int, default=EVAL_LENGTH,
                         help=f"approximate prompt length in tokens (default {EVAL_LENGTH}, as in the published runs of "
-                             "docs/evaluation.md: about a minute for --n 3 on a laptop CPU; 0 for each task's own "
+                             "docs/evaluation.md; the run prints its predicted time first; 0 for each task's own "
                              "default, e.g. needle 512)")
     parser.add_argument("--methods", default="flashtrace,ifr,attention",
                         help="comma-separated: flashtrace (expands over --hops), flashtrace-kK, "
