@@ -211,3 +211,28 @@ def test_a_file_of_small_numbers_is_refused_right_past_the_budget():
 def test_an_empty_text_is_left_to_the_parser():
     check_json_budget(b"", 0)
     check_json_budget(b"   ", 0)
+
+
+def test_a_long_run_of_backslashes_is_read_a_chunk_at_a_time_in_bounded_memory():
+    """A valid trace whose `extra` holds 4 MB of escaped backslashes (issue 48, H1: the check used to take about 90
+    bytes a byte of such a run, 685 MiB for a 7.6 MiB file): the skeleton is read a chunk at a time, its memory a
+    small multiple of the text, and the trace loads."""
+    import tracemalloc
+
+    data = gallery_data("needle")
+    data["extra"]["s"] = "\\" * 2_000_000
+    text = json.dumps(data).encode("ascii")
+    found = skeleton(text)
+    assert found.longest >= 4_000_000 and bytes(found.shape).count(b'""') == found.strings
+    tracemalloc.start()
+    check_json_budget(text, 10_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2 * len(text) + 8 * 2**20, peak  # the skeleton and a chunk, not 90 bytes a byte
+    assert Trace.from_json(text).extra["s"] == "\\" * 2_000_000
+
+
+@pytest.mark.parametrize("run", [1, 2, 3, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 1])
+def test_a_backslash_run_of_any_length_across_chunk_ends_keeps_every_string(run):
+    doc = ["a" * (CHUNK - 5), "\\" * run + '"', ["after", {"k": "\\"}], "\\" * run]
+    _check_skeleton(doc)

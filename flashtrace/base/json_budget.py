@@ -81,11 +81,17 @@ def json_text(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _chunk_end(data: bytes, end: int) -> int:
-    """`end`, moved on until the byte before it is not a backslash (or the data ends), so no escape is cut."""
-    while end < len(data) and data[end - 1] == _BACKSLASH:
-        end += 1
-    return end
+def _chunk_end(data: bytes, start: int, end: int) -> int:
+    """`end`, or one byte later when the chunk ``data[start:end]`` would end between a backslash and the character
+    it escapes (so no escape is cut). `start` is never inside an escape (it is the previous chunk's end), so the
+    backslashes ending the chunk pair up from there: only the run inside this chunk is counted, and a long run of
+    backslashes costs no more than any other chunk (it used to be walked byte by byte and read as one piece)."""
+    if end >= len(data):
+        return len(data)
+    run = 0
+    while end - run > start and data[end - run - 1] == _BACKSLASH:
+        run += 1
+    return end + 1 if run % 2 else end
 
 
 class Skeleton(NamedTuple):
@@ -109,7 +115,7 @@ def skeleton(data: bytes) -> Skeleton:
     between two chunks, or written with space inside, reads as an array of one value (more, never less)."""
     out, n, kept, longest, run, pos, inside = bytearray(), 0, 0, 0, 0, 0, False
     while pos < len(data):
-        end = _chunk_end(data, min(pos + CHUNK, len(data)))
+        end = _chunk_end(data, pos, min(pos + CHUNK, len(data)))
         chunk, pos = data[pos:end], end
         if inside:
             rest = _CONTENT.match(chunk).end()
