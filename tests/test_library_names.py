@@ -207,3 +207,32 @@ def test_an_exported_trace_reads_one_field_a_line(tmp_path, small_trace):
     lib = Library(tmp_path)
     lines = lib.export_json(lib.save(small_trace, "t")).decode("utf-8").splitlines()
     assert lines[0] == "{" and lines[1].startswith(' "schema_version": ') and lines[-1] == "}"
+
+
+def test_an_overwriting_save_never_replaces_another_trace_under_a_cleaned_name(tmp_path):
+    """Issue 48 M1: saving 'a b' with overwrite replaced the separate trace 'a-b'."""
+    import shutil
+
+    from flashtrace.store.library import Library, LibraryError
+    from flashtrace.store.pairs import save_pair
+
+    from .trace_factory import make_trace, vector
+
+    def trace(title):
+        made = make_trace(["A is one."], ["So one."], "one",
+                          [vector(["A is one."], ["So one."], "one", {"P0": 0.5, "S0": 0.5})])
+        return made.model_copy(update={"title": title})
+
+    lib = Library(tmp_path)
+    assert lib.save(trace("dash"), "a-b") == "a-b"
+    shutil.copy(tmp_path / "a-b.json", tmp_path / "a b.json")  # a copy put in by hand, under its own name
+    assert lib.save(trace("spaced"), "a b", overwrite=True) == "a b"  # replaced in place
+    assert (lib.open("a b").title, lib.open("a-b").title) == ("spaced", "dash")
+    (tmp_path / "a b.json").unlink()
+    with pytest.raises(LibraryError, match="would be saved as 'a-b', which is another trace"):
+        lib.save(trace("lost"), "a b", overwrite=True)
+    assert lib.open("a-b").title == "dash"
+    shutil.copy(tmp_path / "a-b.json", tmp_path / "c d.json")
+    original, edited = save_pair(lib, lib.open("c d"), trace("edited"), {"edit": "x"}, "c d", original_name="c d")
+    assert original == "c d" and lib.open("c d").extra["edited_versions"] == [edited]
+    assert lib.open("a-b").title == "dash"

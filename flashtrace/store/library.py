@@ -182,19 +182,33 @@ class Library:
 
     def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
         """Write `trace` atomically; returns the name used. Unless `overwrite`, the name is made unique
-        at the moment of creation: a file of that name, even one written concurrently, is never replaced."""
+        at the moment of creation: a file of that name, even one written concurrently, is never replaced.
+        `overwrite` replaces the trace of exactly that `name`: a file copied in by hand under a name the library
+        would not give ("a b") is replaced in place, and a name that would be cleaned into another trace's ("a b"
+        into an existing "a-b") is refused (`LibraryError`), never written over that other trace."""
         self._writable("saved")
         wanted = sanitize_name(name or trace.title or trace.id)
         text = trace.to_json()
         try:
             if overwrite:
-                atomic_write_text(self.path(wanted), text)
-                return wanted
+                target = self._overwritten(name, wanted)
+                atomic_write_text(self.path(target), text)
+                return target
             return publish_text(self.root, self._candidates(wanted), text)
         except FileExistsError:
             raise LibraryError(f"no free name left for '{wanted}'") from None
         except OSError as exc:
             raise self._cannot("save to", exc) from None
+
+    def _overwritten(self, name: str | None, wanted: str) -> str:
+        """The name an overwriting save writes to (see `save`)."""
+        if name and name != wanted:
+            if self._listed(name):
+                return name
+            if self.path(wanted).exists():
+                raise LibraryError(f"'{name}' is not a library name: it would be saved as '{wanted}', which is "
+                                   "another trace; nothing was written")
+        return wanted
 
     def rename(self, old: str, new: str) -> str:
         """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
