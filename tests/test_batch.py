@@ -127,3 +127,23 @@ def test_ray_asked_for_without_ray_is_refused_before_anything_loads_or_is_writte
     err = capsys.readouterr().err
     assert "--ray needs Ray" in err and "pip install" in err and err.count("\n") == 1
     assert not out.exists()  # no summary.json, no settings.json, no folder
+
+
+def test_the_error_log_is_never_written_through_a_planted_link(tmp_path):
+    """Issue 48 M2: a link at _batch/errors.jsonl truncated a file outside the output folder."""
+    from flashtrace.base.fileio import DestinationError
+
+    src, out = write_input(tmp_path / "in.jsonl", n=1), tmp_path / "out"
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    (out / "_batch").mkdir(parents=True)
+    (out / "_batch" / "errors.jsonl").symlink_to(victim)
+    with pytest.raises(DestinationError, match="symbolic link"):
+        run_batch(src, out, BatchSettings(model="tiny-llama"))
+    assert victim.read_text() == "keep me"
+    (out / "_batch" / "errors.jsonl").unlink()
+    (out / "_batch").rmdir()
+    (out / "_batch").symlink_to(tmp_path, target_is_directory=True)  # the whole records folder planted
+    with pytest.raises(DestinationError, match="symbolic link"):
+        run_batch(src, out, BatchSettings(model="tiny-llama"))
+    assert victim.read_text() == "keep me" and not (tmp_path / "errors.jsonl").exists()

@@ -97,6 +97,25 @@ def _check_replaceable(path: Path, what: str) -> None:
         raise DestinationError(f"{what} {path} is {kind_of(mode)}, not a regular file; {hint}")
 
 
+def open_log(path: str | Path, what: str = "log") -> "io.TextIOWrapper":
+    """`path` opened for writing text from its start (created, or emptied), never through a link: a symbolic link,
+    folder or device there is refused (`DestinationError`) and a link planted between the check and the open is
+    not followed (``O_NOFOLLOW``)."""
+    import io
+
+    path = Path(path)
+    _check_replaceable(path, what)
+    if path.parent.is_symlink():
+        raise DestinationError(f"{what} folder {path.parent} is a symbolic link; it is never written through")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DestinationError(f"{what} {path} is a symbolic link, not a regular file") from None
+        raise
+    return io.open(fd, "w", encoding="utf-8")
+
+
 def atomic_write_text(path: str | Path, text: str | bytes, what: str = "destination") -> Path:
     """Write `text` to `path`, replacing a regular file there; readers see the old or the new file, never a
     part. A folder, a device, a named pipe, a socket or a symbolic link at `path` is never replaced

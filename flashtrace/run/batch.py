@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .distributed import kill_hook
-from ..base.fileio import atomic_write_text, publish_text
+from ..base.fileio import DestinationError, atomic_write_text, open_log, publish_text
 from ..store.library import Library, sanitize_name
 from ..store.index import LibraryIndex
 from ..analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
@@ -266,8 +266,11 @@ class _Writer:
     def __init__(self, out: Path, on_record: Callable[[dict], None] | None):
         self.out, self.on_record = out, on_record
         self.records_dir = out / RECORD_DIR
+        if self.records_dir.is_symlink():
+            raise DestinationError(f"{self.records_dir} is a symbolic link; the batch's records are never written "
+                                   "through one")
         self.records_dir.mkdir(parents=True, exist_ok=True)
-        self.errors = open(self.records_dir / "errors.jsonl", "w", encoding="utf-8")
+        self.errors = open_log(self.records_dir / "errors.jsonl", "the batch's error log")
         self.records: list[dict] = []
         self.index = LibraryIndex(out)
 
