@@ -55,6 +55,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+MAX_REPLACE_CHARS = 20_000  # --replace: the text put in place of one sentence or step
+
+
 def _check_arguments(args) -> None:
     from ...base.fileio import check_destination
     from ...engine.models.memory import check_device
@@ -65,6 +68,9 @@ def _check_arguments(args) -> None:
         raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_new_tokens < 1:
         raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+    if args.replace is not None and len(args.replace) > MAX_REPLACE_CHARS:
+        raise ValueError(f"--replace is {len(args.replace):,} characters; at most {MAX_REPLACE_CHARS:,} (one sentence "
+                         "or step in place of another)")
     single = (("--replace", args.replace is not None), ("--regenerate", args.regenerate),
               ("--retrace", args.retrace is not None))
     for flag, given in single:
@@ -82,8 +88,12 @@ def _check_arguments(args) -> None:
 
 
 def _check_resample(args) -> None:
+    from ...analysis.records import MAX_EDITS
+
     if args.resample < 0:
         raise ValueError(f"--resample must be at least 0, got {args.resample}")
+    if args.resample > MAX_EDITS:  # the record holds at most this many: refused before any continuation
+        raise ValueError(f"--resample must be at most {MAX_EDITS:,}, got {args.resample:,}")
     if args.resample and (args.remove or args.no_steps):
         raise ValueError("--resample resamples the reasoning steps of the standard set: not with --remove or "
                          "--no-steps")
@@ -207,5 +217,22 @@ def run(args) -> int:
     _check_arguments(args)
     trace = Trace.load(args.trace)
     loaded = load_model(args.model or trace.model.name, device=args.device, dtype=args.dtype)
+    _check_fits(args, trace, loaded)
     (_single if args.remove else _standard)(args, trace, loaded)
     return 0
+
+
+def _check_fits(args, trace, loaded) -> None:
+    """Refuse, before any work, an edit whose sequence (with its replacement text and the new tokens asked for)
+    would not fit the model's context, as `trace` refuses one."""
+    from ...engine.models.generation import context_length
+
+    context = context_length(loaded)
+    if not context:
+        return
+    added = len(loaded.tokenizer.encode(args.replace, add_special_tokens=False)) if args.replace else 0
+    new = args.max_new_tokens if (args.regenerate or args.retrace is not None) else 0
+    if trace.n_tokens + added + new > context:
+        raise ValueError(f"the edited trace would hold {trace.n_tokens + added:,} tokens"
+                         + (f" and {new:,} new ones" if new else "") + f"; {loaded.name} reads at most {context:,}: "
+                         "shorten --replace or ask for fewer --max-new-tokens")
