@@ -72,3 +72,13 @@ def test_an_edit_too_large_for_the_model_is_refused_before_any_work(saved, capsy
     assert main(["intervene", str(saved), "--no-progress", *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_a_command_never_writes_its_output_over_its_input_trace(saved, capsys):
+    """Issue 48 L1: `export s.json --html s.json` and `intervene --retrace base.json` replaced their input."""
+    before = saved.read_bytes()
+    assert main(["export", str(saved), "--html", str(saved)]) == 2
+    assert "is the input trace" in capsys.readouterr().err
+    assert main(["intervene", str(saved), "--remove", "P1", "--retrace", str(saved), "--no-progress"]) == 2
+    assert "is the input trace" in capsys.readouterr().err
+    assert saved.read_bytes() == before

@@ -254,6 +254,18 @@ def _probe_writable(path: Path, what: str) -> Path:
     return parent
 
 
+def check_not_input(path: str | Path, source: str | Path, what: str = "destination") -> None:
+    """`DestinationError` when the output `path` is the input file `source` (the same file, by any name): the
+    command would write over what it reads."""
+    path, source = Path(path), Path(source)
+    try:
+        same = path.exists() and source.exists() and os.path.samefile(path, source)
+    except OSError:
+        same = False
+    if same or path.resolve() == source.resolve():
+        raise DestinationError(f"{what} {path} is the input trace {source}; write to another file")
+
+
 def check_destination(path: str | Path, what: str = "destination") -> Path:
     """`DestinationError` (one line) unless a file can be written at `path`: nothing there or a regular file
     (a folder, a device such as ``/dev/null``, a named pipe, a socket or a symbolic link such as

@@ -23,7 +23,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     """Write the trace in each format asked for; returns the exit code."""
-    from ...base.fileio import atomic_write_bytes, atomic_write_text, check_destination
+    from ...base.fileio import atomic_write_bytes, atomic_write_text, check_destination, check_not_input
     from ...analysis.limits import check_graph_threshold
     from ...analysis.schema import Trace
 
@@ -33,6 +33,8 @@ def run(args) -> int:
     for flag in ("html", "json", "png", "svg"):
         if getattr(args, flag):
             check_destination(getattr(args, flag), f"--{flag}")
+            if flag != "json":  # --json of the input rewrites the same trace, which is harmless
+                check_not_input(getattr(args, flag), args.trace, f"--{flag}")
     trace = Trace.load(args.trace)
     if args.json:
         atomic_write_text(args.json, trace.to_json(), "--json")

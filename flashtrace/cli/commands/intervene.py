@@ -59,7 +59,7 @@ MAX_REPLACE_CHARS = 20_000  # --replace: the text put in place of one sentence o
 
 
 def _check_arguments(args) -> None:
-    from ...base.fileio import check_destination
+    from ...base.fileio import check_destination, check_not_input
     from ...engine.models.memory import check_device
 
     if args.random < 0:
@@ -85,6 +85,8 @@ def _check_arguments(args) -> None:
     for flag, path in (("--out", args.out), ("--retrace", args.retrace)):
         if path:
             check_destination(path, flag)
+    if args.retrace:  # --out may name the input: it stores the standard set in that trace, as documented
+        check_not_input(args.retrace, args.trace, "--retrace")
 
 
 def _check_resample(args) -> None:
