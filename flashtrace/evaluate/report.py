@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from ..base.fileio import atomic_write_text
+from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 
 METRICS = ("rise", "mas", "recovery", "seconds", "deletion_s")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s",
@@ -14,16 +14,28 @@ LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", 
 PARTS = ("recording", "attribution", "deletion", "other")  # where an example's time went (`time_parts`)
 
 
+MAX_RECORD_BYTES = 64 * 2**20  # one example's record (a few kB in practice)
+MAX_SETTINGS_BYTES = 2**20
+
+
 def load_records(out: str | Path) -> list[dict]:
-    """Every per-example record under ``out/examples``, sorted by id."""
-    paths = sorted((Path(out) / "examples").glob("*.json"))
-    return [json.loads(p.read_text()) for p in paths]
+    """Every per-example record under ``out/examples``, sorted by id. Only regular files are read, each bounded
+    (`read_regular_file`): a named pipe, device or link there is passed over, never waited on."""
+    records = []
+    for path in sorted((Path(out) / "examples").glob("*.json")):
+        try:
+            data = read_regular_file(path, MAX_RECORD_BYTES, "example record")
+        except NotAFileError:
+            continue
+        records.append(json.loads(data))
+    return records
 
 
 def load_settings(out: str | Path) -> dict:
-    """The run settings saved in ``out/settings.json`` ({} when missing or unreadable)."""
+    """The run settings saved in ``out/settings.json`` ({} when missing, unreadable, not a regular file or
+    over `MAX_SETTINGS_BYTES`)."""
     try:
-        settings = json.loads((Path(out) / "settings.json").read_text())
+        settings = json.loads(read_regular_file(Path(out) / "settings.json", MAX_SETTINGS_BYTES, "settings"))
     except (OSError, ValueError):
         return {}
     return settings if isinstance(settings, dict) else {}

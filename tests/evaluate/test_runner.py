@@ -255,3 +255,17 @@ def test_example_records_are_replaced_atomically(tmp_path, monkeypatch):
     runner._write(path, dict(record), previous)
     assert json.loads(path.read_text()) == {"id": "needle-0000", "methods": {"attention": {"rise": 0.5}, "ifr": {"rise": 0.25}},
                                             "total_s": 3.0, "deletion_s": 1.5}
+
+
+def test_a_named_pipe_in_an_evaluation_folder_is_passed_over_not_waited_on(tmp_path):
+    """Issue 48 L2: a FIFO in examples/ (or as settings.json) hung the Evaluation page."""
+    import os
+
+    from flashtrace.evaluate.report import load_records, load_settings
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "a.json").write_text('{"id": "a"}')
+    os.mkfifo(tmp_path / "examples" / "b.json")
+    os.mkfifo(tmp_path / "settings.json")
+    assert load_records(tmp_path) == [{"id": "a"}]  # returns at once: the pipe has no writer
+    assert load_settings(tmp_path) == {}
