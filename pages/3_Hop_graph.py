@@ -76,7 +76,7 @@ if picked:
         with st.expander("Evidence: the prompt sentences the answer rests on most (the trace's hop scores, as on every "
                          "page), with their influence through this graph", expanded=True):
             paths = {piece.key: graph.strongest_path_to(piece.key) for piece, _ in evidence}
-            st.dataframe([{"rank": rank[piece.key],
+            ui.table([{"rank": rank[piece.key],
                            "sentence": f"{piece.key}: {piece.label}" if ui.details() else piece.label,
                            "share": share, "graph": graph_share.get(piece.key), "gold": "gold" if piece.gold else "",
                            "strongest path": path_text(graph, paths[piece.key], 18, ui.details()) if paths[piece.key] else
@@ -101,7 +101,7 @@ if picked:
                 reads = [f"{named(full, src, 34)} ({full.share(src, dst):.0%})" for src in srcs]
                 rows.append({"step": named(full, dst, 40), "reads most": (reads + [""])[0],
                              "then": (reads + ["", ""])[1]})
-            st.dataframe(rows, hide_index=True)
+            ui.table(rows, hide_index=True)
         with st.expander("Step influence by intervention: how far the answer's log-probability falls when each step "
                          "is removed, beside the hop graph's influence", expanded=trace.interventions is not None):
             intervention_panel(ref, trace)
@@ -112,7 +112,7 @@ if picked:
             st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together" if node == OTHER
                          else f"{len(info['folded']):d} reasoning steps folded together", anchor=False)
             influence = full.influence()
-            st.dataframe([{"sentence" if node == OTHER else "step": named(full, n, 80), "influence": influence[n]}
+            ui.table([{"sentence" if node == OTHER else "step": named(full, n, 80), "influence": influence[n]}
                           for n in sorted(info["folded"], key=lambda n: -influence[n])], hide_index=True)
         elif node != NONE:
             info = full.graph.nodes[node]
@@ -130,7 +130,7 @@ if picked:
                 box = st.container(height=520) if fig.layout.height > 520 else st.container()
                 box.plotly_chart(fig, key="node_heatmap", config={"displaylogo": False})
                 incoming = full.incoming(node)
-                st.dataframe([{"from": named(full, src, 60),
+                ui.table([{"from": named(full, src, 60),
                                "role": ROLE_NAMES.get(full.graph.nodes[src]["role"]), "share": share}
                               for src, share in sorted(incoming.items(), key=lambda kv: -kv[1])],
                              hide_index=True, column_config={"share": st.column_config.ProgressColumn(
@@ -141,5 +141,5 @@ if picked:
                 depth = full.hop_depths().get(node)
                 st.caption(f"Influence on the answer: {full.influence()[node]:.1%} · fewest hops from the answer: "
                            + (f"{depth:d}" if depth is not None else "not reached"))
-                st.dataframe(used_by, hide_index=True)
+                ui.table(used_by, hide_index=True)
     ui.nav_links(ref, "graph")

@@ -58,7 +58,7 @@ def hop_depths(trace) -> None:
                    "that moved it there. ρ (in the table) is the share still on the model's own text.")
     rows = depth_table(facts, compact=True)
     extra = [({"ρ": f"{d.rho:.3f}"} if ui.details() else {}) for d in facts.depths]
-    st.dataframe([{**row, **more} for row, more in zip(rows, extra)], hide_index=True, key="depth_table")
+    ui.table([{**row, **more} for row, more in zip(rows, extra)], hide_index=True, key="depth_table")
     st.caption(f"reached the input: share {ui.plain(facts.of_answer)} · its share: the top sentence's share "
                f"{ui.plain(OF_PROMPT)} "
                "after hops 0..K")
@@ -119,7 +119,7 @@ def methods(ref, trace) -> None:
     if ss.get("methods_timing"):
         st.caption(app_methods.timing_caption(ss["methods_timing"]))  # md-ok: numbers and constant names
     if record:
-        st.dataframe(method_table(record), hide_index=True, key="method_table")
+        ui.table(method_table(record), hide_index=True, key="method_table")
         st.caption(app_methods.precision_caption(record))  # md-ok: a constant sentence or an escaped dtype name
         st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
         st.plotly_chart(method_strips(record), key="method_strips", config=CHART)

@@ -87,7 +87,7 @@ table = pd.DataFrame([{"name": ui.visible(e.name), "title": ui.visible(e.title) 
                        "method": ui.visible(e.method),
                        "created": e.created[:16].replace("T", " "), "size kB": round(e.size / 1e3, 1)}
                       for e in entries])
-st.dataframe(table, hide_index=True, width="stretch", column_config=COLUMNS)
+ui.table(table, hide_index=True, width="stretch", column_config=COLUMNS)
 for e in entries:
     if not e.readable:
         st.warning(f"**{ui.plain(e.name)}** is unreadable and skipped: {ui.plain(e.error)}")

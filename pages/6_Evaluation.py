@@ -87,7 +87,7 @@ with ui.shown_errors("Could not read the results: "):
         st.info("Pick at least one method.")
         st.stop()
     table = summary_rows(summary, task, methods)
-    st.dataframe(table, hide_index=True, key="eval_table",
+    ui.table(table, hide_index=True, key="eval_table",
                  column_config={c: (st.column_config.NumberColumn(format="%.3f", **kw) if c not in ("method", "hops", "examples")
                                     else st.column_config.Column(**kw)) for c, kw in summary_columns(table).items()})
     st.plotly_chart(metric_bars(summary, task, methods), key="eval_bars", config=CHART)
@@ -107,5 +107,5 @@ with ui.shown_errors("Could not read the results: "):
         right.markdown(f"**Response** (explained: the answer {ui.code_text(str(record.get('answer', '')))})")
         right.code(record["response"], language=None, wrap_lines=True)
     st.plotly_chart(example_strips(picked, methods), key="eval_strips", config=CHART)
-    st.dataframe(method_table(picked), hide_index=True, key="eval_example_table")
+    ui.table(method_table(picked), hide_index=True, key="eval_example_table")
     st.plotly_chart(deletion_curves(picked), key="eval_example_curves", config=CHART)

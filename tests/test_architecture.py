@@ -77,3 +77,15 @@ def test_xenon_passes_on_the_lower_floors():
                           *(str(ROOT / "flashtrace" / f) for f in FLOORS)], cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_every_app_table_goes_through_ui_table_so_missing_values_read_as_a_dash():
+    """Streamlit prints a missing value as "None"; `ui.table` shows "—" (issue 45's polish list)."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    direct = [f"{p.relative_to(root)}:{i}" for p in [root / "app.py", *sorted((root / "pages").glob("*.py")),
+                                                     *sorted((root / "flashtrace" / "app").glob("*.py"))]
+              for i, line in enumerate(p.read_text().splitlines(), 1)
+              if re.search(r"\bst\.dataframe\(", line) and p.name != "ui.py"]
+    assert direct == []

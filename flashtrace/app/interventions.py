@@ -33,7 +33,7 @@ def _shown(ref, trace: Trace) -> tuple[Trace, bool]:
 def _table(info) -> None:
     rows = [{"step": f"{seg_id}: {label}" if ui.details() else label, "drop": drop, "graph": graph}
             for seg_id, label, drop, graph in zip(info.ids, info.labels, info.drops, info.graph)]
-    st.dataframe(rows, hide_index=True, key="intervention_table", column_config={
+    ui.table(rows, hide_index=True, key="intervention_table", column_config={
         "step": st.column_config.TextColumn("reasoning step", width="large"),
         "drop": st.column_config.NumberColumn("drop when removed", format="%.3f", help=ui.plain(DROP)),
         "graph": st.column_config.NumberColumn("hop-graph influence", format="percent",

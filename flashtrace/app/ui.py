@@ -63,6 +63,14 @@ _BARE_LINK = re.compile(r"(?=://)|(?=@)|(?<=www)(?=\.)", re.I)  # where GFM woul
 WORD_JOINER = "\u2060"  # invisible, zero width: splits a bare link without changing what is shown
 
 
+MISSING = "—"  # what a table shows for a value it does not have (Streamlit would print "None")
+
+
+def table(data, **options):
+    """`st.dataframe` with missing values shown as `MISSING`; every table of the app is drawn through it."""
+    return st.dataframe(data, placeholder=MISSING, **options)
+
+
 def plain(value: object) -> str:
     """`value` as literal text for a Streamlit element that renders Markdown (st.caption, st.error, st.warning,
     st.success, st.subheader, st.toast, link and widget labels). Every ASCII punctuation character is

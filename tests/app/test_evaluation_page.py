@@ -41,6 +41,7 @@ def test_summary_table_bars_curves_and_one_example(open_page, eval_root):
     assert at.selectbox(key="qp_run").options == ["run_a"]
     table = at.dataframe[0].value
     assert list(table["method"]) == ["flashtrace-k1", "attention"]  # the -nostop, -gen, -punct variants are opt-in
+    assert {d.proto.placeholder for d in at.dataframe} == {"—"}  # a missing value reads "—", never "None"
     assert table["RISE ↓"][0] == pytest.approx(0.3)  # mean of 0.2, 0.3, 0.4
     figs = charts(at)
     assert figs["metric_bars"]["layout"]["meta"]["task"] == "needle"
