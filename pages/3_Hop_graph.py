@@ -125,7 +125,7 @@ if picked:
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
                 values = step_values(trace, node)
                 window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)
-                fig = token_heatmap(trace, values=values, token_range=window,
+                fig = token_heatmap(trace, values=values, token_range=window, share_of="of this step's own attribution",
                                     title=f"What “{plotly_text(label)}” draws on (its own attribution, as shares of it)")
                 box = st.container(height=520) if fig.layout.height > 520 else st.container()
                 box.plotly_chart(fig, key="node_heatmap", config={"displaylogo": False})

@@ -8,7 +8,7 @@ import html
 
 import plotly.graph_objects as go
 
-from ..analysis.facts import analyse
+from ..analysis.facts import OF_PROMPT, analyse
 from ..analysis.schema import Trace
 from ..analysis.text import pct
 from ..analysis.views import top_view_tokens
@@ -75,8 +75,8 @@ def window_of(windows: list[tuple[int, int]], values: list[float], positions: li
 
 def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: str | None = None,
                   values: list[float] | None = None, token_range: tuple[int, int] | None = None,
-                  top: dict[str, float] | None = None, keep: set[int] | None = None, details: bool = False
-                  ) -> go.Figure:
+                  top: dict[str, float] | None = None, keep: set[int] | None = None, details: bool = False,
+                  share_of: str | None = None) -> go.Figure:
     """Heatmap of the view (``hop=None`` combined prompt attribution, else hop `hop`'s mass share), or of
     explicit per-position `values` (e.g. one reasoning step's attribution, `step_values`), over all
     tokens or those in `token_range` (colour scales still span the whole trace). Rows are unlabelled but for
@@ -88,8 +88,12 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     figure data is exactly `view_values(trace, hop)` laid out by `token_grid`. Scale tops are `top`
     (e.g. `shared_maxima` to compare hops) or the view's own maxima over non-target tokens. With `keep`,
     grid rows holding none of those positions (and no target token) are folded away, marked by a dashed
-    line; `heatmap_values` reads None for them.
+    line; `heatmap_values` reads None for them. Hover shows each token's value as the share it is (`share_of`,
+    by default named from the view: of the prompt's attribution, of hop k's, of the shown attribution), as the
+    tables do, never a raw score.
     """
+    share_of = share_of or (OF_PROMPT if hop is None and values is None else
+                            f"of hop {hop}'s attribution" if values is None else "of the attribution shown")
     values = view_values(trace, hop) if values is None else list(values)
     if len(values) != trace.n_tokens:
         raise ValueError(f"{len(values)} values for {trace.n_tokens} tokens")
@@ -125,7 +129,7 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
             colorscale=scale, zmin=0.0, zmax=top.get(cls) or 1.0, xgap=1, ygap=1, hoverongaps=False,
             showscale=cls in bars, colorbar=_colorbar(label, bars.index(cls) if cls in bars else 0),
             hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
-                          "score %{z:.4g}<extra></extra>"))
+                          f"%{{z:.2%}} {plotly_text(share_of)}<extra></extra>"))
     gold = set(analyse(trace).gold.positions) if analyse(trace).gold else set()
     shapes = _target_outlines(drawn, target) + _target_outlines(drawn, gold, GOLD, "dot") + [
         {"type": "line", "xref": "paper", "x0": -0.04, "x1": 1.0, "y0": row - 0.5, "y1": row - 0.5,

@@ -232,3 +232,14 @@ def test_top_tokens_table_shows_every_cell_as_plain_text():
     assert '<td class="ft-num">8.17\u00a0%</td>' in table and '<td class="ft-num">&lt;0.01\u00a0%</td>' in table
     assert table.count("<tr>") == 3
     assert "<table" not in top_tokens_html([])  # nothing to rank: a line, not an empty table
+
+
+def test_hover_names_each_value_as_the_share_it_is_never_a_raw_score(small_trace):
+    """Issue 45's polish list: hover said "score 0.005889" where every table shows %."""
+    combined = token_heatmap(small_trace).to_plotly_json()["data"]
+    assert all("%{z:.2%} of the prompt's attribution" in t["hovertemplate"] for t in combined)
+    assert all("score" not in t["hovertemplate"] for t in combined)
+    hop = token_heatmap(small_trace, hop=1).to_plotly_json()["data"]
+    assert all("%{z:.2%} of hop 1's attribution" in t["hovertemplate"] for t in hop)
+    step = token_heatmap(small_trace, values=view_values(small_trace, 0), share_of="of this step's own attribution")
+    assert all("of this step's own attribution" in t["hovertemplate"] for t in step.to_plotly_json()["data"])
