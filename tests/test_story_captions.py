@@ -72,13 +72,16 @@ def test_step_two_calls_two_sentences_within_the_margin_a_tie():
                             f"({pct(3 / 7, 1)}) and “What is alpha ?” ({pct(3 / 7, 1)} {OF_PROMPT}).")
 
 
-def test_reach_is_said_per_depth():
+def test_reach_is_said_per_depth_and_split_between_the_prompt_and_the_chat_template():
+    # the chat template holds .1 of hop 0's 1.1 and nothing of hop 1's: the rest of what reached the input is prompt
     assert reach_words(analyse(two_hops())) == (
         f"Read directly, {pct(.7 / 1.1)} of the answer's attribution is on the input (the prompt and the chat "
-        f"template); after 1 hop {pct(REACHED1)} has reached it.")
+        f"template); after 1 hop {pct(REACHED1)} has reached it. Of that, {pct(REACHED1 - .1 / 1.1)} is on the "
+        f"prompt and {pct(.1 / 1.1)} on the chat template around it.")
     one = make_trace(P, S, A, [vector(P, S, A, HOP0)])
     assert reach_words(analyse(one)) == (f"Read directly (hop 0), {pct(.7 / 1.1)} of the answer's attribution is on "
-                                         "the input (the prompt and chat template).")
+                                         f"the input (the prompt and chat template). Of that, {pct(.6 / 1.1)} is on "
+                                         f"the prompt and {pct(.1 / 1.1)} on the chat template around it.")
 
 
 def test_a_change_is_told_with_both_shares_at_both_depths():
@@ -395,7 +398,7 @@ def test_reach_over_three_depths_lists_each():
     r = [d.reached for d in facts.depths]
     d2 = facts.depths[2]
     assert f"to “Beta is two.” ({pct(d2.shares[1], 1)} after 2 hops, against {pct(d2.shares[0], 1)})" in change_words(facts)
-    assert reach_words(facts).endswith(f"; after 1 hop {pct(r[1])}, after 2 hops {pct(r[2])} has reached it.")
+    assert f"; after 1 hop {pct(r[1])}, after 2 hops {pct(r[2])} has reached it. Of that, " in reach_words(facts)
 
 
 def test_the_direct_and_evidence_panels_place_the_gold():

@@ -138,11 +138,13 @@ def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> Ho
                               convergence_depth=_convergence(overlap), top=[top_k(s, ranked, k) for s in scores])
 
 
-def input_shares(trace: Trace, max_hops: int | None = None) -> list[float]:
+def input_shares(trace: Trace, max_hops: int | None = None, roles: tuple[str, ...] = ("template", "prompt")
+                 ) -> list[float]:
     """Per hop ``0..max_hops``: the share of the target's attribution that hop k moves onto the input
-    (chat template + prompt), ``ρ_{k-1} · Σ_input a_k / Σ_all a_k`` (ρ_{-1} = 1); 0 for hops not run."""
+    (chat template + prompt; `roles` for a part of it), ``ρ_{k-1} · Σ_input a_k / Σ_all a_k`` (ρ_{-1} = 1);
+    0 for hops not run."""
     max_hops = trace.settings.hops if max_hops is None else max_hops
-    observed = np.asarray([t.role in ("template", "prompt") for t in trace.tokens])
+    observed = np.asarray([t.role in roles for t in trace.tokens])
     shares, rho_prev = [], 1.0
     for k in range(max_hops + 1):
         if k >= len(trace.hops):
@@ -155,10 +157,12 @@ def input_shares(trace: Trace, max_hops: int | None = None) -> list[float]:
     return shares
 
 
-def reached_input(trace: Trace, max_hops: int | None = None) -> list[float]:
-    """Per depth K: the share of the target's attribution that has reached the input after hops 0..K.
-    With the default recursive span (reasoning + answer) this is ``1 - ρ_K``."""
-    return [float(v) for v in np.cumsum(input_shares(trace, max_hops))]
+def reached_input(trace: Trace, max_hops: int | None = None, roles: tuple[str, ...] = ("template", "prompt")
+                  ) -> list[float]:
+    """Per depth K: the share of the target's attribution that has reached the input after hops 0..K (with
+    `roles`, that part of it: ``("prompt",)`` leaves the chat template out). With the default recursive span
+    (reasoning + answer) and the whole input this is ``1 - ρ_K``."""
+    return [float(v) for v in np.cumsum(input_shares(trace, max_hops, roles))]
 
 
 @dataclass
@@ -191,6 +195,7 @@ class HopAdditions:
     rho: list[float]  # [depth]: ρ_K, the share still on generated text after hops 0..K
     top_segment: list[int | None]  # [depth]: index into segments of the top prompt segment after hops 0..K
     target_label: str = "answer"  # "answer" when the target is the answer span or its value, else "target"
+    reached_prompt: list[float] = field(default_factory=list)  # [depth]: the part of `reached` on the prompt
 
     def cumulative(self, depth: int) -> list[float]:
         """The attribution after hops ``0..depth`` over all positions (raw units)."""
@@ -223,6 +228,7 @@ def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
                         unit=unit, segments=segments, segment_added=seg_added.tolist(),
                         input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
+                        reached_prompt=reached_input(trace, max_hops, ("prompt",)),
                         rho=rho, top_segment=top, target_label="answer" if _targets_the_answer(trace) else "target")
 
 

@@ -82,6 +82,7 @@ class Depth:
     token_shares: np.ndarray  # [prompt tokens] OF_PROMPT after hops 0..k, in `TraceFacts.prompt_positions` order
     top_tokens: tuple[int, ...]  # prompt positions with attribution, strongest first (punctuation-only tokens skipped)
     added: np.ndarray  # [pieces] what hop k added, OF_FINAL
+    reached_prompt: float = 0.0  # the part of `reached` on the user's prompt (the rest: the chat template)
 
     @property
     def top(self) -> int | None:
@@ -351,7 +352,8 @@ def _depths(trace: Trace, additions: HopAdditions, pieces: list[Piece]) -> list[
     for k in range(len(added)):
         ranked = sorted(words, key=lambda j: (-token_shares[k][j], j))
         top_tokens = tuple(int(positions[j]) for j in ranked if token_shares[k][j] > 0)
-        out.append(Depth(k=k, ran=k < len(trace.hops), reached=additions.reached[k], rho=additions.rho[k],
+        out.append(Depth(k=k, ran=k < len(trace.hops), reached=additions.reached[k],
+                         reached_prompt=additions.reached_prompt[k], rho=additions.rho[k],
                          split=splits[k], shares=shares[k], order=_order(shares[k]), token_shares=token_shares[k],
                          top_tokens=top_tokens, added=added_shares[k]))
     return out

@@ -175,11 +175,15 @@ def reach_words(facts: TraceFacts) -> str:
     """How much of the answer's attribution has reached the input at each depth, in one sentence."""
     reached = [d.reached for d in facts.depths]
     who = f"the {facts.target_label}'s attribution"
+    last = facts.depths[-1]
+    split = (f" Of that, {pct(last.reached_prompt)} is on the prompt and {pct(last.reached - last.reached_prompt)} on "
+             "the chat template around it.")
     if len(reached) == 1:
-        return f"Read directly (hop 0), {pct(reached[0])} of {who} is on the input (the prompt and chat template)."
+        return (f"Read directly (hop 0), {pct(reached[0])} of {who} is on the input (the prompt and chat template)."
+                + split)
     steps = ", ".join(f"{_after(d.k)} {pct(d.reached)}" for d in facts.depths[1:])
     return (f"Read directly, {pct(reached[0])} of {who} is on the input (the prompt and the chat template); "
-            f"{steps} has reached it.")
+            f"{steps} has reached it." + split)
 
 
 def change_words(facts: TraceFacts) -> str:
