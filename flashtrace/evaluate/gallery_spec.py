@@ -185,15 +185,16 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
     unknown = set(only or ()) - {t.name for t in spec.tasks}
     if unknown:
         raise ValueError(f"unknown tasks {sorted(unknown)}; the spec has: {', '.join(t.name for t in spec.tasks)}")
-    tasks = [t for t in spec.tasks if (not only or t.name in only) and not (out / f"{t.name}.json").exists()]
+    asked = [t for t in spec.tasks if not only or t.name in only]
+    tasks = [t for t in asked if not (out / f"{t.name}.json").exists()]
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     loaded_models: dict[str, object] = {}
     for model in dict.fromkeys(t.model for t in tasks):
         loaded_models[model] = (load or load_model)(model)
     planned = {t.name: estimate_seconds(t, loaded_models[t.model]) for t in tasks}
-    log(f"{len(tasks)} tasks to build ({len(spec.tasks) - len(tasks)} kept): about {sum(planned.values()) / 60:.0f} "
-        "min predicted")
+    log(f"{len(tasks)} tasks to build ({len(asked) - len(tasks)} already built, kept): about "
+        f"{sum(planned.values()) / 60:.0f} min predicted")
     progress = bar(total=round(sum(planned.values()))) if bar else None
     for task in tasks:
         start = time.perf_counter()

@@ -72,10 +72,12 @@ def test_each_task_is_the_models_own_response_traced_and_a_failure_gets_its_link
     assert link["name"] == "failure" and link["edit"] == {"sentence": "The shop opened in 2015."}
     assert {"logprob_before", "logprob_after", "answer_before", "answer_after"} <= set(link)
     assert "2015" not in edited.prompt and "2015" in original.prompt
-    assert said[0].startswith("2 tasks to build (0 kept): about ") and "wrong" in said[1]
+    assert said[0].startswith("2 tasks to build (0 already built, kept): about ") and "wrong" in said[1]
     monkeypatch.setattr(gallery_spec, "build_task", lambda *a, **k: pytest.fail("a built task was built again"))
     assert build_from_spec(spec, tmp_path / "out", log=said.append) == []
-    assert said[-1].startswith("0 tasks to build (2 kept)")
+    assert said[-1].startswith("0 tasks to build (2 already built, kept)")
+    assert build_from_spec(spec, tmp_path / "out", ["plain"], log=said.append) == []
+    assert said[-1].startswith("0 tasks to build (1 already built, kept)")  # only the task asked for counts
 
 
 def test_the_command_line_needs_an_output_folder_for_a_spec(tmp_path, capsys):
