@@ -37,10 +37,10 @@ def test_a_different_graph_names_how_far_and_whether_the_top_sentence_agrees():
     assert graph_words(_facts(0.125, None, 1, False)) == SAME + " and agree on the top sentence."  # no graph top
     assert graph_words(_facts(0.125, 1, None, False)) == SAME + " and agree on the top sentence."  # no score top
     assert graph_words(_facts(0.125, 1, 0, False)) == (
-        SAME + ": the graph puts “She buys 4 more ap … on a sunny afternoon in town.” first, the hop scores "
+        SAME + ": the graph puts “She buys 4 more … on a sunny afternoon in town.” first, the hop scores "
         "“Ann has 3 apples.”.")  # a long sentence shortened in the middle, as every caption quotes
     assert graph_words(_facts(0.125, 0, 1, False)).endswith(
-        ": the graph puts “Ann has 3 apples.” first, the hop scores “She buys 4 more ap … on a sunny afternoon in "
+        ": the graph puts “Ann has 3 apples.” first, the hop scores “She buys 4 more … on a sunny afternoon in "
         "town.”.")  # both sides quoted to the same length
 
 

@@ -65,10 +65,20 @@ def test_identical_texts_are_numbered_and_distinct_ones_kept():
     assert distinct_labels(["same", "same", "other"]) == ["same (1)", "same (2)", "other"]
     c = "Many words in common up to the very end: one"
     labels = distinct_labels([c, c.replace("one", "two"), c], 20)
-    assert labels == ["Many words in common \u2026 (1)", "Many w \u2026 ry end: two", "Many words in common \u2026 (2)"]
+    assert labels == ["Many words in common \u2026 (1)", "Many \u2026 end: two", "Many words in common \u2026 (2)"]
     assert distinct_labels(["short", "text"], 48) == ["short", "text"]
     long = "w" * 60
     assert distinct_labels([long]) == [short_text(long, 48)]  # the default limit is 48
+
+
+def test_a_shortened_text_is_cut_between_words():
+    """Issue 45's polish list: labels were cut mid-word ("… dden in the following text.")."""
+    text = "Some special magic numbers are hidden inside the following text, so read it with care."
+    short = short_text(text, 48)
+    head, tail = short.split(" … ")
+    assert text.startswith(head) and text.endswith(tail) and len(short) <= 48
+    assert text[len(head)] == " " and text[len(text) - len(tail) - 1] == " "  # both cuts at a space
+    assert short_text("x" * 100, 20) == "x" * 6 + " … " + "x" * 11  # one long word: cut where it must be
 
 
 def test_a_shortened_text_has_no_stray_space_at_the_cut():

@@ -37,12 +37,20 @@ def flat(text: str) -> str:
 
 def short_text(text: str, limit: int = 70) -> str:
     """`text` on one line, shortened in the middle when longer than `limit` (a sentence's end often holds
-    what tells it apart, such as the number a needle sentence states)."""
+    what tells it apart, such as the number a needle sentence states). The cuts fall between words ("… hidden in
+    the following text.", never "… dden in the following text.") unless a word is too long to keep whole."""
     text = flat(text) or "(whitespace)"
     if len(text) <= limit:
         return text
     head = (limit - 3) * 2 // 5
-    return text[:head].rstrip() + " … " + text[len(text) - (limit - 3 - head):].lstrip()
+    start = len(text) - (limit - 3 - head)
+    if not text[head].isspace():  # the head would end inside a word: end it at the word before
+        space = text.rfind(" ", head // 2, head)
+        head = space if space > 0 else head
+    if not text[start - 1].isspace():  # the tail would start inside a word: start it at the next word
+        space = text.find(" ", start, start + (len(text) - start) // 2)
+        start = space + 1 if space >= 0 else start
+    return text[:head].rstrip() + " … " + text[start:].lstrip()
 
 
 def quote(text: str, limit: int = 70) -> str:

@@ -38,7 +38,7 @@ def _nodes(fig) -> dict[str, tuple[str, str, str]]:
 
 def test_labels_are_first_words_escaped_once():
     assert short_label("  Question:\n What is   the value of VAR X?  ", 60) == "Question: What is the value of VAR X?"
-    assert short_label("One two three four five six seven eight nine ten", 20) == "One tw … ht nine ten"  # both ends
+    assert short_label("One two three four five six seven eight nine ten", 20) == "One … nine ten"  # both ends, whole words
     assert short_label("<|im_end|>\n<|im_start|>assistant") == "assistant"
     assert plain(NASTY) == 'Keep &lt;b&gt;bold&lt;/b&gt; &amp; "quoted" \'text\' safe.'
     fig = hop_graph_figure(_graph(4))
