@@ -96,11 +96,14 @@ def test_a_sweep_cancelled_while_a_layer_computes_returns_only_after_that_layer_
     """Stop pressed while another layer is still computing: the caller gets control back only once that worker
     has finished, so no thread goes on using the CPU behind it (here the last layer is still at work when the
     first one's progress call cancels, and takes a further 0.3 s after it)."""
+    assert len(recording.layers) == 2  # two workers: both layers are handed out at once, the last one runs
     w = weights(recording.n_tokens)
-    cancelled, finished = threading.Event(), threading.Event()
+    started, cancelled, finished = threading.Event(), threading.Event(), threading.Event()
     original = span_module._layer_proximities
 
     def last_layer_still_working(layer, *args):
+        if layer is recording.layers[-1]:
+            started.set()
         out = original(layer, *args)
         if layer is recording.layers[-1]:
             assert cancelled.wait(timeout=30)
@@ -109,6 +112,9 @@ def test_a_sweep_cancelled_while_a_layer_computes_returns_only_after_that_layer_
         return out
 
     def cancel(layer):
+        # the stop comes while the last layer computes: on a busy machine its worker may not have picked it up
+        # yet when the first layer reports (a layer still queued is cancelled, never run: nothing to wait for)
+        assert started.wait(timeout=30)
         cancelled.set()
         raise KeyboardInterrupt("cancelled")
 
