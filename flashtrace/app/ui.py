@@ -68,7 +68,7 @@ MISSING = "—"  # what a table shows for a value it does not have (Streamlit wo
 
 def table(data, **options):
     """`st.dataframe` with missing values shown as `MISSING`; every table of the app is drawn through it."""
-    return st.dataframe(data, placeholder=MISSING, **options)
+    return st.dataframe(data, placeholder=MISSING, **options)  # md-ok: a constant dash
 
 
 def plain(value: object) -> str:

@@ -158,7 +158,9 @@ def build_task(task: Task, loaded, progress: Callable[[int, int], None] | None =
     link = {EDITED_FROM: {"name": task.name, "edit": task.edit.model_dump(exclude_none=True),
                           "logprob_before": result.before, "logprob_after": result.after,
                           "answer_before": value_text(original), "answer_after": value_text(result.trace)}}
-    edited = _finish(loaded, result.trace, task, is_right(result.trace, task.answer), link)
+    regenerated = {"generation": {"max_new_tokens": task.max_new_tokens, "do_sample": False,
+                                  "after": "the edit (run.rerun.edit: greedy, from the edited prompt)"}}
+    edited = _finish(loaded, result.trace, task, is_right(result.trace, task.answer), {**link, **regenerated})
     original = original.model_copy(update={"extra": {**original.extra, EDITED_VERSIONS: [f"{task.name}-edited"]}})
     return [original, edited]
 

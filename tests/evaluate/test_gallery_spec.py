@@ -72,6 +72,7 @@ def test_each_task_is_the_models_own_response_traced_and_a_failure_gets_its_link
     assert link["name"] == "failure" and link["edit"] == {"sentence": "The shop opened in 2015."}
     assert {"logprob_before", "logprob_after", "answer_before", "answer_after"} <= set(link)
     assert "2015" not in edited.prompt and "2015" in original.prompt
+    assert edited.extra["generation"]["do_sample"] is False  # the new answer is greedy too
     assert said[0].startswith("2 tasks to build (0 already built, kept): about ") and "wrong" in said[1]
     monkeypatch.setattr(gallery_spec, "build_task", lambda *a, **k: pytest.fail("a built task was built again"))
     assert build_from_spec(spec, tmp_path / "out", log=said.append) == []
