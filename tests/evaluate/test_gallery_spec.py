@@ -95,3 +95,21 @@ def test_the_shipped_spec_is_valid_and_covers_the_issues_task_kinds():
     kinds = {t.kind for t in spec.tasks}
     assert {"word problem", "multi-hop", "schedule", "logic", "long document", "variable tracking"} <= kinds
     assert sum(t.edit is not None for t in spec.tasks) >= 2 and spec.tasks[0].model == "qwen2.5-coder-1.5b"
+
+
+def test_the_committed_first_build_says_what_its_trace_files_hold():
+    """benchmarks/results/gallery_qwen: each row of summary.json is read from its trace file (model, answer,
+    correctness, the edit's answers), and the 1.5B's failure there is proven by its edit."""
+    from pathlib import Path
+
+    from flashtrace.evaluate.gallery_spec import value_text
+
+    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gallery_qwen"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["built"] == len(summary["rows"]) == len(list(folder.glob("*.json"))) - 1
+    for row in summary["rows"]:
+        trace = Trace.load(folder / row["file"])
+        assert (trace.model.name, value_text(trace), trace.extra["gallery"]["correct"]) == (
+            row["model"], row["answer"], row["correct"])
+    boxes = next(r for r in summary["rows"] if r["file"] == "boxes-edited.json")["edited_from"]
+    assert (boxes["answer_before"], boxes["answer_after"]) == ("Yellow", "blue")
