@@ -37,10 +37,9 @@ def trace_text(trace: Trace, k: int = 10):
     facts = analyse(trace)
     head = Text(trace.title or "FlashTrace trace", style="bold")
     words = " ".join(line for line in (reach_words(facts), change_words(facts)) if line)
-    last = len(facts.depths) - 1
     top = Text(f"Top prompt words ({OF_PROMPT}):", style="bold")
-    for rank, i in enumerate(facts.final.top_tokens[:k], 1):
-        top.append(f"\n {rank:>2}. {trace.tokens[i].text!r} {pct(facts.token_share(last, i), 1)}")
+    for rank, word in enumerate(facts.top_words(-1, k), 1):  # whole words, each once, as the Story lists them
+        top.append(f"\n {rank:>2}. {word.text!r} {pct(word.share, 1)}")
     values, tops, target = view_values(trace, None), scale_maxima(trace), target_positions(trace)
     text = Text()
     for i, tok in enumerate(trace.tokens):
