@@ -24,7 +24,7 @@ from .facts import LABEL_CHARS, MARGIN, OF_PROMPT, analyse
 from .interventions import LOGPROB_MARGIN
 from .schema import Trace
 from .text import distinct_labels, short_text
-from .views import target_positions, view_values
+from .views import span_text, target_positions, view_values
 
 ANSWER_CHARS = 160  # a new answer quoted in a sentence is cut to this (the page shows it whole)
 _PART = {"prompt": "prompt", "template": "prompt", "reasoning": "response", "answer": "response"}
@@ -117,8 +117,7 @@ def _diff_sentence(edited: Trace, alignment: Alignment, rise, fall) -> str:
 
 def answer_text(trace: Trace) -> str:
     """The text of the trace's target span (the answer by default), trimmed."""
-    lo, hi = trace.settings.target
-    return "".join(t.text for t in trace.tokens[lo:hi]).strip()
+    return span_text(trace, trace.settings.target)
 
 
 def _answer_words(old: str, new: str | None, same: bool | None) -> str:

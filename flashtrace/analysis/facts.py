@@ -29,18 +29,19 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.inputs.spans import is_question
 from .check import FAITHFULNESS_KEY, Check, summarise_check
 from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions
 from .gold import gold_positions
 from .schema import Trace
 from .text import distinct_labels
+from .views import word_runs
 
 MARGIN = 0.02  # a lead of more than 2 points of the prompt's attribution makes a top sentence a claim
 OF_ANSWER = "of the answer's attribution"
 OF_PROMPT = "of the prompt's attribution"
 OF_FINAL = "of the final prompt attribution"
 LABEL_CHARS = 48
-_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
 
 
 @dataclass(frozen=True)
@@ -247,35 +248,14 @@ class TraceFacts:
 
     def top_words(self, depth: int = -1, k: int = 8) -> list[Word]:
         """The `k` prompt words with the most attribution at `depth` (default the final one), whole words rather
-        than subword tokens, each word once at its strongest occurrence (`Word`); punctuation is no word."""
-        d = self.depths[depth]
-        texts = self._trace().tokens
-        groups: dict[str, list] = {}
-        current: list[int] = []
-
-        def close() -> None:
-            if current:
-                word = "".join(texts[p].text for p in current).strip()
-                word = word.strip(_EDGE_PUNCTUATION) or word  # "one." is the word "one"
-                share = sum(float(d.token_shares[self._position_index()[p]]) for p in current)
-                best = groups.get(word.casefold())
-                if best is None or share > best[1]:  # a word repeated: its strongest occurrence
-                    groups[word.casefold()] = [word, share, tuple(current)]
-            current.clear()
-
-        previous = None
-        for p in self.prompt_positions:
-            text = texts[p].text
-            if _punctuation_only(text):
-                close()
-            else:
-                if previous is None or p != previous + 1 or text[:1].isspace() or not text[:1].isalnum():
-                    close()
-                current.append(p)
-            previous = p
-        close()
-        ranked = sorted(groups.values(), key=lambda e: (-e[1], min(e[2])))
-        return [Word(text, share, pos) for text, share, pos in ranked if share > 0][:k]
+        than subword tokens (`views.word_runs`), each word once at its strongest occurrence (`Word`)."""
+        best: dict[str, Word] = {}
+        for text, run in word_runs(self._trace(), self.prompt_positions):
+            word = Word(text, sum(self.token_share(depth, p) for p in run), run)
+            if text.casefold() not in best or word.share > best[text.casefold()].share:
+                best[text.casefold()] = word
+        ranked = sorted(best.values(), key=lambda w: (-w.share, w.positions[0]))
+        return [w for w in ranked if w.share > 0][:k]
 
     def _position_index(self) -> dict[int, int]:
         if self._index is None:
@@ -301,7 +281,7 @@ def _pieces(trace: Trace, gold: set[int]) -> tuple[str, list[Piece]]:
         rows = [(str(i), trace.tokens[i].text, i, i + 1) for i in trace.positions("prompt")]
         kind = "token"
     labels = distinct_labels([r[1] for r in rows], LABEL_CHARS)
-    asked = [kind == "sentence" and text.strip().endswith("?") for _, text, _, _ in rows]
+    asked = [kind == "sentence" and is_question(text) for _, text, _, _ in rows]
     if all(asked[i] or not rows[i][1].strip() for i in range(len(rows))):
         asked = [False] * len(rows)  # the prompt is only a question: it is its own context
     return kind, [Piece(key, text, label, lo, hi, any(p in gold for p in range(lo, hi)), question)

@@ -24,6 +24,7 @@ from .facts import MARGIN, OF_PROMPT, TOP_SET, Check, Piece, TraceFacts, analyse
 from .schema import Trace
 from .segments import is_step
 from .text import counted, pct, points, quote
+from .views import span_text
 
 STEPS = ("question", "direct", "hops", "evidence", "check")
 TITLES = {"question": "The question and the answer", "direct": "What the answer reads directly",
@@ -119,14 +120,13 @@ def asked(trace: Trace, question: str | None = None) -> str:
 
 def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     """The first panel: the question, what the model answered, and whether it reasoned first."""
-    lo, hi = trace.settings.target
-    answer = "".join(t.text for t in trace.tokens[lo:hi]).strip()
+    answer = span_text(trace, trace.settings.target)
     reasoning = _text_of(trace, ("reasoning",))
     steps = sum(1 for s in trace.segments or [] if is_step(s))
     said = (f"wrote a response; the part explained here (the target) is {quote(answer, 120)}"
             if facts.target_label != "answer" else f"answered {quote(answer, 120)}")
     if trace.spans.value is not None and tuple(trace.settings.target) == tuple(trace.spans.value):
-        line = "".join(t.text for t in trace.tokens[slice(*trace.spans.answer)]).strip()
+        line = span_text(trace, trace.spans.answer)
         said = f"answered {quote(line, 120)}; explained here is the value in that answer, {quote(answer, 60)}"
     caption = (f"The model ({trace.model.name}) was asked the question below and {said}. "
                + (f"Before answering it reasoned in {counted(steps, 'step')}. " if reasoning and steps else

@@ -53,4 +53,36 @@ def top_view_tokens(trace: Trace, hop: int | None = None, k: int = 10, words_onl
     return sorted(keep, key=lambda i: (-values[i], i))[:k]
 
 
-__all__ = ["view_values", "step_values", "target_positions", "punctuation_only", "top_view_tokens"]
+_EDGE_PUNCTUATION = ".,;:!?\"'()[]{}“”‘’«»"
+
+
+def span_text(trace: Trace, span: tuple[int, int]) -> str:
+    """The text of tokens ``[start, end)`` of `trace`, trimmed."""
+    return "".join(t.text for t in trace.tokens[span[0]:span[1]]).strip()
+
+
+def word_runs(trace: Trace, positions) -> list[tuple[str, tuple[int, ...]]]:
+    """The words among the tokens at `positions` (in order): consecutive tokens that no space or punctuation
+    separates ("mar" + "bles", "1" + "2") make one, as ``(word, its token positions)``; edge punctuation is not
+    part of a word ("one." is "one") and punctuation-only tokens are none."""
+    runs, current, previous = [], [], None
+
+    def close() -> None:
+        if current:
+            word = "".join(trace.tokens[p].text for p in current).strip()
+            runs.append((word.strip(_EDGE_PUNCTUATION) or word, tuple(current)))
+            current.clear()
+
+    for p in positions:
+        text = trace.tokens[p].text
+        if punctuation_only(text) or previous is None or p != previous + 1 or text[:1].isspace() \
+                or not text[:1].isalnum():
+            close()
+        if not punctuation_only(text):
+            current.append(p)
+        previous = p
+    close()
+    return runs
+
+
+__all__ = ["span_text", "word_runs", "view_values", "step_values", "target_positions", "punctuation_only", "top_view_tokens"]

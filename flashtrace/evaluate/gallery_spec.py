@@ -21,6 +21,7 @@ from typing import Callable
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..analysis.limits import APP_HOP0, HOP0_SPANS, MAX_HOPS
+from ..analysis.diff import answer_text
 from ..analysis.schema import Trace
 from ..store.pairs import EDITED_FROM, EDITED_VERSIONS
 
@@ -104,9 +105,7 @@ def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().strip(".,;:!?\"'()[]{}*").casefold().replace(",", ""))
 
 
-def value_text(trace: Trace) -> str:
-    """The text of the trace's target (the answer's value)."""
-    return "".join(t.text for t in trace.tokens[slice(*trace.settings.target)]).strip()
+value_text = answer_text  # the text of the trace's target: here the answer's value
 
 
 def is_right(trace: Trace, answer: str) -> bool:

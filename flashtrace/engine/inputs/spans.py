@@ -70,9 +70,14 @@ def _forms(word: str) -> set[str]:
                      if word.endswith(end) and len(word) - len(end) >= 3}
 
 
+def is_question(sentence: str) -> bool:
+    """Whether a prompt sentence is a question (it ends in "?"): what was asked, not what supplies the answer."""
+    return sentence.strip().endswith("?")
+
+
 def asked_text(prompt: str) -> str:
-    """What the prompt asks: its sentences that end in "?" (the question, without a passage before it), else its
-    last non-empty line."""
+    """What the prompt asks: its sentences that end in "?" (`is_question`; the question, without a passage before
+    it), else its last non-empty line."""
     questions = re.findall(r"[^.!?\n]*\?", prompt)
     if questions:
         return " ".join(q.strip() for q in questions)
