@@ -10,7 +10,7 @@ from flashtrace.app import live, state as app_state, ui
 from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
-from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, answer_value, detect_spans
+from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, detect_spans
 from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
 from flashtrace.run.tracing import attribute
 
@@ -120,10 +120,8 @@ if response.strip():
                                "line that restates the question (“15” in “Tom has 15 marbles now.”), else the whole "
                                "answer, which is one click away.")
         if target == "value" and spans is not None and spans.answer:
-            value = answer_value(response, spans.answer, prompt)
-            named = response[value[0]:value[1]] if value else response[spans.answer[0]:spans.answer[1]]
-            st.markdown("Explaining: " + ui.code_text(named[:200])  # md-ok: inline code
-                        + ("" if value else " (the whole answer: it does not restate the question)"))
+            named, why = app_state.explained_value(response, spans, prompt)
+            st.markdown("Explaining: " + ui.code_text(named[:200]) + (f" ({why})" if why else ""))  # md-ok: inline code
         if target == "character range":
             old = ss.get("target_chars")
             if old and old[1] > len(response):  # the response got shorter since the range was picked

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..base.units import time_range  # noqa: F401 - the pages read it from here
 from ..store.gallery import gallery_path, list_gallery
-from ..engine.inputs import ResponseSpans, build_sequence
+from ..engine.inputs import ResponseSpans, answer_value, build_sequence
 from ..base.errors import FlashTraceError
 from ..store.app_files import READ_ONLY_ENV
 from ..store.library import Library
@@ -244,6 +244,15 @@ def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_tem
     from ..engine.estimate import generation_note
 
     return generation_note(loaded, prompt, max_new, chat_template, reasoning_instruction)
+
+
+def explained_value(response: str, spans: ResponseSpans, prompt: str) -> tuple[str, str]:
+    """What the default target (the answer's value, `inputs.answer_value`) explains, and why it is the whole answer
+    when it is ("" when it is the value), for the Trace page."""
+    value = answer_value(response, spans.answer, prompt)
+    if value is None:
+        return response[spans.answer[0]:spans.answer[1]], "the whole answer: it does not restate the question"
+    return response[value[0]:value[1]], ""
 
 
 def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
