@@ -290,7 +290,8 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
               progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace:
     """Attribute a target span of a prepared sequence; returns a `Trace`.
 
-    `method` is any registered method (`flashtrace.engine.attribution.METHODS`); `options` are its declared
+    `method` is any registered method (`flashtrace.engine.attribution.METHODS`, or captum's and inseq's name for
+    one: `registry.ALIASES`, stored under ours); `options` are its declared
     options (checked before anything runs; `threshold` is flashtrace's option, kept as a keyword).
     The trace always holds the segments (prompt sentences, reasoning steps, answer; `segment_boundaries`,
     token positions where a segment starts, replaces the automatic split). `steps=True` also attributes
@@ -316,6 +317,7 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
     check_options(hops=hops, title=title, recursive=recursive, hop0=hop0)  # the threshold: the method's option
     seq, n_layers = prepared.sequence, len(prepared.recording.layers)
     spec, resolved = _method(method, hops, steps, threshold, options)
+    method = spec.name  # a captum or inseq name ("integrated_gradients") is stored as ours ("ig")
     lo, hi = resolve_target(seq, target, target_chars)
     if target in ("answer", "value") and target_chars is None:
         _warn_if_guessed(prepared)

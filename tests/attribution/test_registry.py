@@ -170,7 +170,8 @@ def test_options_parse_to_their_kind_within_their_bounds_with_messages_naming_bo
 def test_unknown_names_are_refused_with_what_there_is():
     with pytest.raises(ValueError) as refused:
         get_method("nope")
-    assert str(refused.value) == f"unknown method 'nope'; available: {', '.join(sorted(METHODS))}"
+    assert str(refused.value) == (f"unknown method 'nope'; available: {', '.join(sorted(METHODS))} (captum's and "
+                                  "inseq's names for them work too, such as integrated_gradients)")
     with pytest.raises(ValueError) as refused:
         get_method("rollout").resolve_options({"b": 1, "a": 2})
     assert str(refused.value) == "method rollout has no option a, b (its options: residual)"
@@ -219,3 +220,18 @@ def test_model_running_methods_need_the_model_and_a_replacement_id_and_explain_t
     weights[0, [5, 6, 9]] = 1.0  # a target with a gap: its span runs from the first to the last token
     get_method("perturbation").aggregator(source)(weights)
     assert asked == [(5, 10)]
+
+
+def test_captum_and_inseq_names_run_as_our_methods_and_are_stored_under_ours(prepared, capsys):
+    from flashtrace.cli import main
+
+    trace = attribute(prepared, method="integrated_gradients", hops=0, options={"steps": 2})
+    assert trace.settings.method == "ig"
+    for alias, ours in (("IntegratedGradients", "ig"), ("feature_ablation", "perturbation"),
+                        ("attention_rollout", "rollout"), ("IFR_ROWWISE", "ifr-rowwise"), ("attention", "attention")):
+        assert get_method(alias).name == ours
+    with pytest.raises(ValueError, match="unknown method 'saliency'.*captum's and inseq's names for them work too"):
+        get_method("saliency")
+    with pytest.raises(SystemExit):
+        main(["trace", "--model", "tiny-llama", "--prompt", "x", "--response", "y", "--method", "saliency"])
+    assert "invalid choice: 'saliency'" in capsys.readouterr().err

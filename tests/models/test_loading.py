@@ -75,3 +75,10 @@ def test_default_model_loads_and_answers(smollm):
                                   add_generation_prompt=True, return_tensors="pt", return_dict=True)["input_ids"]
     out = smollm.model.generate(ids, max_new_tokens=12, do_sample=False)
     assert "Paris" in tok.decode(out[0, ids.shape[1]:])
+
+
+def test_a_loaded_model_prints_as_one_short_line_naming_what_it_is(tiny_llama):
+    text = repr(tiny_llama)
+    assert len(text) <= 200 and "\n" not in text, text
+    assert text.startswith(f"LoadedModel({tiny_llama.name!r}, family={tiny_llama.spec.name!r}, ")
+    assert "float32" in text and "cpu" in text and "Linear" not in text  # no module tree, no tokenizer dump

@@ -14,6 +14,7 @@ def add_arguments(parser) -> None:
     from ...engine.choices import model_help
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
+    from ...engine.attribution.registry import method_name
 
     parser.add_argument("--model", default="smollm2-135m", help=model_help())
     src = parser.add_mutually_exclusive_group(required=True)
@@ -35,8 +36,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--hops", type=int, default=None,
                         help=f"recursive hops through the reasoning (0-{MAX_HOPS}; default 1, or 0 for methods without "
                              "hops)")
-    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS),
-                        help="attribution method: " + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
+    parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), type=method_name,
+                        help="attribution method (captum/inseq names such as integrated_gradients are accepted): "
+                             + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="a method option (repeatable): " + "; ".join(
                             f"{m.name} {o.name} ({o.kind.__name__}, default {o.default}): {o.help}"

@@ -123,12 +123,28 @@ def register(name: str, description: str, progress_unit: str = "layer", options:
     return wrap
 
 
+# the names captum and inseq give the same methods (case, "-" and "_" aside): an alias resolves to ours
+ALIASES = {"integrated_gradients": "ig", "integratedgradients": "ig", "layer_integrated_gradients": "ig",
+           "layerintegratedgradients": "ig", "feature_ablation": "perturbation", "featureablation": "perturbation",
+           "occlusion": "perturbation", "attention_rollout": "rollout", "ifr_rowwise": "ifr-rowwise"}
+
+
+def method_name(name: str) -> str:
+    """Our name for `name`: a registered one as it is, a captum or inseq name (`ALIASES`) resolved."""
+    if name in METHODS:
+        return name
+    key = name.strip().lower().replace("-", "_")
+    return ALIASES.get(key, key if key in METHODS else name)
+
+
 def get_method(name: str) -> Method:
-    """The registered method `name`; a ValueError listing the available ones otherwise."""
+    """The registered method `name` (or a captum/inseq alias of one: `ALIASES`); a ValueError listing the
+    available ones otherwise."""
     try:
-        return METHODS[name]
+        return METHODS[method_name(name)]
     except KeyError:
-        raise ValueError(f"unknown method '{name}'; available: {', '.join(sorted(METHODS))}") from None
+        raise ValueError(f"unknown method '{name}'; available: {', '.join(sorted(METHODS))} (captum's and "
+                         "inseq's names for them work too, such as integrated_gradients)") from None
 
 
 def _per_layer(tick: Tick | None):
@@ -223,4 +239,4 @@ def _perturbation(source: Source, tick: Tick | None = None, batch_size: int = 16
                                             _target_range(w), source.replace_id, batch_size), tick)
 
 
-__all__ = ["METHODS", "Method", "Option", "Source", "get_method", "register", "PROGRESS_UNITS"]
+__all__ = ["METHODS", "ALIASES", "method_name", "Method", "Option", "Source", "get_method", "register", "PROGRESS_UNITS"]

@@ -22,7 +22,7 @@ class ModelLoadError(FlashTraceError, RuntimeError):
     exit_code = EXIT_USAGE
 
 
-@dataclass
+@dataclass(repr=False)
 class LoadedModel:
     """A causal LM ready for recording: the model, its tokenizer and its family spec."""
 
@@ -40,6 +40,12 @@ class LoadedModel:
     def dtype(self) -> torch.dtype:
         """The dtype of the model's parameters."""
         return next(self.model.parameters()).dtype
+
+    def __repr__(self) -> str:
+        """One short line (the dataclass's would print the whole module tree and tokenizer, kilobytes)."""
+        n_params = sum(p.numel() for p in self.model.parameters())
+        return (f"LoadedModel({self.name!r}, family={self.spec.name!r}, {n_params / 1e6:,.0f} M parameters, "
+                f"{str(self.dtype).replace('torch.', '')}, {self.device})")
 
     def info(self) -> dict:
         """Plain facts about the model, as stored in a `Trace`."""
