@@ -15,8 +15,10 @@ def gallery_cards(items) -> None:
         with cols[i % 3].container(border=True):
             st.subheader(ui.plain(item.title), anchor=False)
             span = "hop 0 over the reasoning and the answer" if item.hop0 == "generation" else "hop 0 over the answer"
-            st.caption(f"{ui.plain(item.task)} · {ui.plain(item.model)} · {item.n_tokens:,} tokens · "
-                       f"{item.hops:d} hops · {ui.plain(span)}")
+            verdict = ("" if item.correct is None else
+                       f" · answered “{item.answer[:40]}”, {'right' if item.correct else 'wrong'}")
+            st.caption(ui.plain(f"{item.task} · {item.model} · {item.n_tokens:,} tokens · {item.hops:d} hops · "
+                                f"{span}{verdict}"))
             st.markdown(ui.plain(item.description))
             if item.note:
                 st.markdown(ui.plain(item.note))
@@ -25,6 +27,9 @@ def gallery_cards(items) -> None:
             a, b = st.columns(2)
             a.page_link(ui.PAGES["explore"], label="Explore", icon=":material/search:", query_params=query)
             b.page_link(ui.PAGES["graph"], label="Hop graph", icon=":material/hub:", query_params=query)
+            for name in item.edited_versions:
+                st.page_link(ui.PAGES["story"], label=ui.plain(f"The edited version: {name}"),
+                             icon=":material/call_split:", query_params={"trace": f"gallery:{name}"})
 
 
 def home() -> None:
@@ -32,28 +37,37 @@ def home() -> None:
     st.markdown("**Why did the model say that?** FlashTrace attributes a model's whole answer to the prompt tokens "
                 "that caused it in one sweep over a single forward pass, and hops back through the reasoning chain "
                 "so the credit lands on the input rather than on the reasoning.")
-    st.page_link(ui.PAGES["story"], label="See the story of a gallery trace, step by step (for demos)",
-                 icon=":material/auto_stories:", query_params={"trace": "gallery:needle"})
+    items = list_gallery()
+    if items:
+        st.page_link(ui.PAGES["story"], label="See the story of a gallery trace, step by step (for demos)",
+                     icon=":material/auto_stories:", query_params={"trace": f"gallery:{items[0].name}"})
     if not ui.read_only():
         st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
     st.page_link(ui.PAGES["evaluation"], label="Is it faithful? Deletion tests against the baselines",
                  icon=":material/fact_check:")
 
     st.header("Gallery")
-    items = list_gallery()
     if not items:
         st.info("The gallery is empty. Rebuild it with `flashtrace gallery`.")
-    changing = [it for it in items if it.changes_evidence]
-    steady = [it for it in items if not it.changes_evidence]
-    if changing:
-        st.subheader("Where the hops change the evidence", anchor=False)
-        gallery_cards(changing)
-    if steady:
-        st.subheader("Where the hops confirm what the answer reads directly", anchor=False)
-        st.caption("In these traces the top evidence stays the same at every hop depth (by more than the 2-point "
-                   "margin, or tied from the start): the hops still carry more of the answer's attribution back to "
-                   "the prompt, and a stable ranking is evidence that it does not hinge on one reading.")
-        gallery_cards(steady)
+    cards = [it for it in items if it.edited_from is None]  # an edited version opens from its original's card
+    written = [it for it in cards if it.written and it.correct is not False]
+    failures = [it for it in cards if it.written and it.correct is False]
+    synthetic = [it for it in cards if not it.written]
+    if written:
+        st.subheader("Reasoning the model wrote itself", anchor=False)
+        st.caption("Tasks written for this project; a built-in Qwen2.5-Coder model wrote its own reasoning and "
+                   "answer (greedy), and the answer's value was traced with 3 hops.")
+        gallery_cards(written)
+    if failures:
+        st.subheader("Where the model went wrong, and the edit that tests it", anchor=False)
+        st.caption("Wrong answers, kept: each card names the sentence suspected of misleading the model and what "
+                   "the model answered once that sentence was removed and it reasoned again (the edited version).")
+        gallery_cards(failures)
+    if synthetic:
+        st.subheader("Synthetic benchmark traces", anchor=False)
+        st.caption("SmolLM2-135M reading reasoning that the task generators templated (the model did not write "
+                   "it): the evaluation's task families, a hand-written prompt and a long trace.")
+        gallery_cards(synthetic)
 
     st.header("Recent traces")
     with ui.shown_errors():

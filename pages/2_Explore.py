@@ -50,7 +50,7 @@ if picked:
     fig = text_html = None
     with chart, ui.shown_errors():
         if view == "heatmap":
-            window = ui.heatmap_window(trace, values, positions)
+            window = ui.heatmap_window(trace, values, positions, gold=gold & set(positions))
             fig = token_heatmap(trace, hop=hop, token_range=window, top=top, keep=keep, details=ui.details())
             if scale == "shared" and hop is not None:
                 fig.update_layout(title_text=fig.layout.title.text + " · scale shared across hops")

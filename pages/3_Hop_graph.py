@@ -11,7 +11,8 @@ from flashtrace.analysis.graph import OTHER
 from flashtrace.analysis.graph_words import graph_words, path_words
 from flashtrace.viz import step_values, token_heatmap, tokens_html
 from flashtrace.viz.tokens import plotly_text
-from flashtrace.viz.graph import ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, path_text, selected_node
+from flashtrace.viz.graph import (ROLE_NAMES, evidence_paths, hop_graph_figure, node_label, node_links, path_text,
+                                  selected_node)
 from flashtrace.viz.report import static_graph
 
 NONE = "(none)"
@@ -48,14 +49,16 @@ if picked:
         full = app_state.hop_graph(ref, 0.0)
         graph = full.pruned(node_threshold=int(keep.rstrip("%")) / 100, fold=not show_all)
         ids = [*graph.nodes(), *(n for n in full.nodes() if n not in graph.graph)]
-        node = st.query_params.get("node")
-        graph_fig = hop_graph_figure(graph, trace, selected=node)
+        link = {**node_links(graph), **node_links(full)}  # the URL names a step as the page does: node=step-3
+        unlink = {**{n: n for n in ids}, **{name: n for n, name in link.items()}}  # an id (older links) still opens
+        node = unlink.get(st.query_params.get("node", ""))
+        graph_fig = hop_graph_figure(graph, trace, selected=node, ids=ui.details())
         event = chart.plotly_chart(graph_fig, key="graph", on_select="rerun", selection_mode="points",
                                    config={"displaylogo": False})
         clicked = selected_node(event)
         if clicked and clicked != st.session_state.get("last_click"):
             st.session_state["last_click"] = clicked
-            st.query_params["node"] = clicked
+            st.query_params["node"] = link.get(clicked, clicked)
             st.rerun()
         st.caption("Node size: influence on the answer (the answer's attribution followed back along every path). "
                    "Dotted purple: the strongest path to each of the three strongest pieces of evidence (as ranked "
@@ -105,8 +108,12 @@ if picked:
         with st.expander("Step influence by intervention: how far the answer's log-probability falls when each step "
                          "is removed, beside the hop graph's influence", expanded=trace.interventions is not None):
             intervention_panel(ref, trace)
-        node = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *ids], NONE,
-                         format_func=lambda n: n if n == NONE else named(full if n in full.graph else graph, n))
+        if st.query_params.get("node") in unlink and node is not None and st.query_params["node"] != link[node]:
+            st.query_params["node"] = link[node]  # an older link's id, written as the page names it
+        chosen = ui.synced(st.selectbox, "Node (or click one in the graph)", "node", [NONE, *(link[n] for n in ids)],
+                           NONE, format_func=lambda name: name if name == NONE else
+                           named(full if unlink[name] in full.graph else graph, unlink[name]))
+        node = unlink.get(chosen, NONE)
         if node in graph.graph and graph.graph.nodes[node].get("folded"):  # other context, or a run of steps
             info = graph.graph.nodes[node]
             st.subheader(f"Other context: {len(info['folded']):d} input sentences folded together" if node == OTHER

@@ -1,5 +1,6 @@
 """Story: one trace told in five captioned panels (question and answer, what the answer reads directly, how
-the reasoning passes it on, the evidence, a faithfulness check), stepped with Back/Next or the keyboard
+the reasoning passes it on, the evidence, a faithfulness check; an honest failure adds where it went wrong
+and the edit that fixes it before the check), stepped with Back/Next or the keyboard
 (arrow keys, space, Page Up/Down) and kept in the URL (``?trace=gallery:needle&step=3``). ``&present=1`` is
 the presenter view: full width, no sidebar, large type (Escape leaves it)."""
 
@@ -9,13 +10,14 @@ from flashtrace.app import screen, state as app_state, ui
 from flashtrace.app.export import export_buttons, story_download
 from flashtrace.app.glossary import help_link
 from flashtrace.app.rerun import edit_panel, pair_links
-from flashtrace.analysis.story import STEPS, TITLES, Panel, stored_check, story_panels
-from flashtrace.viz.story import (answer_html, evidence_html, panel_blocks, panel_figures, prompt_html,
-                                  question_html, reasoning_html, sentences_html, story_document)
+from flashtrace.analysis.story import TITLES, Panel, stored_check, story_panels
+from flashtrace.viz.story import (LINE_CHARS, answer_html, condensed, evidence_html, panel_blocks,
+                                  panel_figures, prompt_html, question_html, reasoning_html, reasoning_lines, screen_lines,
+                                  sentences_html, story_document)
 
-N = len(STEPS)
 TERMS = {"question": ("attribution",), "direct": ("hop", "attribution"), "hops": ("hop", "rho"),
-         "evidence": ("attribution", "segment"), "check": ("deletion", "log-probability")}
+         "evidence": ("attribution", "segment"), "failure": ("segment", "log-probability"),
+         "check": ("deletion", "log-probability")}
 
 
 def go_to(target: int) -> None:
@@ -29,14 +31,15 @@ def presenting(on: bool) -> None:
         del st.query_params["present"]
 
 
-def current_step() -> int:
+def current_step(n: int) -> int:
+    """The step in the URL, kept within 1..`n` (the trace's number of panels)."""
     try:
-        return min(max(int(st.query_params.get("step", "1")), 1), N)
+        return min(max(int(st.query_params.get("step", "1")), 1), n)
     except ValueError:
         return 1
 
 
-def step_buttons(step: int, back, where, forward) -> None:
+def step_buttons(step: int, back, where, forward, N: int) -> None:
     back.button("Back", key="story_back", icon=":material/arrow_back:", disabled=step == 1, on_click=go_to,
                 args=(step - 1,), width="stretch", help="Previous step (← or Page Up)")
     forward.button("Next", key="story_next", icon=":material/arrow_forward:", disabled=step == N, on_click=go_to,
@@ -54,6 +57,9 @@ def question_body(data: dict, large: bool) -> None:
     if data["reasoning"]:
         left, right = st.columns([3, 2])
         left.html(reasoning_html(data, large))
+        if condensed(data["reasoning"], reasoning_lines(data, large), LINE_CHARS[large])[1]:
+            with left.expander(f"The whole reasoning ({screen_lines(data['reasoning'], LINE_CHARS[large]):,} lines)"):
+                st.html(reasoning_html(data, large, whole=True))
     else:
         right = st.container()
     right.html(answer_html(data, large))
@@ -115,7 +121,6 @@ def exports(ref, trace, panels: list[Panel], step: int) -> None:
 
 present = st.query_params.get("present") == "1"
 ui.page_setup("Story", sidebar=not present)
-step = current_step()
 if present:
     screen.presenter_view()
     picked = ui.url_trace()
@@ -132,15 +137,16 @@ else:
                 width="stretch", help="Full-width presenter view: no sidebar, large type (Escape leaves it)")
 if picked:
     ref, trace = picked
-    step_buttons(step, back, where, forward)
-    pair_links(ref, trace)
-    screen.story_keys()
     with ui.shown_errors():
         panels = story_panels(trace, st.session_state.get(f"story_check_{ref}"))
+        step = current_step(len(panels))
+        step_buttons(step, back, where, forward, len(panels))
+        screen.story_keys()
         panel = panels[step - 1]
         (title if present else st).subheader(TITLES[panel.key], anchor=False)  # md-ok: constant titles
         show_panel(ref, trace, panel, present)
-        if not present:
+        if not present:  # under the panel (the panel fits the screen above it), not in the presenter view
+            pair_links(ref, trace)
             exports(ref, trace, panels, step)
     if not present:
         st.caption("Words used here: " + " · ".join(help_link(k) for k in TERMS[panel.key])  # md-ok: constants

@@ -119,7 +119,8 @@ def _cells(page: str) -> list[str]:
 def test_story_panels_and_figures(case, variants):
     trace = _trace(case, variants)
     want = expected(trace)
-    question, direct, hops, evidence, _check = story_panels(trace)
+    panels = {p.key: p for p in story_panels(trace)}  # five steps; a failure adds its own before the check
+    question, direct, hops, evidence = (panels[k] for k in ("question", "direct", "hops", "evidence"))
     tops = hops.data["top"]
     assert [t.key for t in tops] == [w[0] for w in want]
     assert [t.share for t in tops] == pytest.approx([w[1] for w in want], abs=1e-9)

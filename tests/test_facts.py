@@ -12,6 +12,7 @@ from .test_story import CHECK
 from .trace_factory import make_trace, unread, vector
 
 P = ["Alpha is one.", "Beta is two.", "What is alpha ?"]  # 3, 3 and 4 tokens (" ?" is punctuation only)
+Q = ["Alpha is one.", "Beta is two.", "Gamma is alpha ."]  # the same token layout, no question: all context
 S = ["Step one reads alpha.", "Step two checks."]
 A = "Answer: one"
 HOP0 = {"T0": .1, "P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}  # total 1.1
@@ -97,8 +98,8 @@ def test_a_trace_without_prompt_attribution_has_no_top_and_claims_nothing():
 
 
 def test_a_kept_top_reports_its_lead_at_both_depths():
-    raws = [vector(P, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(P, S, A, {"P0": .2, "P2": .7, "S1": .1})]
-    facts = analyse(make_trace(P, S, A, raws))
+    raws = [vector(Q, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(Q, S, A, {"P0": .2, "P2": .7, "S1": .1})]
+    facts = analyse(make_trace(Q, S, A, raws))
     c, d0, d1 = facts.change, facts.depths[0], facts.depths[1]
     assert (c.kind, c.first, c.last) == ("same", 0, 0) and c.margin == MARGIN
     assert c.lead_first == pytest.approx(d0.shares[0] - d0.shares[1])
@@ -106,20 +107,34 @@ def test_a_kept_top_reports_its_lead_at_both_depths():
 
 
 def test_a_change_and_a_tie_carry_both_leads():
-    raws = [vector(P, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
-            vector(P, S, A, {"P0": .6, "P2": .05, "S0": .05})]
-    facts = analyse(make_trace(P, S, A, raws))
+    raws = [vector(Q, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
+            vector(Q, S, A, {"P0": .6, "P2": .05, "S0": .05})]
+    facts = analyse(make_trace(Q, S, A, raws))
     c, d0, d1 = facts.change, *facts.depths
     assert (c.kind, c.first, c.last) == ("changed", 2, 0) and facts.hops_change_evidence
     assert c.lead_first == pytest.approx(d0.shares[2] - d0.shares[0]) and c.lead_first > MARGIN
     assert c.lead_last == pytest.approx(d1.shares[0] - d1.shares[2]) and c.lead_last > MARGIN
     # the same move, but "Alpha is one." ends only 1 point ahead: a tie at the deepest depth
-    raws[1] = vector(P, S, A, {"P0": .275, "S0": .05})
-    tie = analyse(make_trace(P, S, A, raws))
+    raws[1] = vector(Q, S, A, {"P0": .275, "S0": .05})
+    tie = analyse(make_trace(Q, S, A, raws))
     t1 = tie.depths[1]
     assert tie.change.kind == "tie" and tie.change.lead_last == pytest.approx(t1.shares[0] - t1.shares[2])
     assert 0 < tie.change.lead_last < MARGIN < tie.change.lead_first
     assert not tie.hops_change_evidence
+
+
+def test_the_top_evidence_is_ranked_over_the_context_the_question_apart():
+    # the same attribution with the third sentence a question: it leads at hop 0 but is what was asked, so the
+    # top context sentence is "Alpha is one." at both depths
+    raws = [vector(P, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
+            vector(P, S, A, {"P0": .6, "P2": .05, "S0": .05})]
+    facts = analyse(make_trace(P, S, A, raws))
+    d0, d1 = facts.depths
+    assert facts.pieces[2].asked and d0.top == 2  # the question holds the most at hop 0 ...
+    c = facts.change
+    assert (c.kind, c.first, c.last) == ("same", 0, 0)  # ... but the context's top stays
+    assert c.lead_first == pytest.approx(d0.shares[0] - d0.shares[1])
+    assert c.lead_last == pytest.approx(d1.shares[0] - d1.shares[1])
 
 
 def swap_trace(late: float):

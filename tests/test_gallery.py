@@ -1,24 +1,67 @@
 import json
 import math
+import re
 
 import numpy as np
 import pytest
 
 from flashtrace.analysis.facts import MARGIN, analyse
+from flashtrace.analysis.failure import failure_note, failure_of
 from flashtrace.analysis.story import card_note
 from flashtrace.evaluate.faithfulness import FAITHFULNESS_KEY
 from flashtrace.evaluate.gallery import GALLERY, PRESETS, build_gallery, build_trace, preset_text, round_floats
+from flashtrace.analysis.segments import is_step, steps_before_target
+from flashtrace.engine.inputs.spans import is_question
+from flashtrace.evaluate.gallery_spec import is_right, value_text
 from flashtrace.store.gallery import GalleryItem, gallery_dir, list_gallery, load_gallery_trace, write_index
 
 
-def test_shipped_gallery_covers_every_family_a_free_form_prompt_and_a_long_trace():
+def _written():
+    return [it for it in list_gallery() if it.written]
+
+
+def test_the_gallery_leads_with_reasoning_the_models_wrote_themselves():
     items = list_gallery()
-    assert [it.name for it in items] == [s.name for s in GALLERY]
-    assert {it.task for it in items} >= {"arithmetic", "vartrack", "multihop", "needle", "free-form"}
-    assert max(it.n_tokens for it in items) >= 2000
-    assert all(it.model == "smollm2-135m" for it in items)
+    written = [it for it in items if it.written]
+    assert items[:len(written)] == written  # they come first
+    originals = [it for it in written if it.edited_from is None]
+    assert len(originals) >= 10 and {it.model for it in originals} == {"qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"}
+    for item in written:
+        trace = load_gallery_trace(item.name)
+        generation, record = trace.extra["generation"], trace.extra["gallery"]
+        assert generation["do_sample"] is False and generation["max_new_tokens"] > 0, item.name  # greedy, recorded
+        assert record["spec"]["model"] == trace.model.name, item.name
+        if item.edited_from is None:
+            assert record["spec"]["prompt"] in trace.prompt, item.name
+        else:  # the edited version: the spec's prompt without the edit's sentence
+            assert record["spec"]["edit"]["sentence"] not in trace.prompt, item.name
+        assert item.correct == is_right(trace, record["right_answer"]), item.name  # checked against the task's answer
+    # the synthetic benchmark traces stay, after them: SmolLM2 reading templated reasoning
+    assert [it.name for it in items[len(written):]] == [s.name for s in GALLERY]
+    assert all(it.model == "smollm2-135m" and not it.written for it in items[len(written):])
     total = sum(p.stat().st_size for p in gallery_dir().glob("*.json"))
-    assert total < 10 * 2**20
+    assert total <= 4 * 2**20
+
+
+def test_at_least_two_honest_failures_are_proven_by_an_edit_whose_answer_is_right():
+    proven = []
+    for item in (it for it in _written() if it.correct is False and it.edited_from is None):
+        original = load_gallery_trace(item.name)
+        for name in item.edited_versions:
+            edited = load_gallery_trace(name)  # the linked pair is in the gallery, both ways
+            source = edited.extra["edited_from"]
+            assert source["name"] == item.name and source["answer_before"] == item.answer
+            assert isinstance(source["logprob_before"], float) and isinstance(source["logprob_after"], float)
+            assert original.extra["gallery"]["edit_result"]["answer"] == source["answer_after"] == value_text(edited)
+            if is_right(edited, original.extra["gallery"]["right_answer"]):
+                proven.append(item.name)
+    assert len(proven) >= 2, proven
+
+
+def test_the_gallery_holds_a_long_trace_with_many_steps():
+    long = [it.name for it in _written() if it.n_tokens >= 1500
+            and len(steps_before_target(load_gallery_trace(it.name))) >= 15]
+    assert long
 
 
 @pytest.mark.parametrize("spec", GALLERY, ids=lambda s: s.name)
@@ -51,8 +94,17 @@ def _top_sentences(trace, depth: int) -> dict[str, float]:
     return {k: v / total for k, v in sums.items()}
 
 
+def _context(trace, shares: dict[str, float]) -> dict[str, float]:
+    """The shares of the context sentences: the question sentences apart (unless the prompt is only questions)."""
+    prompt = [s for s in trace.segments if s.role == "prompt"]
+    asked = {s.id for s in prompt if is_question(s.text)}
+    if all(s.id in asked or not s.text.strip() for s in prompt):
+        asked = set()
+    return {k: v for k, v in shares.items() if k not in asked}
+
+
 def _change_by_hand(trace) -> str:
-    first, last = _top_sentences(trace, 0), _top_sentences(trace, len(trace.hops) - 1)
+    first, last = (_context(trace, _top_sentences(trace, d)) for d in (0, len(trace.hops) - 1))
     a, b = max(first, key=first.get), max(last, key=last.get)
     if a == b:
         return "same"
@@ -61,13 +113,15 @@ def _change_by_hand(trace) -> str:
 
 def test_index_says_what_the_hops_change_in_each_trace_as_the_pages_do():
     rows = json.loads((gallery_dir() / "index.json").read_text(encoding="utf-8"))
-    assert [r["name"] for r in rows] == [s.name for s in GALLERY]
+    assert [r["name"] for r in rows] == [it.name for it in list_gallery()]
     for row in rows:
         trace = load_gallery_trace(row["name"])
         assert row["overlap"] == pytest.approx(_top10_overlap(trace)), row["name"]  # the index agrees with the file
         assert row["change"] == _change_by_hand(trace), row["name"]
         assert row["top_segment_changed"] == (row["change"] == "changed")
-        assert row["note"] == card_note(analyse(trace))  # the card's sentence is the analysis layer's
+        facts = analyse(trace)
+        failure = failure_of(trace, facts)  # a failure's card says so first
+        assert row["note"] == (f"{failure_note(facts, failure)} " if failure else "") + card_note(facts), row["name"]
         assert "Hops change" not in row["description"]  # no verdict frozen into the description at build time
 
 
@@ -86,7 +140,7 @@ def test_gallery_traces_store_step_influence_by_intervention():
     for item in list_gallery():
         trace = load_gallery_trace(item.name)
         lo = trace.settings.target[0]
-        steps = [s.id for s in trace.segments if s.role == "reasoning" and s.end <= lo]
+        steps = [s.id for s in trace.segments if is_step(s) and s.end <= lo]  # an "Answer:" marker is no step
         record = trace.interventions
         assert record is not None and record.model == trace.model.name, item.name
         assert [e.segments for e in record.edits if e.kind == "step"] == [[s] for s in steps], item.name
@@ -151,20 +205,22 @@ def test_build_trace_records_gold_spans():
 
 
 def test_a_gallery_without_its_index_lists_the_same_cards_from_the_files(tmp_path, monkeypatch):
-    names = ["arithmetic", "needle", "vartrack-answer-11"]  # the last: its top prompt sentence changes
+    names = ["arithmetic", "needle", "muffins"]  # the last written by a model
     for name in names:
         (tmp_path / f"{name}.json").write_bytes((gallery_dir() / f"{name}.json").read_bytes())
     shipped = {it.name: it for it in list_gallery()}
     assert list_gallery(tmp_path) == [shipped[n] for n in sorted(names)]  # read from the files, by name
     monkeypatch.setenv("FLASHTRACE_GALLERY", str(tmp_path))
     assert load_gallery_trace("needle").title == shipped["needle"].title  # $FLASHTRACE_GALLERY is the gallery
-    assert shipped["vartrack-answer-11"].top_segment_changed
-    with pytest.raises(ValueError, match="^no gallery trace named 'vartrack'; the gallery has: arithmetic, needle, "
-                                         "vartrack-answer-11$"):
+    assert shipped["muffins"].top_segment_changed == (shipped["muffins"].change == "changed")
+    with pytest.raises(ValueError, match="^no gallery trace named 'vartrack'; the gallery has: arithmetic, muffins, "
+                                         "needle$"):
         load_gallery_trace("vartrack")
     written = write_index(tmp_path, order=["needle"])
-    assert [it.name for it in written] == ["needle", "arithmetic", "vartrack-answer-11"]  # named first, then by name
-    assert [GalleryItem(**row) for row in json.loads((tmp_path / "index.json").read_text())] == written
+    # the model-written first, then the synthetic: each as named in the order, then by name
+    assert [it.name for it in written] == ["muffins", "needle", "arithmetic"]
+    rows = json.loads((tmp_path / "index.json").read_text())
+    assert [GalleryItem(**{**row, "edited_versions": tuple(row["edited_versions"])}) for row in rows] == written
     assert list_gallery(tmp_path) == written  # from the index now
 
 
@@ -197,17 +253,27 @@ def test_any_trace_copied_into_a_gallery_folder_gets_a_card(tmp_path):
     assert list_gallery(tmp_path) == [plain, tasked]
 
 
-def test_the_docs_gallery_table_lists_every_shipped_trace_as_the_index_records_it():
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+                "seventeen eighteen nineteen twenty twenty-one twenty-two twenty-three twenty-four twenty-five").split()
+
+
+def test_the_docs_gallery_tables_are_the_shipped_gallery_and_every_trace_they_name_exists():
     from pathlib import Path
 
+    from flashtrace.evaluate.gallery_tables import gallery_rows, intervention_rows
+
     root = Path(__file__).resolve().parents[1]
-    index = json.loads((root / "assets" / "gallery" / "index.json").read_text())
     text = (root / "docs" / "app.md").read_text()
-    section = text[text.index("## Gallery"):]
-    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| name")]
-    changed = {"changed": "yes", "same": "no"}
-    expected = {f"| {e['name']} | {e['title']} | {'the answer' if e['hop0'] == 'answer' else 'the whole generation'} "
-                f"| {e['n_tokens']:,} | {e['overlap']} | {changed.get(e['change'], e['change'])} |" for e in index}
-    assert expected <= set(rows), sorted(expected - set(rows))
-    number = ["Twelve", "Thirteen", "Fourteen", "Fifteen"][len(index) - 12] if 12 <= len(index) <= 15 else None
-    assert number and f"{number} SmolLM2-135M-Instruct traces ship" in section
+    rows = {line for line in text.splitlines() if line.startswith("| ")}
+    assert set(gallery_rows()) <= rows, sorted(set(gallery_rows()) - rows)
+    assert set(intervention_rows()) <= rows, sorted(set(intervention_rows()) - rows)
+    names = {it.name for it in list_gallery()}
+    section = text[text.index("## Gallery"):text.index("\n## ", text.index("## Gallery") + 1)]
+    table_names = {line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")
+                   and not line.startswith(("| name", "|---"))}
+    assert table_names == names, sorted(table_names ^ names)
+    # a trace named in the prose by its file name (needle-values-18, bus-05-edited, ...) is one that ships
+    named = set(re.findall(r"(?<![\w.-])[a-z]+(?:-[a-z]+)*-(?:edited|\d+)(?:-edited)?(?![\w.-])", text))
+    named -= {word for word in named if re.fullmatch(r"(?:top|hop)-\d+", word)}  # "top-10 overlap", "hop-0 span"
+    assert named <= names, sorted(named - names)
+    assert f"{NUMBER_WORDS[len(names)].capitalize()} traces ship in `assets/gallery/`" in section

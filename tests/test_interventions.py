@@ -153,6 +153,18 @@ def test_edit_rerun_generates_and_retraces(tiny_llama):
     assert result.trace.response == result.response
 
 
+def test_a_rerun_reports_one_rising_progress_that_fills_only_at_the_end(tiny_llama):
+    """The re-run's bar sat full ("60/60 · under 1 s left") while the model was still writing: the scoring
+    filled it, the generation reported nothing. Now one count covers scoring, each new token and the trace."""
+    seen: list[tuple[int, int]] = []
+    edit(tiny_llama, _trace(tiny_llama), ["P1"], retrace=True, max_new_tokens=6,
+         progress=lambda done, total: seen.append((done, total)))
+    done = [d for d, _ in seen]
+    assert {t for _, t in seen} == {1000} and done == sorted(done)  # never backwards
+    assert done[-1] == 1000 and done.count(1000) <= 2  # full only once the new trace's attribution ends
+    assert len({d for d in done if 0 < d < 1000}) >= 3  # the scoring, the new tokens and the trace move it
+
+
 def test_edited_texts_replace_a_step(tiny_llama):
     tr = _trace(tiny_llama)
     assert edited_texts(tr, ["P1"], "Ben has 5 blue balls.")[0] == PROMPT.replace("4 blue", "5 blue")

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from flashtrace.analysis.facts import MARGIN, analyse
+from flashtrace.engine.inputs.sequence import scaffold_range
 from flashtrace.analysis.story import (STEPS, asked, card_note, change_words, check_panel, direct_panel, evidence_panel,
                                        gold_words, hops_panel, moves_words, stored_check, story_panels, swap_words, top_words)
 from flashtrace.analysis.text import counted, pct, quote
@@ -18,6 +19,7 @@ from .trace_factory import make_trace, unread, vector
 CHECK = {"version": 1, "fraction": 0.1, "n_prompt": 120, "n_deleted": 12, "before": -0.5, "top": -6.25,
          "random": [-0.75, -1.0, -0.5], "random_mean": -0.75, "seed": 0, "model": "m"}
 P = ["Alpha is one.", "Beta is two.", "What is alpha?"]
+C = ["Alpha is one.", "Beta is two.", "Gamma is alpha."]  # the same layout, all context (no question)
 S = ["Step one reads alpha.", "Step two checks."]
 A = "Answer: one"
 
@@ -46,12 +48,14 @@ def trace(request):
     return load_gallery_trace(request.param)
 
 
-def test_every_gallery_trace_tells_five_panels(trace):
+def test_every_gallery_trace_tells_five_panels_and_a_failure_its_sixth(trace):
     panels = story_panels(trace)
-    assert [p.key for p in panels] == list(STEPS)
+    wrong = trace.extra.get("gallery", {}).get("correct") is False
+    assert [p.key for p in panels] == [*STEPS[:4], *(["failure"] if wrong else []), "check"]
     assert all(p.caption and p.title for p in panels)
     question, direct = panels[:2]
-    assert question.data["question"] == trace.prompt
+    scaffold = scaffold_range(trace.prompt)  # the instruction the tool added is not part of the question
+    assert question.data["question"] == (trace.prompt[:scaffold[0]] if scaffold else trace.prompt)
     lo, hi = trace.settings.target
     assert question.data["answer"] == "".join(t.text for t in trace.tokens[lo:hi]).strip()
     raw = trace.hops[0].raw
@@ -107,26 +111,26 @@ def test_recursive_reasoning_reach_is_not_one_minus_rho():
 
 
 def test_a_change_is_claimed_only_beyond_the_margin():
-    # hop 0: the question leads by 10 points; hop 1 moves the evidence to "Alpha is one." decisively
-    raws = [vector(P, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
-            vector(P, S, A, {"P0": .6, "P2": .05, "S0": .05})]
-    facts = analyse(make_trace(P, S, A, raws))
+    # hop 0: "Gamma is alpha." leads by 10 points; hop 1 moves the evidence to "Alpha is one." decisively
+    raws = [vector(C, S, A, {"P0": .2, "P1": .1, "P2": .3, "S0": .3, "S1": .1}),
+            vector(C, S, A, {"P0": .6, "P2": .05, "S0": .05})]
+    facts = analyse(make_trace(C, S, A, raws))
     assert facts.change.kind == "changed"
     words = change_words(facts)
-    assert words.startswith("The hops changed the top prompt sentence from “What is alpha?”") and "“Alpha is one.”" in words
+    assert words.startswith("The hops changed the top prompt sentence from “Gamma is alpha.”") and "“Alpha is one.”" in words
     assert "Hops change the evidence" in card_note(facts)
 
 
 def test_a_lead_within_the_margin_is_a_tie_naming_both():
-    # hop 0: the question 43.2 % vs "Alpha is one." 42.4 % (a tie); later "Alpha is one." leads
-    raws = [vector(P, S, A, {"P0": .295, "P1": .1, "P2": .3, "S0": .4}),
-            vector(P, S, A, {"P0": .6, "P2": .1, "S0": .1})]
-    facts = analyse(make_trace(P, S, A, raws))
+    # hop 0: "Gamma is alpha." 43.2 % vs "Alpha is one." 42.4 % (a tie); later "Alpha is one." leads
+    raws = [vector(C, S, A, {"P0": .295, "P1": .1, "P2": .3, "S0": .4}),
+            vector(C, S, A, {"P0": .6, "P2": .1, "S0": .1})]
+    facts = analyse(make_trace(C, S, A, raws))
     d0 = facts.depths[0]
     assert d0.shares[2] - d0.shares[0] < MARGIN
     assert facts.change.kind == "tie"
     words = change_words(facts)
-    assert "did not clearly change" in words and "“What is alpha?”" in words and "“Alpha is one.”" in words
+    assert "did not clearly change" in words and "“Gamma is alpha.”" in words and "“Alpha is one.”" in words
     assert "changed the top" not in words and "not a change" in card_note(facts)
 
 

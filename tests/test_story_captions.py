@@ -5,13 +5,13 @@ the margin, climbs, gold ranks in ordinals, the evidence with its tie note, and 
 import pytest
 
 from flashtrace.analysis.facts import analyse
-from flashtrace.analysis.story import (_ordinal, card_note, change_words, depth_table, direct_panel, evidence_panel,
+from flashtrace.analysis.story import (card_note, change_words, depth_table, direct_panel, evidence_panel,
                                        gold_at, gold_words, hops_panel, moves_words, question_panel, reach_words,
                                        story_panels, swap_words, top_words)
-from flashtrace.analysis.text import pct, points, quote
+from flashtrace.analysis.text import ordinal, pct, points, quote
 from flashtrace.engine.inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION
 
-from .test_facts import CUM, HOP0, HOP1, RHO0, A, P, S, margin_trace, swap_trace, two_hops
+from .test_facts import CUM, HOP0, HOP1, RHO0, A, P, Q, S, margin_trace, swap_trace, two_hops
 from .test_story import CHECK
 from .trace_factory import make_trace, vector
 from .trace_factory import unread as unread_trace
@@ -85,46 +85,46 @@ def test_reach_is_said_per_depth_and_split_between_the_prompt_and_the_chat_templ
 
 
 def test_a_change_is_told_with_both_shares_at_both_depths():
-    facts = analyse(two_hops())
+    facts = analyse(make_trace(Q, S, A, [vector(Q, S, A, HOP0), vector(Q, S, A, HOP1)]))
     d0 = [.2 / .6, .1 / .6, .3 / .6]
     assert change_words(facts) == (
-        f"The hops changed the top prompt sentence from “What is alpha ?” ({pct(d0[2], 1)} at hop 0, against "
+        f"The hops changed the top prompt sentence from “Gamma is alpha .” ({pct(d0[2], 1)} at hop 0, against "
         f"{pct(d0[0], 1)}) to “Alpha is one.” ({pct(FINAL[0], 1)} after 1 hop, against {pct(FINAL[2], 1)}): a lead "
         "of more than 2.0 points at both depths.")
-    assert card_note(facts) == ("Hops change the evidence: the top prompt sentence moves from “What is alpha ?” to "
+    assert card_note(facts) == ("Hops change the evidence: the top prompt sentence moves from “Gamma is alpha .” to "
                                 "“Alpha is one.”, beyond the 2-point margin.")
 
 
 def test_a_tie_says_at_which_depth_the_two_are_close():
-    late = make_trace(P, S, A, [vector(P, S, A, HOP0), vector(P, S, A, {"P0": .11 / RHO0, "S0": .1})])
+    late = make_trace(Q, S, A, [vector(Q, S, A, HOP0), vector(Q, S, A, {"P0": .11 / RHO0, "S0": .1})])
     facts = analyse(late)
     c = facts.change
     assert c.kind == "tie"
     d0, d1 = facts.depths
     assert change_words(facts) == (
-        "The hops did not clearly change the top prompt sentence: “What is alpha ?” and “Alpha is one.” are within "
+        "The hops did not clearly change the top prompt sentence: “Gamma is alpha .” and “Alpha is one.” are within "
         f"2.0 points of each other after 1 hop ({pct(d0.shares[2], 1)} and {pct(d0.shares[0], 1)} at hop 0; "
         f"{pct(d1.shares[2], 1)} and {pct(d1.shares[0], 1)} after 1 hop).")
-    assert card_note(facts) == ("A near tie, not a change: “What is alpha ?” and “Alpha is one.” are within 2.0 points "
+    assert card_note(facts) == ("A near tie, not a change: “Gamma is alpha .” and “Alpha is one.” are within 2.0 points "
                                 "of each other after 1 hop.")
-    early = make_trace(P, S, A, [vector(P, S, A, {"P0": .29, "P2": .3, "S0": .4}), vector(P, S, A, HOP1)])
+    early = make_trace(Q, S, A, [vector(Q, S, A, {"P0": .29, "P2": .3, "S0": .4}), vector(Q, S, A, HOP1)])
     facts = analyse(early)
     assert facts.change.kind == "tie" and " of each other at hop 0 (" in change_words(facts)
     assert card_note(facts).endswith(" are within 2.0 points of each other at hop 0.")
 
 
 def test_a_kept_top_says_by_how_much_it_leads_or_that_the_next_is_close():
-    raws = [vector(P, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(P, S, A, {"P0": .2, "P2": .1, "S1": .1})]
-    facts = analyse(make_trace(P, S, A, raws))
+    raws = [vector(Q, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(Q, S, A, {"P0": .2, "P2": .1, "S1": .1})]
+    facts = analyse(make_trace(Q, S, A, raws))
     c = facts.change
     assert change_words(facts) == (f"The top prompt sentence is “Alpha is one.” at every depth (leading the next by "
                                    f"{points(c.lead_first)} at hop 0 and {points(c.lead_last)} after 1 hop).")
-    raws[1] = vector(P, S, A, {"P1": .95, "S1": .1})  # "Beta is two." closes in, within the margin
-    close = analyse(make_trace(P, S, A, raws))
+    raws[1] = vector(Q, S, A, {"P1": .95, "S1": .1})  # "Beta is two." closes in, within the margin
+    close = analyse(make_trace(Q, S, A, raws))
     assert close.change.kind == "same" and close.change.lead_last <= .02
     assert change_words(close) == ("The top prompt sentence is “Alpha is one.” at every depth, but the next one is "
                                    "within 2.0 points of it at some depth.")
-    assert change_words(analyse(make_trace(P, S, A, raws[:1]))) == ""
+    assert change_words(analyse(make_trace(Q, S, A, raws[:1]))) == ""
 
 
 def test_a_swap_into_the_top_three_is_told_and_carded():
@@ -159,10 +159,10 @@ def test_climbs_are_named_with_ranks_and_shares_known_evidence_first():
 
 
 def test_ordinals_read_as_english():
-    assert [_ordinal(n) for n in (1, 2, 3, 4, 10, 11, 12, 13, 20, 21, 22, 23, 101, 111, 112, 113, 121)] == [
+    assert [ordinal(n) for n in (1, 2, 3, 4, 10, 11, 12, 13, 20, 21, 22, 23, 101, 111, 112, 113, 121)] == [
         "1st", "2nd", "3rd", "4th", "10th", "11th", "12th", "13th", "20th", "21st", "22nd", "23rd", "101st", "111th",
         "112th", "113th", "121st"]
-    assert _ordinal(None) == "unranked"
+    assert ordinal(None) == "unranked"
 
 
 def test_gold_is_placed_at_both_depths_in_words_and_on_the_cards():
@@ -174,7 +174,8 @@ def test_gold_is_placed_at_both_depths_in_words_and_on_the_cards():
         f"The known evidence (gold, 2 tokens) holds {pct(g.share[0], 1)} {OF_PROMPT} at hop 0 and {pct(g.share[1], 1)} "
         "after 1 hop; its best sentence ranks 3rd at hop 0 and 3rd after 1 hop (2nd and 2nd among the context "
         "sentences, the question apart); its best token ranks 8th among the prompt's tokens.")
-    assert card_note(facts).endswith(" The known evidence's best sentence ranks 3rd at hop 0 and 3rd after the hops.")
+    assert card_note(facts).endswith(" The known evidence's best sentence ranks 2nd at hop 0 and 2nd after the hops "
+                                     "among the context sentences.")
     at = gold_at(facts, 1)
     assert (at["piece"].key, at["rank"], at["ranked"], at["piece"].share) == ("P1", 3, "3rd", pytest.approx(FINAL[1]))
     assert gold_at(analyse(two_hops()), 0) is None and gold_words(analyse(two_hops())) == ""
@@ -188,7 +189,7 @@ def test_the_hops_panel_says_when_the_hops_stopped_or_never_ran():
     stopped = with_settings(trace, hops=2)
     assert hops_panel(stopped, analyse(stopped)).caption.startswith(
         reach_words(analyse(stopped)) + " Each hop follows the share left on the reasoning back to the words it read. "
-        "(The hops stopped after 1: nothing was left on the reasoning.) The hops changed")
+        "(The hops stopped after 1: nothing was left on the reasoning.) The top context sentence")
     none = make_trace(P, S, A, [vector(P, S, A, HOP0)])
     panel = hops_panel(none, analyse(none))
     assert (panel.key, panel.title) == ("hops", "How the reasoning passes it on")
@@ -202,7 +203,7 @@ def test_the_hops_panel_says_when_the_hops_stopped_or_never_ran():
     assert two.data["added"] == list(analyse(trace).input_share) and [r.key for r in two.data["top"]] == ["P2", "P0"]
     reasoning = make_trace(P, S, A, [vector(P, S, A, HOP0), vector(P, S, A, HOP1)], recursive="reasoning")
     assert (" Each hop follows the share left on the reasoning back to the words it read. (In this trace the hops "
-            "follow the reasoning only; the answer's attribution on its own text stays.) The hops"
+            "follow the reasoning only; the answer's attribution on its own text stays.) The top context sentence"
             in hops_panel(reasoning, analyse(reasoning)).caption)
 
 
@@ -238,7 +239,7 @@ def test_the_evidence_panel_names_its_sentences_and_a_final_tie():
 
 def test_cards_for_a_kept_top_and_for_no_hops():
     kept = make_trace(P, S, A, [vector(P, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(P, S, A, {"P0": .2, "S1": .1})])
-    assert card_note(analyse(kept)) == (f"Hops change little here: the top sentence stays “Alpha is one.” and the top-10 "
+    assert card_note(analyse(kept)) == (f"Hops change little here: the top context sentence stays “Alpha is one.” and the top-10 "
                                         f"prompt words at hop 0 and after 1 hop overlap {pct(1.0)}.")
     assert card_note(analyse(kept), k=2) .endswith(f"after 1 hop overlap {pct(analyse(kept).overlap(2))}.")
     prompt = [f"Fact {i} is here." for i in range(12)]
@@ -246,7 +247,7 @@ def test_cards_for_a_kept_top_and_for_no_hops():
             vector(prompt, S, A, {"P9": .08, "S0": .05})]  # "Fact 9" climbs from 10th to 5th, no swap
     climbs = analyse(make_trace(prompt, S, A, raws))
     assert climbs.change.kind == "same" and not climbs.swaps
-    assert card_note(climbs) == "Hops keep the top sentence “Fact 0 is here.” and move “Fact 9 is here.” from 10th to 5th."
+    assert card_note(climbs) == "Hops keep the top prompt sentence “Fact 0 is here.” and move “Fact 9 is here.” from 10th to 5th."
     assert card_note(analyse(make_trace(P, S, A, [vector(P, S, A, HOP0)]))) == "Traced without hops."
 
 
@@ -310,16 +311,16 @@ def test_a_trace_without_prompt_attribution_says_so_everywhere():
 
 
 def test_the_card_places_the_gold_at_hop_0_and_after_the_last_hop():
-    raws = [vector(P, S, A, {"P0": .3, "P1": .1, "P2": .2, "S0": .4}), vector(P, S, A, {"P1": .3, "S0": .5}),
-            vector(P, S, A, {"P1": .5, "S0": .1})]
-    text = " ".join(P)
+    raws = [vector(Q, S, A, {"P0": .3, "P1": .1, "P2": .2, "S0": .4}), vector(Q, S, A, {"P1": .3, "S0": .5}),
+            vector(Q, S, A, {"P1": .5, "S0": .1})]
+    text = " ".join(Q)
     gold = {"gold": [[text.index("Beta"), text.index("Beta") + 4]]}
-    facts = analyse(make_trace(P, S, A, raws, extra=gold))
+    facts = analyse(make_trace(Q, S, A, raws, extra=gold))
     assert facts.gold.piece_rank == (3, 2, 1)
     assert card_note(facts) == ("Hops change the evidence: the top prompt sentence moves from “Alpha is one.” to "
                                 "“Beta is two.”, beyond the 2-point margin. The known evidence's best sentence ranks "
                                 "3rd at hop 0 and 1st after the hops.")
-    assert card_note(analyse(make_trace(P, S, A, raws[:1], extra=gold))) == "Traced without hops."
+    assert card_note(analyse(make_trace(Q, S, A, raws[:1], extra=gold))) == "Traced without hops."
 
 
 def long_texts(trace):
@@ -333,9 +334,10 @@ def cards():
     prompt = [f"Fact {i} is here." for i in range(12)]
     climb = [vector(prompt, S, A, {f"P{i}": 0.1 - 0.005 * i for i in range(12)} | {"S0": .5}),
              vector(prompt, S, A, {"P9": .08, "S0": .05})]
-    kept = [vector(P, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(P, S, A, {"P0": .2, "S1": .1})]
-    return {"swap": swap_trace(.5), "tie": make_trace(P, S, A, [vector(P, S, A, HOP0), vector(P, S, A, {"P0": .11 / RHO0, "S0": .1})]),
-            "climb": make_trace(prompt, S, A, climb), "little": make_trace(P, S, A, kept), "change": two_hops()}
+    kept = [vector(Q, S, A, {"P0": .5, "P1": .2, "S0": .3}), vector(Q, S, A, {"P0": .2, "S1": .1})]
+    tie = [vector(Q, S, A, HOP0), vector(Q, S, A, {"P0": .11 / RHO0, "S0": .1})]
+    return {"swap": swap_trace(.5), "tie": make_trace(Q, S, A, tie), "climb": make_trace(prompt, S, A, climb),
+            "little": make_trace(Q, S, A, kept), "change": make_trace(Q, S, A, [vector(Q, S, A, HOP0), vector(Q, S, A, HOP1)])}
 
 
 @pytest.mark.parametrize("case", ["swap", "tie", "climb", "little", "change"])
@@ -374,7 +376,7 @@ def test_gold_words_at_hop_0_only_or_at_hop_0_and_the_last_depth():
     assert gold_words(facts) == (
         f"The known evidence (gold, 1 token) holds {pct(g.share[0], 1)} {OF_PROMPT} at hop 0 and {pct(g.share[2], 1)} "
         f"after 2 hops; its best sentence ranks 3rd at hop 0 and 1st after 2 hops (2nd and 1st among the context "
-        f"sentences, the question apart); its best token ranks {_ordinal(g.token_rank[2])} among the prompt's tokens.")
+        f"sentences, the question apart); its best token ranks {ordinal(g.token_rank[2])} among the prompt's tokens.")
     one = analyse(make_trace(P, S, A, [vector(P, S, A, {"P0": .3, "P1": .1, "P2": .2, "S0": .4})],
                              extra={"gold": [[13, 17]]}))
     assert gold_words(one) == (f"The known evidence (gold, 1 token) holds {pct(one.gold.share[0], 1)} {OF_PROMPT} at "
@@ -389,7 +391,7 @@ def test_gold_outside_every_sentence_has_no_sentence_rank():
     assert facts.gold.positions == (4,) and facts.gold.piece_rank == (None, None)
     words = gold_words(facts)
     assert "sentence ranks" not in words and words.endswith(" after 1 hop; its best token ranks "
-                                                            f"{_ordinal(facts.gold.token_rank[1])} among the prompt's tokens.")
+                                                            f"{ordinal(facts.gold.token_rank[1])} among the prompt's tokens.")
     assert "known evidence" not in card_note(facts)
 
 

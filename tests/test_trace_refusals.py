@@ -160,7 +160,8 @@ def test_every_vector_is_checked_whatever_comes_before_it():
 
 
 ACCEPTED = {
-    "spans up to the last token": lambda d: d["spans"].update(answer=[N - 1, N]),
+    "spans up to the last token": lambda d: d["spans"].update(answer=[N - 1, N],  # the answer's value inside it
+                                                               **({"value": [N - 1, N]} if d["spans"].get("value") else {})),
     "one-token prompt span": lambda d: d["spans"].update(prompt=[24, 25]),
     "target up to the last token": lambda d: d["settings"].update(target=[N - 1, N]),
     "target from the first response token": lambda d: d["settings"].update(target=[70, 75]),

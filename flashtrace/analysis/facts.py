@@ -103,7 +103,7 @@ class Depth:
 
 @dataclass(frozen=True)
 class Change:
-    """The top piece at depth 0 against the deepest depth. `kind`: ``none`` (no prompt attribution),
+    """The top piece of the context (question sentences apart) at depth 0 against the deepest depth. `kind`: ``none`` (no prompt attribution),
     ``same`` (one top piece at both), ``changed`` (another top piece, each leading the other by more than
     `margin` at its own depth) or ``tie`` (another top piece, but within `margin` at one of the depths)."""
 
@@ -200,6 +200,12 @@ class TraceFacts:
     def final(self) -> Depth:
         """The deepest depth: the trace's final attribution."""
         return self.depths[-1]
+
+    @property
+    def ranked_kind(self) -> str:
+        """What the evidence ranking ranks: "context sentence" (the question apart), "prompt sentence" or
+        "prompt token"."""
+        return "context sentence" if any(p.asked for p in self.pieces) else f"prompt {self.piece_kind}"
 
     @property
     def hops_change_evidence(self) -> bool:
@@ -339,13 +345,28 @@ def _depths(trace: Trace, additions: HopAdditions, pieces: list[Piece]) -> list[
     return out
 
 
-def _change(depths: list[Depth]) -> Change:
+def _change(depths: list[Depth], pieces: list[Piece]) -> Change:
+    """The top piece of the context (the question sentences apart, as the evidence is ranked) at hop 0 against
+    the deepest depth."""
+    context = {i for i, p in enumerate(pieces) if not p.asked}
     first, last = depths[0], depths[-1]
-    a, b = first.top, last.top
+
+    def ranked(d: Depth) -> list[int]:
+        return [i for i in d.order if i in context]
+
+    def top(d: Depth) -> int | None:
+        order = ranked(d)
+        return order[0] if order and d.shares[order[0]] > 0 else None
+
+    def lead(d: Depth) -> float:
+        order = ranked(d)
+        return float(d.shares[order[0]] - (d.shares[order[1]] if len(order) > 1 else 0.0))
+
+    a, b = top(first), top(last)
     if a is None or b is None:
         return Change("none", a, b, 0.0, 0.0)
     if a == b:
-        return Change("same", a, b, first.lead(), last.lead())
+        return Change("same", a, b, lead(first), lead(last))
     lead_first = float(first.shares[a] - first.shares[b])
     lead_last = float(last.shares[b] - last.shares[a])
     kind = "changed" if lead_first > MARGIN and lead_last > MARGIN else "tie"
@@ -424,7 +445,7 @@ def _build(trace: Trace) -> TraceFacts:
     return TraceFacts(
         target_label=additions.target_label, hop0=trace.settings.hop0, piece_kind=kind, pieces=tuple(pieces),
         prompt_positions=positions, depths=tuple(depths), input_share=tuple(additions.input_share), direct=direct,
-        change=_change(depths), moves=tuple(_moves(depths)), swaps=tuple(_swaps(depths)), gold=_gold(gold, pieces, depths, positions),
+        change=_change(depths, pieces), moves=tuple(_moves(depths)), swaps=tuple(_swaps(depths)), gold=_gold(gold, pieces, depths, positions),
         graph=_graph(trace, pieces, depths[-1], kind),
         check=summarise_check(trace.extra.get(FAITHFULNESS_KEY)),
         additions=additions, _trace=weakref.ref(trace))

@@ -93,6 +93,13 @@ def is_step(segment) -> bool:
     return segment.role == "reasoning" and not is_answer_marker(segment.text)
 
 
+def steps_before_target(trace) -> list:
+    """A trace's reasoning steps (`is_step`) that end before its target starts: the steps that can carry the
+    answer, which the step count, step removal and the Story count."""
+    lo = trace.settings.target[0]
+    return [s for s in trace.segments or [] if is_step(s) and s.end <= lo]
+
+
 def _line_starts(text: str, lo: int, hi: int, starts_piece) -> tuple[list[int], int]:
     """First non-space character of each non-blank line where ``starts_piece(line_start, line_end)``, and
     how many of those lines are not "Answer:" lines."""
@@ -284,5 +291,5 @@ def segment_at(segments: Seq[Segment], position: int) -> Segment:
     return segments[index]
 
 
-__all__ = ["Segment", "is_answer_marker", "is_step", "Splitter", "WholeSplitter", "LineSplitter", "SentenceSplitter", "StepSplitter", "FirstMatch",
+__all__ = ["Segment", "is_answer_marker", "is_step", "steps_before_target", "Splitter", "WholeSplitter", "LineSplitter", "SentenceSplitter", "StepSplitter", "FirstMatch",
            "DEFAULT_SPLITTERS", "segment_sequence", "segment_at"]

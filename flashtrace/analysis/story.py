@@ -20,16 +20,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.inputs.sequence import scaffold_range
+from .failure import failure_of, failure_words, piece_shares
 from .facts import MARGIN, OF_PROMPT, TOP_SET, Check, Piece, TraceFacts, analyse, with_check
 from .schema import Trace
-from .segments import is_step
-from .text import counted, pct, points, quote
+from .segments import steps_before_target
+from .text import counted, ordinal, pct, points, quote
 from .views import span_text
 
 STEPS = ("question", "direct", "hops", "evidence", "check")
 TITLES = {"question": "The question and the answer", "direct": "What the answer reads directly",
           "hops": "How the reasoning passes it on", "evidence": "The evidence in the prompt",
-          "check": "Is it faithful? Delete the evidence and watch the answer"}
+          "check": "Is it faithful? Delete the evidence and watch the answer",
+          "failure": "Where it went wrong, and the edit that tests it"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ def gold_at(facts: TraceFacts, depth: int) -> dict[str, Any] | None:
     d = facts.depths[depth]
     best = min(facts.gold.pieces, key=d.rank)
     return {"piece": Ranked(facts.pieces[best], float(d.shares[best])), "rank": d.rank(best),
-            "ranked": _ordinal(d.rank(best))}
+            "ranked": ordinal(d.rank(best))}
 
 
 def top_words(trace: Trace, facts: TraceFacts, depth: int, k: int = 5) -> list[Ranked]:
@@ -122,7 +124,7 @@ def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
     """The first panel: the question, what the model answered, and whether it reasoned first."""
     answer = span_text(trace, trace.settings.target)
     reasoning = _text_of(trace, ("reasoning",))
-    steps = sum(1 for s in trace.segments or [] if is_step(s))
+    steps = len(steps_before_target(trace))
     said = (f"wrote a response; the part explained here (the target) is {quote(answer, 120)}"
             if facts.target_label != "answer" else f"answered {quote(answer, 120)}")
     if trace.spans.value is not None and tuple(trace.settings.target) == tuple(trace.spans.value):
@@ -188,24 +190,24 @@ def reach_words(facts: TraceFacts) -> str:
 
 def change_words(facts: TraceFacts) -> str:
     """Whether the hops changed the top prompt piece, with the margin: a change, a tie, or no change."""
-    c, what, last = facts.change, facts.piece_kind, len(facts.depths) - 1
+    c, what, last = facts.change, facts.ranked_kind, len(facts.depths) - 1
     if c.kind == "none" or last == 0:
         return ""
     first_p, last_p = facts.pieces[c.first], facts.pieces[c.last]
     d0, dk = facts.depths[0], facts.depths[-1]
     if c.kind == "changed":
-        return (f"The hops changed the top prompt {what} from {quote(first_p.text)} ({pct(d0.shares[c.first], 1)} at "
+        return (f"The hops changed the top {what} from {quote(first_p.text)} ({pct(d0.shares[c.first], 1)} at "
                 f"hop 0, against {pct(d0.shares[c.last], 1)}) to {quote(last_p.text)} ({pct(dk.shares[c.last], 1)} "
                 f"{_after(last)}, against {pct(dk.shares[c.first], 1)}): a lead of more than {points(MARGIN)} at "
                 f"both depths.")
     if c.kind == "tie":
-        return (f"The hops did not clearly change the top prompt {what}: {quote(first_p.text)} and "
+        return (f"The hops did not clearly change the top {what}: {quote(first_p.text)} and "
                 f"{quote(last_p.text)} are within {points(MARGIN)} of each other "
                 + ("at hop 0" if c.lead_first <= MARGIN else _after(last))
                 + f" ({pct(d0.shares[c.first], 1)} and {pct(d0.shares[c.last], 1)} at hop 0; "
                 f"{pct(dk.shares[c.first], 1)} and {pct(dk.shares[c.last], 1)} {_after(last)}).")
     close = c.lead_first <= MARGIN or c.lead_last <= MARGIN
-    return (f"The top prompt {what} is {quote(first_p.text)} at every depth"
+    return (f"The top {what} is {quote(first_p.text)} at every depth"
             + (f", but the next one is within {points(MARGIN)} of it at some depth." if close else
                f" (leading the next by {points(c.lead_first)} at hop 0 and {points(c.lead_last)} {_after(last)})."))
 
@@ -218,7 +220,7 @@ def moves_words(facts: TraceFacts, n: int = 3) -> str:
         return ""
     chosen = sorted(climbers, key=lambda m: (not facts.pieces[m.piece].gold, m.rank_last - m.rank_first))[:n]
     parts = [f"{quote(facts.pieces[m.piece].text, 50)}{' (known evidence)' if facts.pieces[m.piece].gold else ''} "
-             f"from {_ordinal(m.rank_first)} to {_ordinal(m.rank_last)} ({pct(m.share_first, 1)} → {pct(m.share_last, 1)})"
+             f"from {ordinal(m.rank_first)} to {ordinal(m.rank_last)} ({pct(m.share_first, 1)} → {pct(m.share_last, 1)})"
              for m in chosen]
     return f"What the hops moved: {'; '.join(parts)}."
 
@@ -229,22 +231,15 @@ def gold_words(facts: TraceFacts) -> str:
     if g is None:
         return ""
     last = len(facts.depths) - 1
-    rank = (f"its best {facts.piece_kind} ranks {_ordinal(g.piece_rank[0])} at hop 0"
-            + (f" and {_ordinal(g.piece_rank[-1])} {_after(last)}" if last else "")) if g.piece_rank[0] else ""
+    rank = (f"its best {facts.piece_kind} ranks {ordinal(g.piece_rank[0])} at hop 0"
+            + (f" and {ordinal(g.piece_rank[-1])} {_after(last)}" if last else "")) if g.piece_rank[0] else ""
     share = (f"The known evidence (gold, {counted(len(g.positions), 'token')}) holds {pct(g.share[0], 1)} {OF_PROMPT} "
              f"at hop 0" + (f" and {pct(g.share[-1], 1)} {_after(last)}" if last else ""))
     if rank and any(p.asked for p in facts.pieces) and g.context_rank != g.piece_rank:
-        rank += (f" ({_ordinal(g.context_rank[0])}" + (f" and {_ordinal(g.context_rank[-1])}" if last else "")
+        rank += (f" ({ordinal(g.context_rank[0])}" + (f" and {ordinal(g.context_rank[-1])}" if last else "")
                  + f" among the context {facts.piece_kind}s, the question apart)")
-    tokens = f"; its best token ranks {_ordinal(g.token_rank[-1])} among the prompt's tokens"
+    tokens = f"; its best token ranks {ordinal(g.token_rank[-1])} among the prompt's tokens"
     return share + (f"; {rank}" if rank else "") + tokens + "."
-
-
-def _ordinal(n: int | None) -> str:
-    if n is None:
-        return "unranked"
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
@@ -335,16 +330,36 @@ def check_panel(trace: Trace, facts: TraceFacts) -> Panel:
     return Panel("check", TITLES["check"], check_words(check), {"check": check})
 
 
+def failure_panel(trace: Trace, facts: TraceFacts) -> Panel | None:
+    """For an honest failure (`analysis.failure`): the answer against the right one, the step where they part,
+    the sentence that misled it with its pull on that step, and the edit that fixes it; None otherwise."""
+    f = failure_of(trace, facts)
+    if f is None:
+        return None
+    data: dict[str, Any] = {"failure": f, "sentences": [], "asked": [], "suspect": None}
+    if f.step is not None and trace.steps is not None and f.step in trace.steps.vectors:
+        shares = piece_shares(facts, trace.steps.vectors[f.step])  # the parting step's own, over the prompt
+        order = sorted(range(len(shares)), key=lambda i: (-shares[i], i))
+        data["sentences"] = [Ranked(facts.pieces[i], float(shares[i])) for i in order
+                             if shares[i] > 0 and not facts.pieces[i].asked][:3]  # the context, as the evidence
+        data["asked"] = [Ranked(p, float(shares[i])) for i, p in enumerate(facts.pieces) if p.asked]
+        if f.misled is not None:
+            data["suspect"] = Ranked(facts.pieces[f.misled], float(shares[f.misled]))
+    return Panel("failure", TITLES["failure"], failure_words(facts, f), data)
+
+
 def story_panels(trace: Trace, check: dict[str, Any] | None = None) -> list[Panel]:
-    """All five panels, in order (`check`: a live deletion-check result in place of the stored one)."""
+    """The panels, in order (`check`: a live deletion-check result in place of the stored one): the five of
+    `STEPS`, and for an honest failure the failure panel before the check."""
     facts = analyse(trace) if check is None else with_check(trace, check)
+    failure = failure_panel(trace, facts)
     return [question_panel(trace, facts), direct_panel(trace, facts), hops_panel(trace, facts),
-            evidence_panel(trace, facts), check_panel(trace, facts)]
+            evidence_panel(trace, facts), *([failure] if failure else []), check_panel(trace, facts)]
 
 
 def swap_words(facts: TraceFacts) -> str:
     """The pieces the hops brought into the top three, beyond the margin."""
-    parts = [f"{quote(facts.pieces[w.entered].text, 50)} from {_ordinal(w.rank_first)} to {_ordinal(w.rank_last)}, "
+    parts = [f"{quote(facts.pieces[w.entered].text, 50)} from {ordinal(w.rank_first)} to {ordinal(w.rank_last)}, "
              f"past {quote(facts.pieces[w.left].text, 40)}" for w in facts.swaps]
     return f"The hops brought into the top {TOP_SET}: {'; '.join(parts)}." if parts else ""
 
@@ -355,8 +370,10 @@ def card_note(facts: TraceFacts, k: int = 10) -> str:
     note = _card_change(facts, k)
     g = facts.gold
     if g is not None and g.piece_rank[0] is not None and len(facts.depths) > 1:
-        note += (f" The known evidence's best {facts.piece_kind} ranks {_ordinal(g.piece_rank[0])} at hop 0 and "
-                 f"{_ordinal(g.piece_rank[-1])} after the hops.")
+        asked = any(p.asked for p in facts.pieces)
+        rank = g.context_rank if asked else g.piece_rank
+        note += (f" The known evidence's best {facts.piece_kind} ranks {ordinal(rank[0])} at hop 0 and "
+                 f"{ordinal(rank[-1])} after the hops" + (" among the context sentences." if asked else "."))
     return note
 
 
@@ -366,12 +383,12 @@ def _card_change(facts: TraceFacts, k: int) -> str:
         return "Traced without hops." if last == 0 else "No prompt attribution to compare."
     first_p, last_p = facts.pieces[c.first], facts.pieces[c.last]
     if c.kind == "changed":
-        return (f"Hops change the evidence: the top prompt {facts.piece_kind} moves from {quote(first_p.text, 40)} to "
+        return (f"Hops change the evidence: the top {facts.ranked_kind} moves from {quote(first_p.text, 40)} to "
                 f"{quote(last_p.text, 40)}, beyond the {100 * MARGIN:.0f}-point margin.")
     if facts.swaps:
         w = facts.swaps[0]
         return (f"Hops change the evidence: {quote(facts.pieces[w.entered].text, 40)} climbs from "
-                f"{_ordinal(w.rank_first)} to {_ordinal(w.rank_last)}, past {quote(facts.pieces[w.left].text, 40)}.")
+                f"{ordinal(w.rank_first)} to {ordinal(w.rank_last)}, past {quote(facts.pieces[w.left].text, 40)}.")
     if c.kind == "tie":
         where = ("at hop 0" if c.lead_first <= MARGIN else f"after {counted(last, 'hop')}")
         return (f"A near tie, not a change: {quote(first_p.text, 40)} and {quote(last_p.text, 40)} are within "
@@ -379,9 +396,9 @@ def _card_change(facts: TraceFacts, k: int) -> str:
     climbed = facts.climbers()
     if climbed:
         m = climbed[0]
-        return (f"Hops keep the top {facts.piece_kind} {quote(first_p.text, 40)} and move "
-                f"{quote(facts.pieces[m.piece].text, 40)} from {_ordinal(m.rank_first)} to {_ordinal(m.rank_last)}.")
-    return (f"Hops change little here: the top {facts.piece_kind} stays {quote(first_p.text, 40)} and the top-{k} "
+        return (f"Hops keep the top {facts.ranked_kind} {quote(first_p.text, 40)} and move "
+                f"{quote(facts.pieces[m.piece].text, 40)} from {ordinal(m.rank_first)} to {ordinal(m.rank_last)}.")
+    return (f"Hops change little here: the top {facts.ranked_kind} stays {quote(first_p.text, 40)} and the top-{k} "
             f"prompt words at hop 0 and after {counted(last, 'hop')} overlap {pct(facts.overlap(k))}.")
 
 

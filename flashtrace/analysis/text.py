@@ -30,6 +30,14 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
+def ordinal(n: int | None) -> str:
+    """1st, 2nd, 3rd, 11th, 22nd ...; "unranked" for None."""
+    if n is None:
+        return "unranked"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def flat(text: str) -> str:
     """`text` on one line: chat-template markers dropped, whitespace collapsed."""
     return " ".join(_SPECIAL.sub(" ", text).split())

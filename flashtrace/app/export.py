@@ -52,7 +52,7 @@ def story_download(name: str, build: Callable[[], str], key: str = "story_whole"
     st.download_button(
         "Whole story (offline HTML)", data=build, file_name=f"{file_stem(name)}.html", mime=_MIME["html"], key=key,
         on_click="ignore", icon=":material/download:",
-        help="All five steps in one HTML file (under 1.5 MB, interactive charts, no network needed): to send "
+        help="Every step in one HTML file (under 1.5 MB, interactive charts, no network needed): to send "
              "after a meeting.")
 
 

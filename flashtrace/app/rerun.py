@@ -14,6 +14,7 @@ import streamlit as st
 from ..analysis.diff import answer_text, attribution_diff, default_edit, edit_outcome, editable
 from ..analysis.schema import Trace
 from ..base.units import time_range
+from ..store.gallery import list_gallery
 from ..store.pairs import linked, save_pair
 from ..viz.diff import pair_document, pair_heatmaps
 from . import state as app_state, ui
@@ -76,10 +77,16 @@ def _form(ref, trace: Trace) -> dict | None:
         st.caption("This trace has no prompt sentence or reasoning step (segments) that can be edited.")
         return None
     first = default_edit(trace)
+    steps = {s.id: n for n, s in enumerate((s for s in trace.segments or [] if s.role == "reasoning"), 1)}
+
+    def choice(key: str) -> str:  # as the hop graph numbers steps; segment ids only with Details
+        return ui.visible(f"{key}: {options[key]}" if ui.details() else
+                          (f"step {steps[key]}: " if key in steps else "") + options[key])
+
     chosen = st.multiselect("Sentences or steps to edit", list(options), default=[first] if first else [],
-                            format_func=lambda s: ui.visible(f"{s}: {options[s]}"), key=f"rerun_pick_{ref}",
-                            help="prompt sentences (P…) and reasoning steps (S…); the first choice is the top "
-                                 "evidence sentence")
+                            format_func=choice, key=f"rerun_pick_{ref}",
+                            help="prompt sentences and the model's reasoning steps (\"step 2: …\"); the first "
+                                 "choice is the top evidence sentence")
     left, right = st.columns([2, 1])
     mode = left.radio("Edit", MODES, horizontal=True, key="rerun_mode")
     new_tokens = right.number_input("New tokens at most", 1, 1024, default_new_tokens(trace), key=f"rerun_new_{ref}",
@@ -145,9 +152,9 @@ def _results(ref, trace: Trace, done: dict) -> None:
     diff = attribution_diff(trace, new) if new is not None else None
     if diff is not None:
         original_fig, edited_fig, diff_fig = pair_heatmaps(trace, new, diff)
-        left, right = st.columns(2)
-        left.plotly_chart(original_fig, key="rerun_original", config=CHART)
-        right.plotly_chart(edited_fig, key="rerun_edited", config=CHART)
+        # one under the other at the page's width: side by side, half as wide, token labels ran into each other
+        st.plotly_chart(original_fig, key="rerun_original", config=CHART)
+        st.plotly_chart(edited_fig, key="rerun_edited", config=CHART)
         st.plotly_chart(diff_fig, key="rerun_difference", config=CHART)
         st.caption(ui.plain(diff.sentence))
     else:
@@ -190,18 +197,24 @@ def edit_panel(ref, trace: Trace) -> None:
 
 
 def pair_links(ref, trace: Trace) -> None:
-    """For a library trace in a linked pair: a link to the other trace(s)."""
-    if ref.source != "lib":
+    """For a library or gallery trace in a linked pair: a link to the other trace(s)."""
+    if ref.source not in ("lib", "gallery"):
         return
-    link = linked(app_state.library(), trace)
+    if ref.source == "gallery":
+        names = {item.name for item in list_gallery()}
+        link = linked(None, trace, exists=names.__contains__)
+    else:
+        link = linked(app_state.library(), trace)
     if link is None:
         return
     lead = "Edited version of" if link.role == "edited" else "Edited versions:"
+    where = "library" if ref.source == "lib" else "gallery"
     st.caption(ui.plain(f"{lead} {', '.join(link.others)}"
-                        + (f" (missing from the library: {', '.join(link.missing)})" if link.missing else "")))
+                        + (f" (missing from the {where}: {', '.join(link.missing)})" if link.missing else "")))
     for name in (n for n in link.others if n not in link.missing):
-        st.page_link(ui.PAGES["story"], label=ui.plain(f"Open {name}"), query_params={"trace": f"lib:{name}"},
-                     icon=":material/call_split:")
+        # a button, not st.page_link: a page link to the page already open (the Story) does nothing
+        if st.button(ui.plain(f"Open {name}"), key=f"open_pair_{name}", icon=":material/call_split:"):
+            st.switch_page(ui.PAGES["story"], query_params={"trace": f"{ref.source}:{name}"})
 
 
 __all__ = ["edit_panel", "pair_links", "default_new_tokens", "estimate_seconds", "edit_words"]

@@ -211,18 +211,25 @@ def hop_options(trace: Trace) -> list[str]:
     return ["combined"] + [str(h.k) for h in trace.hops]
 
 
-def heatmap_window(trace: Trace, values: list[float], positions: list[int], param: str | None = "at"
-                   ) -> tuple[int, int] | None:
+def heatmap_window(trace: Trace, values: list[float], positions: list[int], param: str | None = "at",
+                   gold: set[int] | None = None) -> tuple[int, int] | None:
     """For a long trace, a slider choosing which window of tokens the heatmap draws (kept in the URL as
-    `param`, or per widget when None); it starts on the window holding the top value among `positions`.
-    None when the whole trace fits in one heatmap."""
+    `param`, or per widget when None); it starts on the window holding the top value among `positions`, or,
+    for a trace that knows its evidence (`gold` positions), the window of the best-scored gold token, so the
+    known evidence is drawn (a caption then names the top token's window). None when the whole trace fits in
+    one heatmap."""
     from ..viz.heatmap import heatmap_windows, window_of  # plotly: only on pages that draw
 
     windows = heatmap_windows(trace.n_tokens)
     if len(windows) == 1:
         return None
     labels = [f"{lo}–{hi - 1}" for lo, hi in windows]
-    default = labels[window_of(windows, values, positions)]
+    top = window_of(windows, values, positions)
+    first = window_of(windows, values, sorted(gold)) if gold else top
+    if first != top:
+        st.caption(f"The heatmap opens on the known evidence (gold, tokens {labels[first]}); the highest-scored "
+                   f"token is in tokens {labels[top]}.")
+    default = labels[first]
     label = "Tokens shown (long trace: one window at a time; the text and segment views show everything)"
     if param:
         chosen = synced(st.select_slider, label, param, labels, default)  # md-ok: constant label

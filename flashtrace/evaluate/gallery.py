@@ -1,10 +1,11 @@
-"""What the gallery holds and how it is built (``flashtrace gallery``): `GALLERY` lists one example of
-each task family, a free-form prompt, a long retrieval trace of more than 2,000 tokens, and four
-examples where deeper hops visibly change the prompt attribution, all from SmolLM2-135M-Instruct with
-step-level attribution (for the hop graph) and `HOPS` hops (for the hop-depth comparison). Each trace
-also stores the Story page's faithfulness check and the interventions (step influence by removal; top, random
-and gold sentence removal). Floats are rounded to 6 significant digits to keep the
-files small. `flashtrace.store.gallery` lists and opens what this writes.
+"""The gallery's synthetic benchmark traces and how they are built (``flashtrace gallery``): `GALLERY` lists one
+example of each task family, a free-form prompt and a long retrieval trace of more than 2,000 tokens, all
+SmolLM2-135M-Instruct reading reasoning templated by the task generators (the model did not write it), with
+step-level attribution (for the hop graph) and `HOPS` hops (for the hop-depth comparison). The gallery's lead,
+reasoning a built-in model wrote itself, is built from a spec file (`flashtrace.evaluate.gallery_spec`). Each
+trace also stores the Story page's faithfulness check and the interventions (step influence by removal; top,
+random and gold sentence removal). Floats are rounded to 6 significant digits to keep the files small.
+`flashtrace.store.gallery` lists and opens what this writes.
 """
 
 from __future__ import annotations
@@ -46,20 +47,7 @@ class GallerySpec:
     hop0: str = APP_HOP0
 
 
-_ANSWER_ONLY = ("Traced with hop 0 over the answer alone (the paper's formulation, the API's default) to show what "
-                "the hops do when hop 0 does not read the reasoning.")
-
-
-def _vartrack_answer(seed: int, links: int = 4) -> GallerySpec:
-    """A variable-tracking trace with hop 0 over the answer alone (the gallery's hop-story group)."""
-    extra = "" if links == 4 else f", {links} links"
-    return GallerySpec(f"vartrack-answer-{seed}", f"Variable tracking, hop 0 over the answer (seed {seed}{extra})",
-                       f"A chain of {links} variable assignments among distractor chains. " + _ANSWER_ONLY,
-                       task="vartrack", seed=seed, length=300, options={"hops": links}, hop0="answer")
-
-
 GALLERY: tuple[GallerySpec, ...] = (
-    _vartrack_answer(11), _vartrack_answer(15), _vartrack_answer(35), _vartrack_answer(44, links=3),
     GallerySpec("arithmetic", "Arithmetic word problem", "A 3-step word problem among distractor quantities; "
                 "gold = the numbers the answer depends on.", task="arithmetic", seed=3, length=220, options={"steps": 3}),
     GallerySpec("vartrack", "Variable tracking", "A chain of 4 variable assignments among distractor chains; the "
@@ -73,11 +61,6 @@ GALLERY: tuple[GallerySpec, ...] = (
     GallerySpec("long-vartrack", "Long trace: variable tracking in 2,000+ tokens", "A 6-assignment chain hidden "
                 "in about 2,200 tokens of filler: the long-trace demo.", task="vartrack", seed=7, length=2200,
                 options={"hops": 6}),
-    *(GallerySpec(f"needle-values-{seed}", f"Three magic numbers for one key (seed {seed})",
-                  "Three special magic numbers for the same key in a short text; the reasoning quotes each needle "
-                  "sentence before the answer lists the numbers.", task="needle", seed=seed, length=100,
-                  options={"variant": "multivalue"})
-      for seed in (14, 46)),
 )
 
 

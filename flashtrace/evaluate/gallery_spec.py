@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..analysis.limits import APP_HOP0, HOP0_SPANS, MAX_HOPS
 from ..analysis.diff import answer_text
 from ..analysis.schema import Trace
+from ..analysis.failure import edit_result
+from ..store.gallery import write_index
 from ..store.pairs import EDITED_FROM, EDITED_VERSIONS
 
 HOPS = 3
@@ -160,26 +162,44 @@ def build_task(task: Task, loaded, progress: Callable[[int, int], None] | None =
     regenerated = {"generation": {"max_new_tokens": task.max_new_tokens, "do_sample": False,
                                   "after": "the edit (run.rerun.edit: greedy, from the edited prompt)"}}
     edited = _finish(loaded, result.trace, task, is_right(result.trace, task.answer), {**link, **regenerated})
-    original = original.model_copy(update={"extra": {**original.extra, EDITED_VERSIONS: [f"{task.name}-edited"]}})
-    return [original, edited]
+    return [link_edited(original, edited, f"{task.name}-edited"), edited]
+
+
+def link_edited(original: Trace, edited: Trace, name: str) -> Trace:
+    """`original` naming its edited version `name` (``extra["edited_versions"]``) and keeping, in its task
+    record, what the edit gave (`analysis.failure.edit_result`: the new answer, whether it is right, the
+    log-probabilities), read from `edited` itself."""
+    record = {**original.extra.get("gallery", {}), "edit_result": edit_result(original, edited, name)}
+    return original.model_copy(update={"extra": {**original.extra, EDITED_VERSIONS: [name], "gallery": record}})
+
+
+TOKENS_PER_STEP = 25  # a reasoning step's tokens, about (the built-in models' numbered steps): the step count
+SCORED_CHECK = 7  # sequences the faithfulness check scores: before, the top deletion, 5 random ones
+SCORED_SENTENCES = 8  # ... the sentence interventions: before, the top sentence, 5 random, the gold together
 
 
 def estimate_seconds(task: Task, loaded) -> float:
-    """A task's predicted time: its generation at most, one trace, and as much again for the check, the
-    interventions and (with an edit) the edited run."""
-    from ..engine.estimate import generation_seconds
+    """A task's predicted time, at most (the whole `max_new_tokens` written): the generation, the trace (hops
+    and step vectors, `engine.estimate`), the faithfulness check and the interventions (each step removed and
+    the sentence removals, scored over the whole sequence), and as much again for an edit's re-run."""
+    from ..engine.estimate import estimate, generation_seconds, scoring_seconds
     from ..engine.models.generation import generation_ids
 
     _, ids = generation_ids(loaded, task.prompt, task.max_new_tokens, True, task.reasoning_instruction)
-    once = generation_seconds(loaded, len(ids), task.max_new_tokens)
-    return once * (2 if task.edit else 1) * 1.5
+    n_prompt, n_new = len(ids), task.max_new_tokens
+    n = n_prompt + n_new
+    traced = estimate(loaded, n, hops=task.hops, n_target=8, n_recursive=n_new, steps=True).seconds
+    scored = scoring_seconds(loaded, n, SCORED_CHECK + SCORED_SENTENCES + n_new / TOKENS_PER_STEP)
+    once = generation_seconds(loaded, n_prompt, n_new) + traced + scored
+    return once * (2 if task.edit else 1)
 
 
 def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = None, *,
                     load: Callable[[str], object] | None = None, log: Callable[[str], None] = print,
                     bar: Callable[..., object] | None = None) -> list[Path]:
     """Build every task of `spec` (or those named in `only`) into `out`, one model at a time; a task whose files
-    are already there is kept (delete them to rebuild). Returns the files written. `bar(total=...)` is a tqdm-like
+    are already there is kept (delete them to rebuild). Then `out`'s gallery index is written (every trace in it,
+    the spec's in its order). Returns the files written. `bar(total=...)` is a tqdm-like
     progress bar over the predicted seconds."""
     from ..engine.models import load_model
 
@@ -194,8 +214,8 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
     for model in dict.fromkeys(t.model for t in tasks):
         loaded_models[model] = (load or load_model)(model)
     planned = {t.name: estimate_seconds(t, loaded_models[t.model]) for t in tasks}
-    log(f"{len(tasks)} tasks to build ({len(asked) - len(tasks)} already built, kept): about "
-        f"{sum(planned.values()) / 60:.0f} min predicted")
+    log(f"{len(tasks)} tasks to build ({len(asked) - len(tasks)} already built, kept): at most about "
+        f"{sum(planned.values()) / 60:.0f} min predicted (if every task writes its max_new_tokens)")
     progress = bar(total=round(sum(planned.values()))) if bar else None
     for task in tasks:
         start = time.perf_counter()
@@ -211,8 +231,9 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
             progress.update(round(planned[task.name]))
     if progress is not None:
         progress.close()
+    write_index(out, [n for t in spec.tasks for n in (t.name, f"{t.name}-edited")])
     return written
 
 
 __all__ = ["Task", "Edit", "GallerySpecFile", "load_spec", "build_task", "build_from_spec", "is_right",
-           "value_text", "estimate_seconds", "HOPS"]
+           "value_text", "estimate_seconds", "link_edited", "HOPS"]

@@ -26,7 +26,7 @@ import torch
 from ..analysis.facts import analyse
 from ..analysis.interventions import DEFAULT_RANDOM, with_interventions  # noqa: F401 - re-exported
 from ..analysis.schema import EditRecord, InterventionRecord, Trace
-from ..analysis.segments import is_step
+from ..analysis.segments import steps_before_target
 from ..engine.estimate import generation_seconds, scoring_seconds
 from ..engine.models.progress import each_layer
 
@@ -183,9 +183,8 @@ def score(loaded, rows: Sequence[Edited], batch_size: int = 8, progress: Progres
 
 def step_edits(trace: Trace) -> list[Edited]:
     """One edit per reasoning step before the target: that step removed (a segment that only marks the answer,
-    "Answer:", is no step: `analysis.segments.is_step`)."""
-    lo = trace.settings.target[0]
-    return [edit_ids(trace, [s.id], kind="step") for s in trace.segments or [] if is_step(s) and s.end <= lo]
+    "Answer:", is no step: `analysis.segments.steps_before_target`)."""
+    return [edit_ids(trace, [s.id], kind="step") for s in steps_before_target(trace)]
 
 
 def sentence_edits(trace: Trace, n_random: int = DEFAULT_RANDOM, seed: int = 0) -> list[Edited]:

@@ -86,6 +86,46 @@ def _answer_prefix(trace: Trace, segment_ids: Sequence[str], replacement: str | 
     return text[: moved(start)] if start is not None else text
 
 
+class _Phases:
+    """One progress over an edit's three parts, each weighted by its predicted seconds: the scoring, the
+    generation (by token, of at most `new_tokens`) and the new trace's attribution. `progress(done, total)`
+    hears ``PARTS`` parts in all, so a bar never sits full while the model is still writing."""
+
+    PARTS = 1000
+
+    def __init__(self, weights: tuple[float, float, float], new_tokens: int, progress: Progress | None):
+        total = sum(weights) or 1.0
+        self.weights, self.new_tokens, self.progress = [w / total for w in weights], max(new_tokens, 1), progress
+        self.offsets = [0.0, self.weights[0], self.weights[0] + self.weights[1]]
+
+    def _report(self, part: int, fraction: float) -> None:
+        if self.progress is not None:
+            done = self.offsets[part] + self.weights[part] * min(max(fraction, 0.0), 1.0)
+            self.progress(min(round(done * self.PARTS), self.PARTS), self.PARTS)
+
+    def scoring(self, done: int, total: int) -> None:
+        self._report(0, done / max(total, 1))
+
+    def generating(self, _text: str, n: int) -> None:
+        self._report(1, n / self.new_tokens)
+
+    def generated(self) -> None:
+        self._report(1, 1.0)
+
+    def tracing(self, done: int, total: int) -> None:
+        self._report(2, done / max(total, 1))
+
+
+def _phases(loaded, trace: Trace, start: int, new_tokens: int, retrace: bool, progress: Progress | None) -> _Phases:
+    from ..engine.estimate import estimate, generation_seconds, scoring_seconds
+
+    n = len(trace.tokens)
+    weights = (scoring_seconds(loaded, n, 2),
+               generation_seconds(loaded, start, new_tokens) if new_tokens else 0.0,
+               estimate(loaded, start + new_tokens // 2, trace.settings.hops).seconds if retrace else 0.0)
+    return _Phases(weights, new_tokens, progress)
+
+
 def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
          regenerate: bool = False, retrace: bool = False, max_new_tokens: int = DEFAULT_NEW_TOKENS,
          progress: Progress | None = None) -> EditResult:
@@ -93,17 +133,21 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
     `replacement` text and remove the others; score the original target before and after. With
     `regenerate`, the model (greedy) writes a new response or answer after the edit; with `retrace` (which
     implies `regenerate`), the edited prompt and the new response are traced with the trace's settings.
-    `progress(done, total)` hears of the scoring, then of the new trace's attribution, and may raise to stop."""
+    `progress(done, total)` hears of the whole run as one count (`_Phases`: the scoring, each generated
+    token, the new trace's attribution, weighted by their predicted seconds) and may raise to stop."""
     _check_model(loaded, trace)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
     edited = edit_ids(trace, segment_ids, insert, replacement)
-    before, after = score(loaded, [unedited(trace), edited], progress=progress)
-    if not (regenerate or retrace):
-        return EditResult(edited, before, after)
     steps_edited = any(s.role == "reasoning" for s in _chosen(trace, segment_ids))
     start = edited.target[0] if steps_edited else edited.response_start
-    generated = generate_response(loaded, list(edited.ids[:start]), max_new_tokens=max_new_tokens).text
+    phases = _phases(loaded, trace, start, max_new_tokens if (regenerate or retrace) else 0, retrace, progress)
+    before, after = score(loaded, [unedited(trace), edited], progress=phases.scoring)
+    if not (regenerate or retrace):
+        return EditResult(edited, before, after)
+    generated = generate_response(loaded, list(edited.ids[:start]), max_new_tokens=max_new_tokens,
+                                  on_text=phases.generating).text
+    phases.generated()
     prompt, _ = edited_texts(trace, segment_ids, replacement)
     response = (_answer_prefix(trace, segment_ids, replacement) if steps_edited else "") + generated
     new_trace = None
@@ -112,7 +156,7 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
         prepared = prepare(loaded, prompt, response, chat_template=s.chat_template, hops=s.hops)
         new_trace = attribute(prepared, hops=s.hops, method=s.method, recursive=s.recursive, hop0=s.hop0,
                               stop_tokens=s.stop_tokens, threshold=s.threshold, steps=trace.steps is not None,
-                              title=f"{trace.title} (edited)"[:200], progress=progress)
+                              title=f"{trace.title} (edited)"[:200], progress=phases.tracing)
     return EditResult(edited, before, after, generated, prompt, response, new_trace)
 
 

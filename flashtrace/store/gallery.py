@@ -14,6 +14,9 @@ from pathlib import Path
 from .app_files import bundled_gallery
 from ..base.fileio import atomic_write_text
 from ..analysis.facts import analyse
+from ..analysis.failure import failure_note, failure_of
+from ..analysis.views import span_text
+from .pairs import EDITED_FROM, EDITED_VERSIONS
 from ..analysis.schema import Trace
 from ..analysis.story import card_note
 
@@ -41,6 +44,13 @@ class GalleryItem:
     note: str = ""  # one sentence for the card (`story.card_note`)
     changes_evidence: bool = False  # the hops change the evidence beyond the margin (`TraceFacts.hops_change_evidence`)
     hop0: str = "answer"  # the hop-0 span the trace was made with
+    written: bool = False  # the model wrote this reasoning itself (a generation record), not a template
+    answer: str = ""  # the traced answer's value
+    right_answer: str | None = None  # the task's right answer, where the task records one
+    correct: bool | None = None
+    edited_from: str | None = None  # this trace is the edited version of that gallery trace
+    edited_versions: tuple[str, ...] = ()
+    fixed: bool | None = None  # an honest failure whose edited version answers right (`Failure.fixed`)
 
 
 def gallery_dir() -> Path:
@@ -54,12 +64,23 @@ def _item(name: str, trace: Trace, size: int) -> GalleryItem:
     info = trace.extra.get("gallery", {})
     first, last = facts.change.first, facts.change.last
     key = (lambda i: None if i is None else facts.pieces[i].key)
+    failure = failure_of(trace, facts)
+    note = card_note(facts, CHANGE_K)
+    source, versions = trace.extra.get(EDITED_FROM), trace.extra.get(EDITED_VERSIONS)
+    right = info.get("right_answer") if isinstance(info.get("right_answer"), str) else None
+    correct = info.get("correct") if isinstance(info.get("correct"), bool) else None
     return GalleryItem(name=name, title=trace.title, description=str(info.get("description", "")),
                        task=str(info.get("task", "")), model=trace.model.name, n_tokens=trace.n_tokens,
                        hops=trace.settings.hops, size=size, overlap=facts.overlap(CHANGE_K),
                        top_segment_changed=facts.change.kind == "changed", top_segment_k0=key(first),
-                       top_segment_kmax=key(last), change=facts.change.kind, note=card_note(facts, CHANGE_K),
-                       changes_evidence=facts.hops_change_evidence, hop0=trace.settings.hop0)
+                       top_segment_kmax=key(last), change=facts.change.kind,
+                       note=f"{failure_note(facts, failure)} {note}" if failure else note,
+                       changes_evidence=facts.hops_change_evidence, hop0=trace.settings.hop0,
+                       written=isinstance(trace.extra.get("generation"), dict),
+                       answer=span_text(trace, trace.settings.target).strip(), right_answer=right, correct=correct,
+                       edited_from=source.get("name") if isinstance(source, dict) else None,
+                       edited_versions=tuple(versions) if isinstance(versions, list) else (),
+                       fixed=failure.fixed if failure else None)
 
 
 def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
@@ -69,7 +90,7 @@ def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
     if index.is_file():
         try:
             rows = json.loads(index.read_text(encoding="utf-8"))
-            items = [GalleryItem(**row) for row in rows]
+            items = [GalleryItem(**{**row, "edited_versions": tuple(row.get("edited_versions", ()))}) for row in rows]
             if all((folder / f"{it.name}.json").is_file() for it in items):
                 return items
         except (ValueError, TypeError):
@@ -100,10 +121,11 @@ def load_gallery_trace(name: str, folder: Path | None = None) -> Trace:
 
 
 def write_index(folder: Path, order: list[str] | None = None) -> list[GalleryItem]:
-    """Write ``index.json`` for the traces in `folder` (listed in `order` where named, then by name)."""
+    """Write ``index.json`` for the traces in `folder`: those whose reasoning the model wrote first, then the
+    synthetic ones; within each, as listed in `order` where named, then by name."""
     rank = {name: i for i, name in enumerate(order or [])}
     paths = sorted((p for p in folder.glob("*.json") if p.name != INDEX),
                    key=lambda p: (rank.get(p.stem, len(rank)), p.stem))
-    items = [_item(p.stem, Trace.load(p), p.stat().st_size) for p in paths]
+    items = sorted((_item(p.stem, Trace.load(p), p.stat().st_size) for p in paths), key=lambda it: not it.written)
     atomic_write_text(folder / INDEX, json.dumps([it.__dict__ for it in items], indent=1))
     return items

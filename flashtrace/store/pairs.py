@@ -10,7 +10,7 @@ says the other is missing).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..analysis.schema import Trace
 from .library import Library
@@ -49,8 +49,9 @@ def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, 
     return original_name, edited_name
 
 
-def linked(library: Library, trace: Trace) -> Link | None:
-    """The link a library trace holds (None when it is neither an original nor an edited version)."""
+def linked(library: Library | None, trace: Trace, exists: Callable[[str], bool] | None = None) -> Link | None:
+    """The link a trace holds (None when it is neither an original nor an edited version); the linked names
+    are looked up in `library`, or with `exists` (the gallery's names, for a gallery pair)."""
     source = trace.extra.get(EDITED_FROM)
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         names = (source["name"],)
@@ -60,13 +61,13 @@ def linked(library: Library, trace: Trace) -> Link | None:
         if not isinstance(versions, list) or not versions:
             return None
         names, role, edit = tuple(str(v) for v in versions), "original", None
-    missing = tuple(n for n in names if not _present(library, n))
+    missing = tuple(n for n in names if not (exists(n) if exists is not None else _present(library, n)))
     return Link(role, names, edit, missing)
 
 
-def _present(library: Library, name: str) -> bool:
+def _present(library: Library | None, name: str) -> bool:
     try:
-        return library.exists(name)
+        return library is not None and library.exists(name)
     except ValueError:  # not a name the library would give
         return False
 

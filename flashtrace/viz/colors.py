@@ -26,6 +26,7 @@ TEMPLATE_SCALE = [[0.0, "#f1f2f4"], [0.2, "#d1d5db"], [1.0, "#6b7280"]]
 ROLE_SCALES = {"prompt": PROMPT_SCALE, "generated": REASONING_SCALE, "template": TEMPLATE_SCALE}
 TARGET_OUTLINE = "#16a34a"  # target tokens (what is explained): outlined, never coloured by the scale
 TARGET_FILL = "#e5e7eb"
+SUSPECT = "#b91c1c"  # the prompt sentence an honest failure's edit removes: ringed in red in the Story
 GOLD = "#b8860b"  # known evidence (gold spans): underlined in text, outlined in heatmaps, ringed in the hop graph
 
 # The text view colours token backgrounds with one translucent hue per class, from nearly clear to 85 %

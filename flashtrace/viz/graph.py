@@ -62,17 +62,39 @@ def node_labels(graph: HopGraph, max_chars: int = LABEL_CHARS) -> dict[str, str]
                                                                     graph.graph.nodes[n]["role"] in roles]
             texts = distinct_labels([graph.graph.nodes[n]["text"] for n in nodes], max_chars)
             labels.update(zip(nodes, texts))
-        number = 0  # steps keep their number in the whole chain when runs of others are folded
-        for n in graph.nodes():
-            role = graph.graph.nodes[n]["role"]
-            number += len(graph.graph.nodes[n]["folded"]) if role == STEPS_ROLE else role == "reasoning"
-            if role == "reasoning":
-                labels[n] = f"step {number}: {labels[n]}"
+        for n, number in step_numbers(graph).items():
+            labels[n] = f"step {number}: {labels[n]}"
         for n in graph.nodes("template"):
             labels[n] = f"template: {labels[n]}"
         labels.update({n: graph.graph.nodes[n]["text"] for n in graph.graph.nodes if n not in labels})
         cached[max_chars] = labels
     return cached[max_chars]
+
+
+def step_spans(graph: HopGraph) -> dict[str, tuple[int, int]]:
+    """The numbers, from 1 in the whole chain, of the steps each reasoning node stands for: (n, n) for a step,
+    (first, last) for a folded run of steps."""
+    spans, number = {}, 0
+    for n in graph.nodes():
+        role = graph.graph.nodes[n]["role"]
+        if role in ("reasoning", STEPS_ROLE):
+            count = len(graph.graph.nodes[n]["folded"]) if role == STEPS_ROLE else 1
+            spans[n] = (number + 1, number + count)
+            number += count
+    return spans
+
+
+def step_numbers(graph: HopGraph) -> dict[str, int]:
+    """Each reasoning step's number in the whole chain, from 1, as its label shows it (a folded run of steps
+    counts its steps)."""
+    return {n: first for n, (first, _) in step_spans(graph).items() if graph.graph.nodes[n]["role"] == "reasoning"}
+
+
+def node_links(graph: HopGraph) -> dict[str, str]:
+    """Each node's name in a link (the Hop graph page's ``node`` URL parameter): a reasoning step by the number
+    its label shows ("step-3"), every other node by its id."""
+    steps = step_numbers(graph)
+    return {n: f"step-{steps[n]}" if n in steps else n for n in graph.graph.nodes}
 
 
 def node_label(graph: HopGraph, node: str, max_chars: int = LABEL_CHARS) -> str:
@@ -122,9 +144,19 @@ def _curve(a: tuple[float, float], b: tuple[float, float], bend: float = 0.12) -
     return (1 - t) ** 2 * x0 + 2 * (1 - t) * t * cx + t ** 2 * x1, (1 - t) ** 2 * y0 + 2 * (1 - t) * t * cy + t ** 2 * y1
 
 
-def _edge_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
+def _short_name(graph: HopGraph, node: str, ids: bool) -> str:
+    """A node in a few words for a hover: its id with `ids`, else "step 3", "the answer" or its role."""
+    if ids:
+        return node
+    if node in (steps := step_numbers(graph)):
+        return f"step {steps[node]}"
+    role = graph.graph.nodes[node]["role"]
+    return "the answer" if role == "answer" else f"this {ROLE_NAMES.get(role, role)}"
+
+
+def _edge_traces(graph: HopGraph, pos: dict, ids: bool = False) -> list[go.Scatter]:
     """Edges grouped by (source colour, width level): one line trace per group, None-separated; one
-    invisible marker at each edge's middle carries its hover text."""
+    invisible marker at each edge's middle carries its hover text (node ids in it only with `ids`)."""
     groups: dict[tuple[str, int], tuple[list, list]] = {}
     mid_x, mid_y, mid_text = [], [], []
     for src, dst, share in graph.graph.edges(data="share"):
@@ -139,8 +171,9 @@ def _edge_traces(graph: HopGraph, pos: dict) -> list[go.Scatter]:
         gy.extend([*ys.tolist(), None])
         mid_x.append(float(xs[CURVE_POINTS // 2]))
         mid_y.append(float(ys[CURVE_POINTS // 2]))
-        mid_text.append(f"{plain(src)} “{plain(node_label(graph, src))}” → {plain(dst)} “{plain(node_label(graph, dst))}”"
-                        f"<br>{share:.1%} of {plain(dst)}'s attribution")
+        mid_text.append((f"{plain(src)} " if ids else "") + f"“{plain(node_label(graph, src))}” → "
+                        + (f"{plain(dst)} " if ids else "") + f"“{plain(node_label(graph, dst))}”"
+                        f"<br>{share:.1%} of {plain(_short_name(graph, dst, ids))}'s attribution")
     traces = [go.Scatter(x=gx, y=gy, mode="lines", hoverinfo="skip", showlegend=False, name=f"edges {level}",
                          line={"color": color, "width": 0.6 + 1.1 * level}, opacity=0.2 + 0.08 * level)
               for (color, level), (gx, gy) in sorted(groups.items(), key=lambda kv: kv[0][1])]
@@ -185,17 +218,19 @@ def segment_mass(trace: Trace) -> dict[str, float]:
     return {p.key: float(facts.final.shares[i]) for i, p in enumerate(facts.pieces)}
 
 
-def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict) -> str:
+def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict, ids: bool = False) -> str:
     data = graph.graph.nodes[node]
     role = data["role"]
-    head = f"<b>{plain(node)}</b> · {ROLE_NAMES.get(role, plain(role))}"
+    head = (f"<b>{plain(node)}</b> · " if ids else "") + ROLE_NAMES.get(role, plain(role))
     if role == "other":
         folded = data.get("folded", [])
         return (f"{head} · {len(folded)} input sentences folded together<br>together {influence.get(node, 0):.1%}"
                 " of the answer's attribution reaches them<br>(switch on “Show every input sentence”, or click it for the list)")
     if role == STEPS_ROLE:
-        return (f"{head} · {len(data['folded'])} steps folded together ({plain(data['folded'][0])} to "
-                f"{plain(data['folded'][-1])}), less influential than the steps shown<br>together "
+        first, last = step_spans(graph)[node]
+        run = f"{plain(data['folded'][0])} to {plain(data['folded'][-1])}" if ids else f"steps {first} to {last}"
+        return (f"{head} · {len(data['folded'])} steps folded together ({run}), less influential than the steps "
+                "shown<br>together "
                 f"{influence.get(node, 0):.1%} influence on the answer (click it for the list)")
     parts = [head, f"tokens {data['start']}:{data['end']}"]
     if role != "answer":
@@ -213,9 +248,11 @@ def figure_height(n_inputs: int) -> int:
     return max(400, min(560, 30 * n_inputs + 110)) if n_inputs <= 15 else 15 * n_inputs + 110
 
 
-def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None) -> go.Figure:
+def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None,
+                     ids: bool = False) -> go.Figure:
     """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
-    the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id."""
+    the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id
+    (hovers name node ids only with `ids`: the app's Details)."""
     if graph.pruning is None and graph.graph.number_of_nodes() > MAX_DRAWN_NODES:
         graph = graph.pruned()  # thousands of nodes cannot be read (nor drawn quickly): draw what explains most
     pos = layout_positions(graph)
@@ -226,7 +263,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     gold = {p.key for p in facts.pieces if p.gold} if facts is not None and facts.piece_kind == "sentence" else set()
     top = max((v for n, v in influence.items() if n != graph.answer), default=0.0) or 1.0
     n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
-    fig = go.Figure(_edge_traces(graph, pos))
+    fig = go.Figure(_edge_traces(graph, pos, ids))
     fig.add_traces(_path_traces(graph, pos, trace))
     label_size = 12 if n_inputs <= 15 else 10
     for role in ("template", "prompt", "other", "reasoning", STEPS_ROLE, "answer"):
@@ -247,7 +284,7 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
             textposition={"reasoning": "middle right", STEPS_ROLE: "middle right",
                           "answer": "bottom center"}.get(role, "middle left"),
             textfont={"size": label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
-            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass)
+            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass, ids)
                                          + ("<br><b>known evidence (gold)</b>" if n in gold else "") for n in nodes],
             hovertemplate="%{hovertext}<extra></extra>",
             marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role in ("other", STEPS_ROLE) else "circle",

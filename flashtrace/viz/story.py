@@ -12,7 +12,7 @@ from ..analysis.facts import OF_PROMPT
 from ..analysis.story import Panel, Ranked
 from ..analysis.text import pct
 from ..analysis.schema import Trace
-from .colors import GOLD, PROMPT, REASONING, TEMPLATE
+from .colors import GOLD, PROMPT, REASONING, SUSPECT, TEMPLATE
 from .export import standalone_html
 from .tokens import tokens_html
 
@@ -47,11 +47,49 @@ def question_html(data: dict, large: bool = False) -> str:
     return text_html("The question (the prompt)", data["question"], 1.7 if large else 1.25, css_class="ft-question")
 
 
-def reasoning_html(data: dict, large: bool = False, max_height_px: int | None = 480) -> str:
-    """The model's reasoning, whole (a box that scrolls only beyond about 20 lines; None: never)."""
+REASONING_LINES = {False: 6, True: 9}  # screen lines of reasoning step 1 shows, normal / presenter view (1280×720)
+LINE_CHARS = {False: 62, True: 56}  # characters per screen line in step 1's reasoning column
+ASKED_APART = 2  # lines fewer when step 1 shows the asking sentence with "The whole prompt" under it
+
+
+def reasoning_lines(data: dict, large: bool) -> int:
+    """How many screen lines of reasoning fit on step 1 under the question (1280×720)."""
+    return REASONING_LINES[large] - (ASKED_APART if data.get("ask") else 0)
+
+
+def screen_lines(text: str, width: int) -> int:
+    """How many screen lines `text` takes at `width` characters a line (its own line breaks kept)."""
+    return sum(max(1, -(-len(line) // width)) for line in text.strip().splitlines())
+
+
+def condensed(text: str, max_lines: int, width: int) -> tuple[str, int]:
+    """`text` as it fits in `max_lines` screen lines: whole, or its first and last lines with a line in the
+    middle that says how many lines it leaves out. Returns the text and how many of its lines were left out."""
+    lines = text.strip().splitlines()
+    if screen_lines(text, width) <= max_lines:
+        return text.strip(), 0
+    note = "⋯ {:,} more lines: see “The whole reasoning” ⋯".format
+    head, tail, used = [], [], screen_lines(note(len(lines)), width)  # the note in the middle, at its longest
+    for i in range(len(lines)):  # alternate: the opening lines, then the closing ones
+        line = lines[i // 2] if i % 2 == 0 else lines[-1 - i // 2]
+        cost = screen_lines(line, width)
+        if used + cost > max_lines or len(head) + len(tail) >= len(lines) - 1:
+            break
+        (head if i % 2 == 0 else tail).append(line)
+        used += cost
+    left = len(lines) - len(head) - len(tail)
+    return "\n".join([*head, note(left), *reversed(tail)]), left
+
+
+def reasoning_html(data: dict, large: bool = False, max_height_px: int | None = 480, whole: bool = False) -> str:
+    """The model's reasoning in step 1: as many screen lines as fit beside the answer (`reasoning_lines`; its
+    opening and closing lines, the middle counted), or `whole` (a box that scrolls past `max_height_px`; None:
+    never scrolls, for an export)."""
+    text = data["reasoning"] if whole or max_height_px is None else \
+        condensed(data["reasoning"], reasoning_lines(data, large), LINE_CHARS[large])[0]
     box = None if max_height_px is None else 600 if large else max_height_px
-    return text_html("The model's reasoning", data["reasoning"], 1.25 if large else 1.0, max_height_px=box,
-                     css_class="ft-reasoning")
+    return text_html("The model's reasoning", text, 1.25 if large else 1.0, max_height_px=box,
+                     css_class="ft-reasoning-whole" if whole else "ft-reasoning")
 
 
 def answer_html(data: dict, large: bool = False, max_height_px: int | None = 400) -> str:
@@ -67,37 +105,45 @@ def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
 
 
 def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None = None,
-                  asked: list[Ranked] | None = None) -> go.Figure:
+                  asked: list[Ranked] | None = None, suspect: Ranked | None = None,
+                  share_of: str = OF_PROMPT) -> go.Figure:
     """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
-    their shares of the prompt's attribution; the whole text on hover (escaped). Bars holding known evidence
-    (gold) are ringed in gold and say so; when `gold` (`analysis.story.gold_at`) ranks below the listed pieces,
-    it is added as a bar with its rank, so the gold shows even when it ranks low. `asked` (the question
-    sentences, kept out of the ranking) come last, grey and marked "asked", with their shares."""
+    their shares of the prompt's attribution (or of what `share_of` names); the whole text on hover (escaped).
+    Bars holding known evidence (gold) are ringed in gold and say so; when `gold` (`analysis.story.gold_at`)
+    ranks below the listed pieces, it is added as a bar with its rank, so the gold shows even when it ranks low. `asked` (the question
+    sentences, kept out of the ranking) come last, grey and marked "asked", with their shares. `suspect` (an
+    honest failure's edited sentence) is ringed in red and marked, added when it is not among the pieces."""
     rows = list(pieces)
     extra = gold is not None and gold["piece"].key not in {p.key for p in pieces}
     if extra:
         rows.append(gold["piece"])
+    if suspect is not None and suspect.key not in {p.key for p in rows}:
+        rows.append(suspect)
     notes = [" · gold" if p.piece.gold else "" for p in rows]
     if extra:
-        notes[-1] = f" · gold, ranked {gold['ranked']}"
+        notes[rows.index(gold["piece"])] = f" · gold, ranked {gold['ranked']}"
+    flagged = suspect.key if suspect is not None else None
+    notes = [note + (" · the edited sentence" if p.key == flagged else "") for p, note in zip(rows, notes)]
     questions = [q for q in asked or [] if q.key not in {p.key for p in rows}]
     rows += questions
     notes += [" · asked" for _ in questions]
     colours = [PROMPT] * (len(rows) - len(questions)) + [TEMPLATE] * len(questions)
     fig = go.Figure(go.Bar(
         y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h", marker_color=colours,
-        marker_line={"color": [GOLD if p.piece.gold else "rgba(0,0,0,0)" for p in rows],
-                     "width": [3 if p.piece.gold else 0 for p in rows]},
+        marker_line={"color": [SUSPECT if p.key == flagged else GOLD if p.piece.gold else "rgba(0,0,0,0)"
+                               for p in rows],
+                     "width": [3 if p.piece.gold or p.key == flagged else 0 for p in rows]},
         text=[pct(p.share) + note for p, note in zip(rows, notes)], textposition="outside", cliponaxis=False,
         customdata=[_escaped(" ".join(p.text.split())[:300]) for p in rows],
-        hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {OF_PROMPT}<extra></extra>"))
+        hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {share_of}<extra></extra>"))
     top = max((p.share for p in rows), default=1.0)
     # the axis title gets 24 px more below it than _LAYOUT gives: a taller fallback font (a machine without
     # Liberation or Open Sans) still fits inside a PNG/SVG export
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=94 + 44 * max(len(rows), 1),
-                      xaxis={"range": [0, top * (1.6 if extra or questions else 1.35)], "tickformat": ".0%",
+                      xaxis={"range": [0, top * (1.6 if extra or questions or flagged else 1.35)],
+                             "tickformat": ".0%",
                              "fixedrange": True,
-                             "automargin": True, "title": {"text": f"share {OF_PROMPT}", "font": {"size": 12}}},
+                             "automargin": True, "title": {"text": f"share {share_of}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
                       meta={"view": view, "gold": [p.key for p in rows if p.piece.gold]},
                       **{**_LAYOUT, "margin": {**_LAYOUT["margin"], "b": 60}})
@@ -215,6 +261,10 @@ def _figures(trace: Trace, panel: Panel) -> list[go.Figure]:
         title = ("Context sentences with the most attribution after all hops; the question apart" if asked else
                  "Prompt sentences with the most attribution after all hops")
         return [pieces_figure(panel.data["sentences"], title, "story_evidence", panel.data["gold"], asked)]
+    if panel.key == "failure" and panel.data["sentences"]:
+        return [pieces_figure(panel.data["sentences"], "What the step where it went wrong reads in the context",
+                              "story_failure", asked=panel.data["asked"], suspect=panel.data["suspect"],
+                              share_of="of that step's prompt attribution")]
     if panel.key == "check" and panel.data["check"] is not None:
         return [check_figure(panel.data["check"])]
     return []
@@ -256,5 +306,5 @@ def story_document(trace: Trace, panels: list[Panel], title: str) -> str:
 
 
 __all__ = ["pieces_figure", "split_figure", "reach_figure", "check_figure", "evidence_html", "sentences_html",
-           "panel_figures", "text_html", "question_html", "reasoning_html", "answer_html", "prompt_html", "LARGE_FONT",
+           "panel_figures", "text_html", "question_html", "reasoning_html", "condensed", "screen_lines", "reasoning_lines", "answer_html", "prompt_html", "LARGE_FONT",
            "panel_blocks", "story_document"]

@@ -87,7 +87,7 @@ def test_gallery_explore_graph_and_a_tiny_run(server, browser):
     heading.wait_for(timeout=30_000)
     settle(page)
     assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 1
-    assert "node=S1" in page.evaluate("() => window.location.href")
+    assert "node=step-2" in page.evaluate("() => window.location.href")  # S1, the second step, named as shown
     shot(page, "hop_graph")
 
     # a short trace with a tiny model, saved to the library

@@ -143,6 +143,25 @@ def test_long_trace_heatmap_pages_to_where_the_attribution_is(open_page):
     assert str(at.query_params["at"]).strip("[]'") == f"{other[0]}–{other[1] - 1}"
 
 
+@pytest.mark.parametrize("name", ["kitty", "notice-board"])
+def test_a_long_trace_that_knows_its_evidence_opens_its_heatmap_on_the_gold(open_page, name):
+    from flashtrace.analysis.facts import analyse
+    from flashtrace.viz.heatmap import heatmap_windows
+
+    long = load_gallery_trace(name)
+    gold = sorted(set(analyse(long).gold.positions) & set(long.positions("prompt")))
+    assert long.n_tokens >= 1500 and gold and len(heatmap_windows(long.n_tokens)) > 1
+    at = open_page(EXPLORE, trace=f"gallery:{name}")
+    no_problems(at)
+    fig = figure(charts(at)["token_heatmap"])
+    lo, hi = fig.layout.meta["range"]
+    best = max(gold, key=lambda i: long.scores.prompt[i])  # the best-scored gold token is drawn, outlined
+    assert lo <= best < hi and fig.layout.meta["gold"]
+    top = long.top_prompt_tokens(1)[0][0]
+    said = [c.value for c in at.caption if "opens on the known evidence" in c.value]
+    assert bool(said) == (not lo <= top < hi)  # when the top token lies elsewhere, the page says where
+
+
 def scroll_boxes(block) -> list:
     """Containers with a fixed pixel height (an inner scroll box) anywhere under `block`."""
     found = []

@@ -99,10 +99,24 @@ def test_selected_step_shows_its_own_heatmap(open_page, vartrack):
     assert values == pytest.approx(step_values(vartrack, step))
     # choosing another node in the list moves the drill-down and the URL
     answer = next(s.id for s in vartrack.segments if s.role == "answer")
-    at.selectbox(key="qp_node").set_value(answer).run()
+    at.selectbox(key="qp_node").set_value(answer).run()  # the answer's link name is its id
     values = heatmap_values(figure(charts(at)["token_heatmap"]), vartrack)
     assert values == pytest.approx(step_values(vartrack, answer))
     assert str(at.query_params["node"]).strip("[]'") == answer
+
+
+def test_a_step_is_named_in_the_link_by_the_number_the_page_shows(open_page, vartrack):
+    steps = [s.id for s in vartrack.segments if s.role == "reasoning"]
+    graph = HopGraph.from_trace(vartrack)
+    at = open_page(GRAPH, trace="gallery:vartrack", node=steps[2])  # an older link, by the segment's id
+    no_problems(at)
+    assert node_label(graph, steps[2], 60).startswith("step 3: ")
+    assert str(at.query_params["node"]).strip("[]'") == "step-3"
+    assert at.selectbox(key="qp_node").value == "step-3"
+    again = open_page(GRAPH, trace="gallery:vartrack", node="step-3")  # the link as the page now writes it
+    assert again.subheader[0].value == at.subheader[0].value == f"Reasoning step · “{plain(node_label(graph, steps[2], 60))}”"
+    again.selectbox(key="qp_node").set_value("A").run()
+    assert str(again.query_params["node"]).strip("[]'") == "A"
 
 
 def test_prompt_node_shows_its_tokens(open_page, vartrack):

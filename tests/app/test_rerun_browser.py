@@ -29,6 +29,24 @@ def gallery(tmp_path_factory):
     return folder, trace
 
 
+OVERLAPS = """() => [...document.querySelectorAll('.js-plotly-plot')].filter(
+  plot => plot.querySelector('.heatmaplayer')).map(plot => {
+    const boxes = [...plot.querySelectorAll('.heatmaplayer text')].map(t => t.getBoundingClientRect())
+      .filter(b => b.width > 0);
+    let overlaps = 0;
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) overlaps++;
+    }
+    return [boxes.length, overlaps];
+  })"""
+
+
+def _label_overlaps(page) -> list[list[int]]:
+    """Per heatmap on the page: [token labels drawn, pairs of labels that overlap]."""
+    return page.evaluate(OVERLAPS)
+
+
 def _offline(browser, path: Path) -> tuple[list[str], int]:
     """Open `path` in a fresh browser context (nothing cached) that blocks every request but file:// ones;
     the requests attempted and the number of charts drawn."""
@@ -79,7 +97,7 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
         page.get_by_role("button", name="Edit and re-run", exact=True).wait_for(timeout=30_000)
         settle(page)
         chosen = page.locator('[data-testid="stMultiSelect"]').inner_text()
-        assert f"{top}: {editable(trace)[top][:20]}" in chosen  # the top evidence sentence, chosen first
+        assert editable(trace)[top][:20] in chosen and f"{top}:" not in chosen  # the top evidence sentence, no id
         page.get_by_role("button", name="Edit and re-run", exact=True).click()
         try:
             page.locator('[data-testid="stMetric"]').first.wait_for(timeout=120_000)
@@ -94,6 +112,8 @@ def test_remove_the_top_sentence_in_the_story_and_export_the_pair(tmp_path, gall
         page.get_by_text("Difference: edited minus original").wait_for(timeout=30_000)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "rerun-story.png"), full_page=True)
+        heatmaps = _label_overlaps(page)  # the original's, the edited trace's and the difference: labels apart
+        assert len(heatmaps) >= 3 and all(drawn > 0 and overlaps == 0 for drawn, overlaps in heatmaps), heatmaps
         with page.expect_download(timeout=60_000) as download:
             page.get_by_role("button", name="Pair (offline HTML)").click()
         exported = tmp_path / "pair.html"

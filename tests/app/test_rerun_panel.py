@@ -2,6 +2,8 @@
 the log-probabilities an independent `edit` computes, the new answer and the difference heatmap from
 `analysis.diff`; the pair saves to the library linked both ways; nothing of it in a read-only demo."""
 
+import re
+
 import pytest
 
 from flashtrace.analysis.diff import attribution_diff, default_edit
@@ -36,7 +38,9 @@ def test_remove_the_top_sentence_and_compare(open_page, library_dir, tiny):
     assert not [b for b in at.button if b.key == "run_rerun"]  # nothing until the toggle is on
     at.toggle(key="rerun_open").set_value(True).run()
     top = default_edit(trace)
-    assert top is not None and at.multiselect(key="rerun_pick_lib:balls").value == [top]
+    picker = at.multiselect(key="rerun_pick_lib:balls")
+    assert top is not None and picker.value == [top]
+    assert not any(re.match(r"[PST]\d+:", o) for o in picker.options), picker.options  # Details off: no ids
     assert any("about" in literal(c.value) and "new tokens" in literal(c.value) for c in at.caption)
     at.button(key="run_rerun").click().run()
     no_problems(at)
@@ -83,3 +87,9 @@ def test_the_library_page_links_the_pair(open_page, library_dir, tiny):
     no_problems(at)
     shown = [literal(c.value) for c in at.caption]
     assert any(c.startswith("Edited versions: balls-edited") or c.startswith("Edited version of balls") for c in shown)
+    (button,) = [b for b in at.button if literal(b.label) in ("Open balls-edited", "Open balls")]
+    other = literal(button.label).removeprefix("Open ")
+    opened = button.click().run()  # the other trace of the pair opens in the Story
+    no_problems(opened)
+    assert str(opened.query_params["trace"]).strip("[]'") == f"lib:{other}"
+    assert [t.value for t in opened.title] == ["The story of a trace"]

@@ -1,6 +1,7 @@
 """Story and Glossary pages (AppTest): every panel of a gallery trace reachable by URL and by Next/Back,
 captions shown literally, the faithfulness check run live for a library trace, glossary anchors."""
 
+import html
 import json
 
 import pytest
@@ -8,8 +9,9 @@ import pytest
 import flashtrace
 from flashtrace.app.glossary import TERMS
 from flashtrace.store.library import Library
-from flashtrace.analysis.story import STEPS, TITLES
-from flashtrace.viz.story import LARGE_FONT
+from flashtrace.analysis.story import STEPS, TITLES, story_panels
+from flashtrace.store.gallery import load_gallery_trace
+from flashtrace.viz.story import LARGE_FONT, screen_lines
 
 from .conftest import no_problems
 
@@ -43,8 +45,12 @@ def test_step_one_shows_the_question_answer_and_reasoning_as_text(open_page):
     shown = " ".join(h.proto.body for h in at.get("html"))
     assert "Question: What is the value of VAR HWRXJ?" in shown and "47977" in shown  # the question, the answer
     assert "VAR HWRXJ = VAR IKCOS." in shown  # the reasoning
-    assert [e.label for e in at.expander] == ["The whole prompt"]
+    assert [e.label for e in at.expander][0] == "The whole prompt"
     assert "Memorize and track the chain(s) of variable assignments" in shown  # inside it, whole
+    # a reasoning longer than the screen shows its first and last lines, the whole of it one click away
+    reasoning = story_panels(load_gallery_trace("long-vartrack"))[0].data["reasoning"]
+    assert [e.label for e in at.expander][1:] == [f"The whole reasoning ({screen_lines(reasoning, 62):,} lines)"]
+    assert "more lines: see “The whole reasoning”" in shown and html.escape(reasoning.strip()) in shown
 
 
 def test_present_button_opens_the_presenter_view_and_exit_leaves_it(open_page):

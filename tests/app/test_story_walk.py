@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from flashtrace.analysis.facts import MARGIN
+from flashtrace.analysis.segments import is_step
 from flashtrace.analysis.story import STEPS, TITLES, stored_check, story_panels
 from flashtrace.analysis.text import pct, quote
 from flashtrace.store.gallery import gallery_path, list_gallery, load_gallery_trace
@@ -81,6 +83,12 @@ class Claims:
         # the evidence step ranks the context (what supplied the answer); the question's share is stated apart
         self.context = {k: v for k, v in self.last.items() if k not in questions}
         self.asked = sum(v for k, v in self.last.items() if k in questions) if questions else None
+        # the hops' claims (a change, a tie, a kept top) rank the context too: the question apart
+        self.ctx_first, self.ctx_last = ({k: v for k, v in d.items() if k not in questions}
+                                         for d in (self.first, self.last))
+        self.ctx_depths = [{k: v for k, v in d.items() if k not in questions} for d in self.depths]
+        self.questions = questions
+        self.doc = doc
 
     def key(self, quoted: str) -> str:
         """The sentence a caption quotes (shortened to 70, 50 or 40 characters)."""
@@ -114,6 +122,38 @@ class Claims:
         other = shares[b] if b else max(v for k, v in shares.items() if k != a)
         return shares[a] - other
 
+    def check_failure(self, caption: str) -> str:
+        """The failure step against the file: both answers, the parting step's number, the misleading sentence's
+        share of that step's prompt attribution (its step vector summed per prompt sentence, the question apart)
+        and of the answer's after all hops, and the edit's new answer."""
+        record = self.doc["extra"]["gallery"]
+        lo, hi = self.doc["settings"]["target"]
+        answer = "".join(t["text"] for t in self.doc["tokens"][lo:hi]).strip()
+        assert caption.startswith(f"The model answered “{answer}”; the right answer is “{record['right_answer']}”."), caption
+        if "edit" not in record["spec"]:  # a failure no edit tests yet
+            assert caption.endswith("The task records no sentence that misled it."), caption
+            return "failure"
+        sentence = record["spec"]["edit"]["sentence"]
+        if "edited_from" in self.doc["extra"]:  # the edited version, still wrong: the sentence is gone
+            assert not [k for k, t in self.text.items() if sentence in t]
+            assert f"This is the edited version of “{self.doc['extra']['edited_from']['name']}”" in caption, caption
+            return "failure"
+        (key,) = [k for k, t in self.text.items() if sentence in t]
+        found = re.search(r"at step (\d+) of (\d+)", caption)
+        if found and "of that step's prompt attribution" in caption:
+            steps = [s for s in self.doc["segments"] if is_step(SimpleNamespace(**s)) and s["end"] <= lo]
+            assert len(steps) == int(found.group(2)), caption
+            step = steps[int(found.group(1)) - 1]
+            vector = self.doc["steps"]["vectors"][step["id"]]
+            sums = {s["id"]: sum(vector[s["start"]:s["end"]]) for s in self.doc["segments"] if s["role"] == "prompt"}
+            share = sums[key] / sum(sums.values())
+            assert f"it holds {pct(share)} of that step's prompt attribution" in caption, (share, caption)
+        assert f"{pct(self.last[key])} of the answer's prompt attribution" in caption, (self.last[key], caption)
+        after = record["edit_result"]["answer"]
+        assert f"answers “{after}”" in caption, caption
+        assert ("the right answer" in caption.split(f"answers “{after}”")[1][:20]) == record["edit_result"]["correct"]
+        return "failure"
+
     def check(self, step: str, caption: str) -> str | None:
         """Each claim about the top prompt sentence in `caption` (a Story step's) against the shares; returns
         which claim it was (None: the caption makes none)."""
@@ -129,21 +169,24 @@ class Claims:
             (a,) = self.quoted(r"The prompt (?:sentence|token) it reads most: Q", caption)
             assert lead(self.first, a) > MARGIN, caption
             return "top at hop 0"
-        if step == "hops" and "changed the top prompt" in caption:
-            a, b = self.quoted(r"changed the top prompt \w+ from Q .*? to Q", caption)
-            assert lead(self.first, a) > MARGIN and lead(self.last, b) > MARGIN, caption
+        first, last = self.ctx_first, self.ctx_last
+        if step == "hops" and "changed the top" in caption:
+            a, b = self.quoted(r"changed the top (?:prompt|context) \w+ from Q .*? to Q", caption)
+            assert lead(first, a) > MARGIN and lead(last, b) > MARGIN, caption
             return "change"
         if step == "hops" and "did not clearly change" in caption:
-            a, b = self.quoted(r"did not clearly change the top prompt \w+: Q and Q", caption)
-            assert lead(self.first, a) >= -eps and lead(self.last, b) >= -eps, caption
-            assert min(lead(self.first, a, b), lead(self.last, b, a)) <= MARGIN + eps, caption
+            a, b = self.quoted(r"did not clearly change the top (?:prompt|context) \w+: Q and Q", caption)
+            assert lead(first, a) >= -eps and lead(last, b) >= -eps, caption
+            assert min(lead(first, a, b), lead(last, b, a)) <= MARGIN + eps, caption
             return "no clear change"
         if step == "hops" and "at every depth" in caption:
-            (a,) = self.quoted(r"The top prompt \w+ is Q at every depth", caption)
-            assert all(lead(shares, a) > 0 for shares in self.depths), caption
+            (a,) = self.quoted(r"The top (?:prompt|context) \w+ is Q at every depth", caption)
+            assert all(lead(shares, a) > 0 for shares in self.ctx_depths), caption
             if "(leading the next by" in caption:
-                assert lead(self.first, a) > MARGIN and lead(self.last, a) > MARGIN, caption
+                assert lead(first, a) > MARGIN and lead(last, a) > MARGIN, caption
             return "same top"
+        if step == "failure":
+            return self.check_failure(caption)
         if step == "evidence" and "No prompt token" not in caption:
             (a,) = self.quoted(r"(?:the first is|one (?:prompt|context) \w+,) Q", caption)
             ahead = lead(self.context, a) if len(self.context) > 1 else 1.0
@@ -179,11 +222,27 @@ def check_step(page, step: str, doc: dict, claims: Claims, problems: list[str], 
         problems.append(f"{where}: no claim about the top sentence found in {caption!r}")
 
 
-def check_normal_view(page, trace, number: int, step: str, name: str) -> None:
-    """What the normal view shows at each step besides the panel: "Step N of 5", a drawn bar chart where
+def open_edited_version(page, trace) -> None:
+    """A failure's edited version opens from its Story's link, and its answer is the one the failure step names."""
+    record = trace.extra["gallery"]["edit_result"]
+    page.get_by_role("button", name=f"Open {record['name']}").click()
+    page.get_by_role("heading", name=TITLES["question"]).wait_for(timeout=60_000)
+    page.wait_for_function(f"() => location.search.includes('gallery%3A{record['name']}') || "
+                           f"location.search.includes('gallery:{record['name']}')", timeout=30_000)
+    answer = page.locator(".ft-answer .ft-text-body").inner_text().strip()
+    assert record["answer"] in answer, (record, answer)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"story-edited-{record['name']}.png"))
+
+
+def check_normal_view(page, trace, number: int, step: str, name: str, steps: int = len(STEPS)) -> None:
+    """What the normal view shows at each step besides the panel: "Step N of M", a drawn bar chart where
     the step has one (a precomputed check is drawn with no model), the highlighted prompt on the evidence
-    step; one trace's steps are saved as screenshots."""
-    assert page.get_by_text(f"Step {number} of {len(STEPS)}").count() == 1
+    step; one trace's steps, and each failure step, are saved as screenshots."""
+    assert page.get_by_text(f"Step {number} of {steps}").count() == 1
+    if step == "failure":
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"story-{name}-failure.png"))
     if step in ("direct", "hops", "evidence") or (step == "check" and stored_check(trace)):
         page.locator(".js-plotly-plot .barlayer").first.wait_for(timeout=30_000)
     if step == "evidence":
@@ -197,9 +256,11 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
     doc = json.loads(gallery_path(name).read_text(encoding="utf-8"))
     claims = Claims(doc)
     trace = load_gallery_trace(name)
-    drawn = [len(panel_figures(trace, panel)) for panel in story_panels(trace)]  # figures each step draws
+    panels = story_panels(trace)  # the five steps, and a failure's sixth
+    drawn = [len(panel_figures(trace, panel)) for panel in panels]  # figures each step draws
+    keys = [p.key for p in panels]
     page.goto(f"{url}/Story?trace=gallery:{name}&step=1" + ("&present=1" if present else ""), timeout=90_000)
-    for number, step in enumerate(STEPS, start=1):
+    for number, step in enumerate(keys, start=1):
         page.get_by_role("heading", name=TITLES[step]).wait_for(timeout=60_000)
         settle(page)
         bars = f"() => document.querySelectorAll('.js-plotly-plot .barlayer').length == {drawn[number - 1]}"
@@ -207,7 +268,7 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
         assert f"step={number}" in page.url
         where = f"{name} step {number}{' (presenter)' if present else ''}"
         if not present:
-            check_normal_view(page, trace, number, step, name)
+            check_normal_view(page, trace, number, step, name, len(keys))
         check_step(page, step, doc, claims, problems, where)
         if step == "evidence" and not present and doc["extra"].get("gallery", {}).get("gold"):
             page.get_by_text("The whole prompt, highlighted").click()
@@ -219,10 +280,12 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
             page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
         if present:
             page.keyboard.press("ArrowRight")
-        elif number < len(STEPS):
+        elif number < len(keys):
             page.get_by_role("button", name="Next").click()
         else:
             assert page.get_by_role("button", name="Next").is_disabled()
+    if "failure" in keys and not present and "edit_result" in doc["extra"]["gallery"]:  # an original with its edit
+        open_edited_version(page, trace)
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
@@ -239,7 +302,7 @@ def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, pr
             walk(page, gallery_app, name, present, problems)
     finally:
         page.close()
-    assert problems == []
+    assert problems == [], "\n".join(problems)
     assert outside == []
     assert errors == []
 
@@ -294,4 +357,4 @@ def test_gold_is_visible_on_every_evidence_view(gallery_app, browser):
                 problems.append(f"{name}: Hop graph draws no gold ({drawn})")
     finally:
         page.close()
-    assert problems == []
+    assert problems == [], "\n".join(problems)

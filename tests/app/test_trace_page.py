@@ -132,3 +132,14 @@ def test_the_default_target_is_the_answers_value_and_it_is_named(open_page, libr
     [entry] = Library(library_dir).entries()
     tr = Library(library_dir).open(entry.name)
     assert "".join(t.text for t in tr.tokens[slice(*tr.settings.target)]).strip() == "8"
+
+
+def test_an_answer_that_is_only_its_value_keeps_the_answer_as_the_target(open_page, library_dir):
+    at = _fill(open_page(TRACE), prompt="Tom has 12 marbles. He loses 4. How many marbles does Tom have now?",
+               response="12 - 4 = 8.\nAnswer: 8")
+    at.button(key="run").click().run()
+    no_problems(at)
+    [entry] = Library(library_dir).entries()
+    tr = Library(library_dir).open(entry.name)
+    assert tuple(tr.settings.target) == tuple(tr.spans.answer)  # the value is the whole answer: nothing narrowed
+    assert "".join(t.text for t in tr.tokens[slice(*tr.settings.target)]).strip() == "8"

@@ -11,6 +11,7 @@ from flashtrace.analysis.schema import Trace
 from flashtrace.cli import main
 from flashtrace.evaluate import gallery_spec
 from flashtrace.evaluate.gallery_spec import GallerySpecFile, build_from_spec, is_right, load_spec
+from flashtrace.store.gallery import list_gallery
 
 PROMPT = "Ann has 3 red pens. Bob has 5 blue pens. The shop opened in 2015. How many pens do Ann and Bob have?"
 
@@ -73,12 +74,25 @@ def test_each_task_is_the_models_own_response_traced_and_a_failure_gets_its_link
     assert {"logprob_before", "logprob_after", "answer_before", "answer_after"} <= set(link)
     assert "2015" not in edited.prompt and "2015" in original.prompt
     assert edited.extra["generation"]["do_sample"] is False  # the new answer is greedy too
-    assert said[0].startswith("2 tasks to build (0 already built, kept): about ") and "wrong" in said[1]
+    assert said[0].startswith("2 tasks to build (0 already built, kept): at most about ") and "wrong" in said[1]
     monkeypatch.setattr(gallery_spec, "build_task", lambda *a, **k: pytest.fail("a built task was built again"))
     assert build_from_spec(spec, tmp_path / "out", log=said.append) == []
     assert said[-1].startswith("0 tasks to build (2 already built, kept)")
     assert build_from_spec(spec, tmp_path / "out", ["plain"], log=said.append) == []
     assert said[-1].startswith("0 tasks to build (1 already built, kept)")  # only the task asked for counts
+
+
+def test_a_tasks_predicted_time_counts_its_check_and_interventions_and_doubles_with_an_edit(tiny_llama):
+    from flashtrace.engine.estimate import generation_seconds
+    from flashtrace.engine.models.generation import generation_ids
+    from flashtrace.evaluate.gallery_spec import Task, estimate_seconds
+
+    short, long = Task(**_task("short")), Task(**_task("long", max_new_tokens=256))
+    edited = Task(**_task("edited", edit={"sentence": "The shop opened in 2015."}))
+    n_prompt = len(generation_ids(tiny_llama, PROMPT, 16, True, short.reasoning_instruction)[1])
+    assert estimate_seconds(short, tiny_llama) > generation_seconds(tiny_llama, n_prompt, 16)  # more than writing
+    assert estimate_seconds(long, tiny_llama) > estimate_seconds(short, tiny_llama)
+    assert estimate_seconds(edited, tiny_llama) == pytest.approx(2 * estimate_seconds(short, tiny_llama), rel=0.05)
 
 
 def test_the_command_line_needs_an_output_folder_for_a_spec(tmp_path, capsys):
@@ -97,19 +111,20 @@ def test_the_shipped_spec_is_valid_and_covers_the_issues_task_kinds():
     assert sum(t.edit is not None for t in spec.tasks) >= 2 and spec.tasks[0].model == "qwen2.5-coder-1.5b"
 
 
-def test_the_committed_first_build_says_what_its_trace_files_hold():
-    """benchmarks/results/gallery_qwen: each row of summary.json is read from its trace file (model, answer,
-    correctness, the edit's answers), and the 1.5B's failure there is proven by its edit."""
+def test_the_committed_build_summary_says_what_its_trace_files_hold():
+    """benchmarks/results/gallery_qwen/summary.json: one row per model-written gallery trace, each read from its
+    trace file (model, answer, correctness, the edit's answers), and the 1.5B's failure there is proven by its edit."""
     from pathlib import Path
 
     from flashtrace.evaluate.gallery_spec import value_text
 
-    folder = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gallery_qwen"
-    summary = json.loads((folder / "summary.json").read_text())
-    assert summary["built"] == len(summary["rows"]) == len(list(folder.glob("*.json"))) - 1
+    root = Path(__file__).resolve().parents[2]
+    summary = json.loads((root / "benchmarks" / "results" / "gallery_qwen" / "summary.json").read_text())
+    written = {f"assets/gallery/{it.name}.json" for it in list_gallery() if it.written}
+    assert summary["built"] == len(summary["rows"]) and {r["file"] for r in summary["rows"]} == written
     for row in summary["rows"]:
-        trace = Trace.load(folder / row["file"])
+        trace = Trace.load(root / row["file"])
         assert (trace.model.name, value_text(trace), trace.extra["gallery"]["correct"]) == (
             row["model"], row["answer"], row["correct"])
-    boxes = next(r for r in summary["rows"] if r["file"] == "boxes-edited.json")["edited_from"]
+    boxes = next(r for r in summary["rows"] if r["file"] == "assets/gallery/boxes-edited.json")["edited_from"]
     assert (boxes["answer_before"], boxes["answer_after"]) == ("Yellow", "blue")

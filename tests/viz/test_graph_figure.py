@@ -1,5 +1,6 @@
 """The hop-graph drawing: text labels (escaped once, quotes as they are), folded inputs, colours, size."""
 
+import re
 import zlib
 
 import networkx as nx
@@ -51,9 +52,22 @@ def test_labels_are_first_words_escaped_once():
     assert nodes["T0"][1] == "template: system You are helpful"
     assert "&lt;|im_start|&gt;" in nodes["T0"][2]  # hover shows the whole text, markers included, escaped
     assert nodes["A"][1] == "42 &amp; &lt;more&gt;"
-    for trace in fig.data:  # edge hovers name both ends in words, escaped
+    for trace in fig.data:  # edge hovers name both ends in words, escaped, and no segment id
         if trace.name == "edge info":
-            assert any("P3 “Keep &lt;b&gt;b" in t for t in trace.text)
+            assert any(t.startswith("“Keep &lt;b&gt;b") for t in trace.text)
+            assert not any(re.search(r"\b[PST]\d+\b", t) for t in trace.text), trace.text
+    assert not any(re.search(r"\b[PST]\d+\b", hover) for _, _, hover in nodes.values())
+
+
+def test_node_ids_show_in_the_hovers_only_when_asked_for():
+    fig = hop_graph_figure(_graph(4), ids=True)
+    nodes = _nodes(fig)
+    assert nodes["P3"][2].startswith("<b>P3</b> · prompt sentence")
+    edges = next(t for t in fig.data if t.name == "edge info")
+    assert any(t.startswith("P3 “Keep &lt;b&gt;b") for t in edges.text)
+    plain_edges = next(t for t in hop_graph_figure(_graph(4)).data if t.name == "edge info")
+    assert any("of step 1's attribution" in t for t in plain_edges.text) or any(
+        "of the answer's attribution" in t for t in plain_edges.text)
 
 
 def test_folded_inputs_selected_ring_and_paths_apart():

@@ -111,3 +111,16 @@ def test_gold_shows_on_the_story_bars_even_when_it_ranks_low():
     fig = pieces_figure(evidence.data["sentences"], "t", "v", low)
     assert list(fig.data[0].y)[-1] == "Eli gets 32 stamps." and fig.data[0].text[-1].endswith(" · gold, ranked 12th")
     assert fig.layout.meta["gold"][-1] == "P9" and fig.data[0].marker.line.width[-1] == 3
+
+
+def test_step_one_shows_a_long_reasoning_as_its_first_and_last_lines_and_counts_what_it_leaves_out():
+    from flashtrace.viz.story import condensed, screen_lines
+
+    lines = [f"Step {i}: add {i} to the total, which is now {i * (i + 1) // 2}." for i in range(1, 31)]
+    text, left = condensed("\n".join(lines), 8, 56)
+    shown = text.splitlines()
+    assert screen_lines(text, 56) <= 8 and left == 30 - (len(shown) - 1)
+    assert shown[0] == lines[0] and shown[-1] == lines[-1]
+    assert f"⋯ {left} more lines: see “The whole reasoning” ⋯" in shown
+    assert condensed("Two short\nlines.", 8, 56) == ("Two short\nlines.", 0)  # what fits is shown whole
+    assert screen_lines("x" * 120, 56) == 3  # a long line wraps
