@@ -227,8 +227,8 @@ def heatmap_window(trace: Trace, values: list[float], positions: list[int], para
     top = window_of(windows, values, positions)
     first = window_of(windows, values, sorted(gold)) if gold else top
     if first != top:
-        st.caption(f"The heatmap opens on the known evidence (gold, tokens {labels[first]}); the highest-scored "
-                   f"token is in tokens {labels[top]}.")
+        st.caption(plain(f"The heatmap opens on the known evidence (gold, tokens {labels[first]}); the "
+                         f"highest-scored token is in tokens {labels[top]}."))
     default = labels[first]
     label = "Tokens shown (long trace: one window at a time; the text and segment views show everything)"
     if param:
