@@ -103,8 +103,8 @@ class Depth:
 
 @dataclass(frozen=True)
 class Change:
-    """The top piece of the context (question sentences apart) at depth 0 against the deepest depth. `kind`: ``none`` (no prompt attribution),
-    ``same`` (one top piece at both), ``changed`` (another top piece, each leading the other by more than
+    """The top piece of the context (question sentences apart) at depth 0 against the deepest depth. `kind`:
+    ``none`` (no prompt attribution), ``same`` (one top piece at both), ``changed`` (another top piece, each leading the other by more than
     `margin` at its own depth) or ``tie`` (another top piece, but within `margin` at one of the depths)."""
 
     kind: str
