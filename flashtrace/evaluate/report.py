@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
+from .protocols import correctness
 
 METRICS = ("rise", "mas", "recovery", "seconds", "deletion_s")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s",
@@ -146,11 +147,19 @@ def _mean_curves(rows: list[dict], methods) -> dict[str, list[float]]:
     return curves
 
 
+def group_of(record: dict) -> str:
+    """The summary group of an example: its task, split by whether the model answered right when the model wrote
+    its own reasoning (``"arithmetic (right)"``, ``"arithmetic (wrong)"``; `protocols.correctness`)."""
+    split = correctness(record)
+    return record["task"] if split is None else f"{record['task']} ({split})"
+
+
 def summarise(records: list[dict], settings: dict | None = None) -> dict:
-    """Nested summary: ``tasks[task][method][metric] = {mean, std, n}`` plus per-task example info."""
+    """Nested summary: ``tasks[group][method][metric] = {mean, std, n}`` plus per-group example info; a group is
+    a task, or a task's right or wrong answers under the ``own`` protocol (`group_of`)."""
     tasks: dict[str, dict] = {}
-    for task in dict.fromkeys(r["task"] for r in records):
-        rows = [r for r in records if r["task"] == task]
+    for task in dict.fromkeys(group_of(r) for r in records):
+        rows = [r for r in records if group_of(r) == task]
         per_method = _method_stats(rows)
         tasks[task] = {
             "n": len(rows), "methods": per_method, "mean_deletion_curve": _mean_curves(rows, per_method),

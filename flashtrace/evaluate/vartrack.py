@@ -4,6 +4,9 @@ One generator, two layouts of the same chains:
 
 - ``text`` (the evaluation's default): the statements sit inside filler prose, one paragraph, padded to
   `length`; the response restates the chain, then ``So VAR <asked> = <value>.`` and ``Answer: <value>``.
+- ``words``: the same chains told about people in plain prose ("Ana's locker code is 67209.", "Ben's locker
+  code is the same as Ana's."), inside filler prose like ``text``: no variable-name jargon, for a model that
+  writes its own reasoning (`flashtrace eval --protocol own` or ``paper``).
 - ``lines`` (the hop-graph benchmark, `benchmarks/vartrack_paths.py`): no filler, one statement per
   line; the response restates the chain from the asked variable back to the value and ends with
   ``Answer: <value>``, so the answer can only reach the value sentence through the restated chain.
@@ -18,7 +21,10 @@ import random
 
 from .textgen import Example, _build, _Builder, _chars, _interleave
 
-VARTRACK_LAYOUTS = ("text", "lines")
+VARTRACK_LAYOUTS = ("text", "lines", "words")
+_PEOPLE = ["Ana", "Ben", "Cleo", "Dev", "Eli", "Faye", "Gus", "Hana", "Ivo", "Jade", "Kai", "Lena", "Milo", "Nora",
+           "Omar", "Pia", "Quinn", "Rosa", "Sami", "Tara", "Uma", "Vik", "Wren", "Yara", "Zane", "Abel", "Bea",
+           "Cruz", "Dina", "Emil", "Flor", "Gael", "Ines", "Jon", "Kira", "Leo", "Mina", "Nils", "Orla", "Pablo"]
 
 
 def _var_names(rng: random.Random, n: int) -> list[str]:
@@ -28,6 +34,17 @@ def _var_names(rng: random.Random, n: int) -> list[str]:
         if name not in names:
             names.append(name)
     return names
+
+
+def _people(rng: random.Random, n: int) -> list[str]:
+    return rng.sample(_PEOPLE, n)
+
+
+def _said(layout: str, name: str, value: int | None = None, source: str | None = None) -> str:
+    """One assignment as `layout` writes it: a value given, or copied from `source`."""
+    if layout == "words":
+        return f"{name}'s locker code is {value}." if source is None else f"{name}'s locker code is the same as {source}'s."
+    return f"VAR {name} = {value}." if source is None else f"VAR {name} = VAR {source}."
 
 
 def _lines_prompt(merged: list[tuple[str, str | None]], target: str) -> _Builder:
@@ -50,7 +67,9 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
     if not 2 <= hops <= 10:
         raise ValueError(f"vartrack hops must be between 2 and 10, got {hops}")
     chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
-    names = _var_names(rng, sum(chains))
+    if layout == "words" and sum(chains) > len(_PEOPLE):
+        raise ValueError(f"the words layout names at most {len(_PEOPLE)} people; use fewer hops or distractors")
+    names = _people(rng, sum(chains)) if layout == "words" else _var_names(rng, sum(chains))
     values = rng.sample(range(10_000, 99_999), len(chains))
     statements: list[list[tuple[str, str | None]]] = []
     chain_vars: list[list[str]] = []
@@ -60,8 +79,8 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
         pos += size
         chain_vars.append(vs)
         mark = "gold" if c == 0 else "distractor"
-        statements.append([(f"VAR {vs[0]} = {value}.", mark)]
-                          + [(f"VAR {vs[i]} = VAR {vs[i - 1]}.", mark) for i in range(1, size)])
+        statements.append([(_said(layout, vs[0], value), mark)]
+                          + [(_said(layout, vs[i], source=vs[i - 1]), mark) for i in range(1, size)])
     merged: list[tuple[str, str | None]] = []  # random merge keeping each chain in order
     queues = [list(s) for s in statements]
     while any(queues):
@@ -70,19 +89,25 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
     target = chain_vars[0][-1]
     if layout == "lines":
         b = _lines_prompt(merged, target)
+    elif layout == "words":
+        body = _interleave(rng, merged, _chars(length or 384) - 160)
+        header = "Some people at the gym share their locker codes. Keep track of who has which code."
+        b = _build(header, body, f"Question: What is {target}'s locker code?")
     else:
         body = _interleave(rng, merged, _chars(length or 384) - 160)
         header = "Memorize and track the chain(s) of variable assignments hidden in the following text."
         b = _build(header, body, f"Question: What is the value of VAR {target}?")
     vs = chain_vars[0]
-    lines = [f"VAR {vs[i]} = VAR {vs[i - 1]}." for i in range(len(vs) - 1, 0, -1)]
-    lines.append(f"VAR {vs[0]} = {values[0]}.")
+    lines = [_said(layout, vs[i], source=vs[i - 1]) for i in range(len(vs) - 1, 0, -1)]
+    lines.append(_said(layout, vs[0], values[0]))
     if layout == "text":
         lines.append(f"So VAR {target} = {values[0]}.")
+    elif layout == "words":
+        lines.append(f"So {target}'s locker code is {values[0]}.")
     lines.append(f"Answer: {values[0]}")
     meta = {"hops": hops, "chain": vs, "distractor_chains": distractors}
-    if layout == "lines":  # the evaluation's records (text layout) keep their published meta
-        meta |= {"layout": layout, "value_line": f"VAR {vs[0]} = {values[0]}."}
+    if layout != "text":  # the evaluation's records (text layout) keep their published meta
+        meta |= {"layout": layout, "value_line": _said(layout, vs[0], values[0])}
     return Example(b.text(), "\n".join(lines), str(values[0]), b.marks["gold"], "vartrack", meta)
 
 

@@ -131,6 +131,28 @@ def test_vartrack_layouts_lay_out_the_same_chains():
         make_example("vartrack", 0, layout="table")
 
 
+def _solve_locker_codes(ex) -> str:
+    """The asked person's code, followed through the prompt's sentences alone."""
+    given = dict(re.findall(r"(\w+)'s locker code is (\d+)\.", ex.prompt))
+    copied = dict(re.findall(r"(\w+)'s locker code is the same as (\w+)'s\.", ex.prompt))
+    name = re.search(r"What is (\w+)'s locker code\?", ex.prompt).group(1)
+    while name in copied:
+        name = copied[name]
+    return given[name]
+
+
+def test_vartrack_in_words_is_a_chain_of_people_without_variable_jargon():
+    for seed in SEEDS:
+        ex = make_example("vartrack", seed, length=200, layout="words")
+        assert "VAR" not in ex.prompt and _solve_locker_codes(ex) == ex.answer
+        chain = ex.meta["chain"]
+        assert ex.gold_texts()[0] == f"{chain[0]}'s locker code is {ex.answer}." == ex.meta["value_line"]
+        assert ex.gold_texts()[1:] == [f"{b}'s locker code is the same as {a}'s." for a, b in zip(chain, chain[1:])]
+        assert ex.response.splitlines()[-1] == f"Answer: {ex.answer}"
+    with pytest.raises(ValueError, match="at most 40 people"):
+        make_example("vartrack", 0, layout="words", hops=10, distractors=4)
+
+
 def test_load_jsonl(tmp_path):
     path = tmp_path / "ex.jsonl"
     rows = [{"prompt": "Paris is in France. Rome is in Italy. Where is Rome?", "response": "Answer: Italy",

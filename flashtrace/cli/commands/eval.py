@@ -23,6 +23,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--jsonl", type=Path, default=None,
                         help="evaluate your own examples: one JSON object per line with prompt, response, "
                              "optional answer and gold ([[start, end], ...] or gold_text [...])")
+    parser.add_argument("--vartrack-layout", default=None, choices=("text", "lines", "words"),
+                        help="how vartrack states its chains: 'text' (VAR X = VAR Y among filler, the default with "
+                             "--protocol templated and in the published runs), 'lines' (one per line) or 'words' "
+                             "(people and locker codes in plain prose, the default with paper or own)")
     parser.add_argument("--n", type=int, default=10, help="examples per task (seeds seed..seed+n-1)")
     parser.add_argument("--length", type=int, default=EVAL_LENGTH,
                         help=f"approximate prompt length in tokens (default {EVAL_LENGTH}, as in the published runs of "
@@ -37,7 +41,23 @@ def add_arguments(parser) -> None:
     parser.add_argument("--k", type=int, default=20, help="deletion groups")
     parser.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients steps (batched)")
     parser.add_argument("--batch-size", type=int, default=16, help="sequences per forward pass when scoring")
-    parser.add_argument("--target", default="answer", help="span explained and scored: answer or response")
+    parser.add_argument("--target", default=None,
+                        help="span explained and scored: answer, value (the answer's number or short phrase, not a "
+                             "line restating the question) or response; default: answer with --protocol templated, "
+                             "value with paper or own")
+    from ...evaluate.protocols import PAPER_WRITER, PROTOCOLS, WRITE_TOKENS
+
+    parser.add_argument("--protocol", default="templated", choices=PROTOCOLS,
+                        help="where the reasoning comes from: 'templated' (default), the task's own templated chain; "
+                             f"'paper', a writer model (--writer, default {PAPER_WRITER}) answers each prompt "
+                             "greedily, only its right answers are kept and the model under test is teacher-forced "
+                             "on them; 'own', the model under test writes its own reasoning, right and wrong answers "
+                             "both kept and every metric split by them. Written responses are kept in OUT/responses/")
+    parser.add_argument("--writer", default=None,
+                        help=f"the model that writes the reasoning under --protocol paper (default {PAPER_WRITER})")
+    parser.add_argument("--write-tokens", type=int, default=WRITE_TOKENS,
+                        help=f"new tokens a written response may use (default {WRITE_TOKENS}; greedy, asked to think "
+                             "step by step and end with an 'Answer:' line)")
     parser.add_argument("--out", type=Path, required=True, help="output folder")
     parser.add_argument("--dtype", default=None, help="model dtype: float32 (default), bfloat16, float16")
     parser.add_argument("--score-dtype", default="auto", choices=SCORE_DTYPES,
@@ -75,9 +95,11 @@ def _examples(args):
     for t in tasks:
         if t not in TASKS:
             raise ValueError(f"unknown task '{t}'; available: {', '.join(TASKS)}")
+    layout = args.vartrack_layout or ("text" if args.protocol == "templated" else "words")
     for seed in range(args.seed, args.seed + args.n):  # seed-major: every task advances together
         for t in tasks:
-            yield f"{t}-{seed:04d}", make_example(t, seed, length=args.length or None)
+            options = {"layout": layout} if t == "vartrack" else {}
+            yield f"{t}-{seed:04d}", make_example(t, seed, length=args.length or None, **options)
 
 
 def _charts(args) -> str:
@@ -159,6 +181,48 @@ def _score_dtype_name(args, loaded) -> str:
     return dtype_name(score_dtype(loaded, args.score_dtype))
 
 
+def _written(args, examples):
+    """``(examples, loaded model under test or None, protocol record)``: under --protocol paper or own, each
+    example's reasoning written by the writer model (kept under OUT/responses/), with the estimate first and a
+    bar. The writer is freed before the model under test loads unless they are the same model."""
+    import gc
+
+    from ...base.units import time_range
+    from ...engine.estimate import generation_seconds
+    from ...engine.models import load_model
+    from ...evaluate.protocols import PAPER_WRITER, apply_protocol, cached_responses, write_responses
+
+    if args.protocol == "templated":
+        return examples, None, apply_protocol("templated", examples).record
+    if args.write_tokens < 1:
+        raise ValueError("--write-tokens must be >= 1")
+    writer = args.model if args.protocol == "own" else (args.writer or PAPER_WRITER)
+    kept = cached_responses(examples, args.out, writer, args.write_tokens)
+    todo = [ex for ex_id, ex in examples if ex_id not in kept]
+    loaded = load_model(writer, device=args.device, dtype=args.dtype) if todo else None
+    if todo:
+        from tqdm import tqdm
+
+        tokens = [len(loaded.tokenizer(ex.prompt)["input_ids"]) for ex in todo]
+        seconds = sum(generation_seconds(loaded, n, args.write_tokens) for n in tokens)
+        print(f"{writer} writes {len(todo)} of {len(examples)} responses (--protocol {args.protocol}, at most "
+              f"{args.write_tokens} new tokens each): up to {time_range(seconds / 2, seconds * 2)}", file=sys.stderr)
+        bar = tqdm(total=len(examples), desc="write", unit="ex", disable=args.no_progress)
+        written = write_responses(loaded, examples, args.out, writer, args.write_tokens,
+                                  lambda _id, done, total: bar.update(1))
+        bar.close()
+    else:
+        written = write_responses(None, examples, args.out, writer, args.write_tokens)
+    applied = apply_protocol(args.protocol, examples, written)
+    if loaded is not None and writer != args.model:
+        del loaded
+        gc.collect()
+        loaded = None
+    if args.ray:
+        loaded = None
+    return applied.examples, loaded, applied.record
+
+
 def _evaluate(args, loaded, examples, methods) -> dict[str, str]:
     """Run the examples (here, or on Ray), with the estimate first and the bars while it runs; returns
     ``{id: error}`` of the examples that failed."""
@@ -206,8 +270,13 @@ def run(args) -> int:
         torch.set_num_threads(args.threads)
     methods = parse_methods(args.methods, [int(h) for h in args.hops.split(",") if h.strip()])
     examples = list(_examples(args))
-    loaded = None if args.ray else load_model(args.model, device=args.device, dtype=args.dtype)
-    settings = _settings(args, methods, loaded)
+    args.target = args.target or ("answer" if args.protocol == "templated" else "value")
+    examples, loaded, protocol = _written(args, examples)
+    if loaded is None and not args.ray:
+        loaded = load_model(args.model, device=args.device, dtype=args.dtype)
+    settings = {**_settings(args, methods, loaded), "protocol": protocol}
+    if not examples:
+        raise ValueError(f"no example is left to evaluate: the writer answered none of the {protocol['written']} right")
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
     failed = _evaluate(args, loaded, examples, methods)
