@@ -55,7 +55,9 @@ class RunEstimate:
 
 def deletion_states(n_prompt: int, k: int, first: bool) -> int:
     """Scoring passes a method's deletion curve needs: ``min(k, P) + 1`` distinct states, less the two end
-    states when an earlier method of the example scored them."""
+    states when an earlier method of the example scored them (none when `k` is 0: no curves)."""
+    if k == 0:  # no deletion curves
+        return 0
     states = min(k, max(n_prompt, 1)) + 1
     return states if first else max(states - 2, 0)
 

@@ -141,7 +141,7 @@ def _method_stats(rows: list[dict]) -> dict[str, dict]:
 def _mean_curves(rows: list[dict], methods) -> dict[str, list[float]]:
     """Each method's deletion curve, averaged over the examples that have the method."""
     k, curves = rows[0]["k"], {}
-    for m in methods:
+    for m in (methods if k else ()):  # k = 0: a run without deletion curves
         have = [r["methods"][m]["n"] for r in rows if m in r["methods"]]
         curves[m] = [sum(n[t] for n in have) / len(have) for t in range(k + 1)]
     return curves

@@ -52,7 +52,8 @@ def _round(values, digits: int = 6) -> list[float]:
 def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodProgress | None = None) -> dict:
     """One method on the example: its attribution (timed alone), then its deletion curve (only the states
     not scored yet for this example run) and metrics. Returns its record entry: ``seconds`` (attribution),
-    ``deletion_s``, ``deletion_runs`` (sequences it ran), RISE, MAS, Recovery@10%, the curves and scores."""
+    ``deletion_s``, ``deletion_runs`` (sequences it ran), RISE, MAS, Recovery@10%, the curves and scores.
+    With `k` 0 no deletion curve is run: RISE and MAS are None, Recovery@10% is kept."""
     if progress:
         progress(name, "attribution", 0, 1)
     start = time.perf_counter()
@@ -62,6 +63,9 @@ def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodPr
         progress(name, "attribution", 1, 1)
     start = time.perf_counter()
     scores = full[ctx.positions].float()  # [P]
+    if k == 0:
+        return {"seconds": seconds, "deletion_s": 0.0, "deletion_runs": 0, "rise": None, "mas": None,
+                "recovery": recovery(scores, ctx.gold), "s": [], "n": [], "d": [], "scores": _round(scores)}
     masks = deletion_masks(deletion_order(scores), k)  # [k+1, P]
     deletion, before = scorer(ctx), scorer(ctx).scored
     s = deletion.score(masks, (lambda done, total: progress(name, "deletion", done, total)) if progress else None)

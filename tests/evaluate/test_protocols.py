@@ -115,3 +115,19 @@ def test_eval_paper_protocol_refuses_when_the_writer_answers_nothing_right(tmp_p
                  "--out", str(out), "--no-progress", "--no-plots"]) == 2
     assert "the writer answered none of the 1 right" in capsys.readouterr().err
     assert (out / "responses" / "needle-0000.json").exists()  # kept for the next run
+
+
+def test_k_zero_runs_no_deletion_curve_and_keeps_recovery(tmp_path):
+    """``--k 0``: Recovery@10% from the attributions alone, no RISE or MAS and no scoring pass (a recovery run
+    on a big model costs its recordings, not 20 forwards per method)."""
+    out = tmp_path / "ev"
+    assert main(["eval", "--model", "tiny-llama", "--task", "needle", "--n", "1", "--length", "40", "--k", "0",
+                 "--methods", "flashtrace-k0,attention", "--out", str(out), "--no-progress", "--no-plots"]) == 0
+    record = json.loads((out / "examples" / "needle-0000.json").read_text())
+    for entry in record["methods"].values():
+        assert entry["rise"] is None and entry["mas"] is None and entry["deletion_runs"] == 0 and entry["n"] == []
+        assert 0.0 <= entry["recovery"] <= 1.0
+    task = json.loads((out / "summary.json").read_text())["tasks"]["needle"]
+    assert task["methods"]["attention"]["recovery"]["n"] == 1 and task["methods"]["attention"]["rise"]["n"] == 0
+    assert task["mean_deletion_curve"] == {}
+    assert main(["eval", "--model", "tiny-llama", "--task", "needle", "--k", "1", "--out", str(out)]) == 2
