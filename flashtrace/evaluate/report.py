@@ -8,10 +8,12 @@ from pathlib import Path
 
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 from .protocols import correctness
+from .stats import bootstrap_interval, paired_difference
 
 METRICS = ("rise", "mas", "recovery", "seconds", "deletion_s")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s",
           "deletion_s": "deletion s"}
+COMPARED = ("rise", "mas", "recovery")  # the metrics given intervals and paired tests
 PARTS = ("recording", "attribution", "deletion", "other")  # where an example's time went (`time_parts`)
 
 
@@ -129,8 +131,17 @@ def _method_stats(rows: list[dict]) -> dict[str, dict]:
     """``{method: {"hops", metric: stats, ["prompt_mass_vs_k0"]}}`` over the records `rows` of one task."""
     per_method = {m: {"hops": _hop(m), **{k: _stats([r["methods"][m].get(k) for r in rows if m in r["methods"]])
                                           for k in METRICS}} for m in _method_order(rows)}
+    for m in per_method:
+        for metric in COMPARED:  # each metric's bootstrap interval of the mean
+            per_method[m][metric]["interval"] = bootstrap_interval([r["methods"][m].get(metric) for r in rows
+                                                                    if m in r["methods"]])
     for m in per_method:  # attribution mass reaching the prompt, relative to hop 0 of the same variant
         base = _hop0(m) if m.startswith("flashtrace-k") else None
+        if base in per_method and base != m:  # paired against K = 0 on the same examples
+            both = [r for r in rows if m in r["methods"] and base in r["methods"]]
+            per_method[m]["vs_k0"] = {metric: paired_difference([r["methods"][m].get(metric) for r in both],
+                                                                [r["methods"][base].get(metric) for r in both])
+                                      for metric in COMPARED}
         if base in per_method:
             per_method[m]["prompt_mass_vs_k0"] = _stats(
                 [sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"]) for r in rows
@@ -196,6 +207,24 @@ def _method_rows(methods: dict[str, dict]) -> list[str]:
     return lines
 
 
+def _paired_lines(methods: dict[str, dict]) -> list[str]:
+    """One line per metric: each FlashTrace K > 0 minus K = 0 of the same variant on the same examples, with the
+    bootstrap 95 % interval and the sign-flip p-value; a difference whose interval holds 0 is called a tie."""
+    lines = []
+    for metric in COMPARED:
+        cells = []
+        for name, v in methods.items():
+            d = (v.get("vs_k0") or {}).get(metric)
+            if d:
+                lo, hi = d["interval"]
+                cells.append(f"{name[len('flashtrace-'):].upper()} {d['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
+                             f"p = {d['p']:.2f}{' (tie)' if d['tie'] else ''}")
+        if cells:
+            lines.append(f"{LABELS[metric]} against K = 0 of the same variant, paired (95 % bootstrap interval): "
+                         + "; ".join(cells))
+    return lines
+
+
 def _task_markdown(task: str, info: dict) -> list[str]:
     tok, ex_s = info["tokens"], info["example_seconds"]
     lines = [f"### {task} (n = {info['n']}, {tok['mean']:.0f} ± {tok['std']:.0f} tokens, "
@@ -209,6 +238,7 @@ def _task_markdown(task: str, info: dict) -> list[str]:
     if all(parts.get(p, {}).get("mean") is not None for p in PARTS):
         lines.append("Time per example: " + " + ".join(f"{p} {parts[p]['mean']:.1f} s" for p in PARTS)
                      + f" = {sum(parts[p]['mean'] for p in PARTS):.1f} s (means)")
+    lines += _paired_lines(info["methods"])
     masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
     if masses:
         lines.append("FlashTrace attribution mass on the prompt relative to K = 0: "
