@@ -29,7 +29,7 @@ MODULE_TESTS = {
     "flashtrace/base/json_budget.py": ["tests/test_json_budget.py", "tests/test_trace_parse.py", "tests/test_r3_trace_load.py",
                                        "tests/test_trace_refusals.py"],
     "flashtrace/base/progress.py": ["tests/test_install.py"],
-    "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py", "tests/test_moved.py"],
+    "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py"],
     "flashtrace/base/units.py": ["tests/test_units.py"],
     "flashtrace/engine/attribution/baselines.py": ["tests/evaluate/test_baselines.py", "tests/attribution/test_registry.py"],
     "flashtrace/engine/attribution/hops.py": ["tests/attribution/test_hops.py", "tests/test_tracing.py"],

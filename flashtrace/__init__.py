@@ -8,7 +8,6 @@ Quick start::
     tr.top_prompt_tokens(10)
 """
 
-from . import _moved
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
 from .base.install import version as _version
@@ -19,7 +18,6 @@ _LAZY = {"LoadedModel": ".engine.models", "ModelLoadError": ".engine.models", "U
          "load_model": ".engine.models", "record_forward": ".engine.models", "Prepared": ".run.tracing",
          "attribute": ".run.tracing", "prepare": ".run.tracing", "notebook_figures": ".viz.notebook"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
-_moved.install()  # old module paths (flashtrace.schema, flashtrace.models, ...) for one release
 
 
 def _notebook_view(name: str):
