@@ -23,6 +23,7 @@ import streamlit as st
 from ..analysis.text import counted
 from .state import TraceRef, cached_model, load_trace, model_lock
 from .ui import plain
+from ..base.fileio import file_stamp
 from ..base.units import time_range
 
 FAST_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout")
@@ -33,10 +34,10 @@ BATCH = 4  # deletion states per forward pass: as fast as 16 on a CPU, and a lay
 _WARM: list = [None]  # the key `warm_context` last computed
 
 
-def stamp(ref: TraceRef) -> tuple[str, int, int]:
-    """The trace's identity for caching: reference, modification time and size of its file."""
-    stat = ref.path().stat()
-    return str(ref), stat.st_mtime_ns, stat.st_size
+def stamp(ref: TraceRef) -> tuple:
+    """The trace's identity for caching: its reference and its file's `base.fileio.file_stamp` (inode, size,
+    modification and change times)."""
+    return str(ref), *file_stamp(ref.path())
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)

@@ -25,6 +25,7 @@ from ..base.units import time_range  # noqa: F401 - the pages read it from here
 from ..store.gallery import gallery_path, list_gallery
 from ..engine.inputs import ResponseSpans, answer_value, build_sequence
 from ..base.errors import FlashTraceError
+from ..base.fileio import file_stamp
 from ..store.app_files import READ_ONLY_ENV
 from ..store.library import Library
 from ..run.prechecks import check_text_size
@@ -157,7 +158,7 @@ def library() -> Library:
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _load_file(path: str, mtime_ns: int, size: int) -> Trace:
+def _load_file(path: str, stamp: tuple[int, int, int, int]) -> Trace:
     return Trace.load(path)
 
 
@@ -193,8 +194,7 @@ def load_trace(ref: TraceRef | str) -> Trace:
     path = ref.path()
     if not path.is_file():
         raise ValueError(f"trace '{ref}' does not exist (deleted or renamed?)")
-    stat = path.stat()
-    return _load_file(str(path), stat.st_mtime_ns, stat.st_size)
+    return _load_file(str(path), file_stamp(path))
 
 
 def trace_choices() -> dict[str, str]:
@@ -269,7 +269,7 @@ def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _graph(ref: str, stamp: tuple[int, int], threshold: float):
+def _graph(ref: str, stamp: tuple[int, int, int, int], threshold: float):
     from ..analysis.graph import HopGraph
 
     return HopGraph.from_trace(load_trace(ref), threshold)
@@ -278,8 +278,7 @@ def _graph(ref: str, stamp: tuple[int, int], threshold: float):
 def hop_graph(ref: TraceRef | str, threshold: float):
     """The `HopGraph` of a stored trace at `threshold` (cached until the file changes)."""
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
-    stat = ref.path().stat()
-    return _graph(str(ref), (stat.st_mtime_ns, stat.st_size), threshold)
+    return _graph(str(ref), file_stamp(ref.path()), threshold)
 
 
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
@@ -313,7 +312,7 @@ def describe_estimate(n_tokens: int, estimate) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def _faithfulness(ref: str, stamp: tuple[int, int]) -> dict:
+def _faithfulness(ref: str, stamp: tuple[int, int, int, int]) -> dict:
     from ..evaluate.faithfulness import faithfulness_check
 
     trace = load_trace(ref)
@@ -324,5 +323,4 @@ def _faithfulness(ref: str, stamp: tuple[int, int]) -> dict:
 def live_faithfulness(ref: TraceRef | str) -> dict:
     """The Story page's faithfulness check of a stored trace, run now with its model (cached per file)."""
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
-    stat = ref.path().stat()
-    return _faithfulness(str(ref), (stat.st_mtime_ns, stat.st_size))
+    return _faithfulness(str(ref), file_stamp(ref.path()))

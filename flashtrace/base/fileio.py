@@ -343,6 +343,13 @@ def read_regular_file(path: str | Path, limit: int, what: str = "file") -> bytes
     return data
 
 
+def file_stamp(path: str | Path) -> tuple[int, int, int, int]:
+    """What identifies a file's content for a cache: inode, size, modification and change times in ns. An edit
+    of the same size with its modification time put back still changes the change time, which no user sets."""
+    info = os.stat(path)
+    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def is_device(path: str | Path) -> bool:
     """True for a character or block device (``/dev/zero``, ``/dev/urandom``): endless, never a file."""
     try:
