@@ -52,13 +52,37 @@ def test_a_version_2_trace_loads_as_version_3_without_interventions(trace):
     assert loaded.scores == trace.scores
 
 
-@pytest.mark.parametrize("version", [0, 4, True, "3"])
+@pytest.mark.parametrize("version", [0, 4, True, "3", 3.0])
 def test_an_unknown_version_is_refused_with_the_versions_this_one_reads(trace, version):
     bad = {**data_of(trace), "schema_version": version}
     with pytest.raises(TraceValidationError) as err:
         Trace.from_dict(bad)
     assert f"unsupported schema_version {version!r}; this version of FlashTrace reads versions 1, 2, 3" in str(err.value)
     assert err.value.exit_code == EXIT_USAGE
+
+
+@pytest.mark.parametrize("where, value", [
+    (("settings", "hops"), True), (("settings", "hops"), "1"), (("settings", "hops"), 1.0),
+    (("tokens", 0, "id"), False), (("tokens", 0, "start"), "0"), (("spans", "answer", 0), True),
+    (("timings", "forward_s"), "1.5"), (("hops", 0, "rho"), "0.5"),
+])
+def test_a_boolean_is_no_integer_and_a_string_is_no_number(trace, where, value):
+    """Issue 48 L7 repro: ``"hops": true``, ``"1"`` and ``schema_version: 3.0`` were accepted (coerced)."""
+    data = data_of(trace)
+    data["timings"]["forward_s"] = 1.0
+    node = data
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    with pytest.raises(TraceValidationError, match="valid (integer|number)"):
+        Trace.from_dict(data)
+
+
+def test_an_integer_is_a_number_and_the_ranges_stay_json_arrays(trace):
+    data = data_of(trace)
+    data["timings"]["forward_s"] = 2  # a float field takes a JSON integer
+    loaded = Trace.from_dict(data)
+    assert loaded.timings["forward_s"] == 2.0 and json.loads(loaded.to_json())["spans"]["answer"] == data["spans"]["answer"]
 
 
 def test_a_refusal_names_up_to_five_problems_and_counts_the_rest(trace):

@@ -16,7 +16,7 @@ MAX_EDITS = 1_000  # interventions stored in one trace
 class StrictModel(BaseModel):
     """A trace record: unknown fields, NaN and infinities are refused."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False, strict=True)
 
 
 EditKind = Literal["step", "top", "random", "gold", "edit"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 from uuid import uuid4
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictInt, ValidationError, model_validator
 from pydantic_core import from_json
 
 from ..base.errors import EXIT_USAGE, FlashTraceError
@@ -39,7 +39,8 @@ READABLE_VERSIONS = (1, 2, 3)  # older traces are migrated on load (version 1: s
 MAX_CONTAINERS = 3 * MAX_TOKENS + 100_000  # JSON arrays + objects in one file (a valid trace has ~2 per token)
 
 Role = Literal["template", "prompt", "reasoning", "answer"]
-TokenRange = tuple[int, int]
+# a JSON array of two integers (a list is taken for the tuple; the model is strict otherwise: no bool or str ints)
+TokenRange = Annotated[tuple[StrictInt, StrictInt], Field(strict=False)]
 Vector = Annotated[list[float], Field(fail_fast=True)]  # fail_fast: one error, not one per value (bounded memory)
 
 
@@ -202,7 +203,7 @@ class Trace(_Strict):
     def _version_first(cls, data: Any) -> Any:
         if isinstance(data, dict) and "schema_version" in data:
             version = data["schema_version"]
-            if version not in READABLE_VERSIONS or isinstance(version, bool):
+            if type(version) is not int or version not in READABLE_VERSIONS:  # 3.0, "3" and true are not 3
                 raise ValueError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
                                  f"versions {', '.join(map(str, READABLE_VERSIONS))}")
             if version == 1:
