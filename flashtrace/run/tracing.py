@@ -6,6 +6,7 @@ the same `Prepared` (other targets, hop counts, methods) without running the mod
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ..analysis.limits import HOP0_SPANS, check_options
 from .prechecks import check_context, check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.borrow import in_use
-from ..engine.models.generation import Sampling, generate as generate_text
+from ..engine.models.generation import Sampling, generate as generate_text, generation_options
 from ..analysis.segments import segment_sequence
 from ..analysis.schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
                     normalised)
@@ -53,7 +54,8 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
             check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
             do_sample: bool = False, temperature: float | None = None, top_p: float | None = None,
-            seed: int | None = None, on_text: Callable[[str, int], None] | None = None) -> Prepared:
+            seed: int | None = None, on_text: Callable[[str, int], None] | None = None, generation_config=None,
+            **generate_options) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
     `prompt` is a string or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
@@ -63,7 +65,9 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
     With `generate`, the response is the model's: greedy, or sampled with ``do_sample=True`` (and
     `temperature`, `top_p`; `seed` makes it repeatable), at most `max_new_tokens` tokens; these settings
     are recorded in ``trace.extra["generation"]``. `on_text(text, n_new_tokens)` sees the response as it grows
-    (one call per new token; it may raise to stop).
+    (one call per new token; it may raise to stop). Any other setting of transformers' ``generate`` is accepted
+    too, as a `generation_config` (a ``GenerationConfig`` or a dict) or as keywords (``top_k=50``, ``num_beams=1``,
+    ``repetition_penalty=1.1``, ...): checked by transformers, passed to ``generate`` and recorded likewise.
 
     With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
     (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
@@ -72,9 +76,10 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
     `reasoning_instruction` (off by default) appends `REASONING_INSTRUCTION` to the prompt before
     generating, for models without a thinking mode; its tokens get the template role, so evidence,
     shares and Recovery never count what the tool itself wrote."""
-    sampling = Sampling(do_sample, temperature, top_p, seed)
+    sampling = Sampling(do_sample, temperature, top_p, seed, generation_options(generation_config, **generate_options))
     if not generate and sampling != Sampling():
-        raise ValueError("do_sample, temperature, top_p and seed apply only with generate=True")
+        raise ValueError("do_sample, temperature, top_p, seed and other generation settings apply only with "
+                         "generate=True")
     loaded = _loaded(model)
     check_text_size(loaded, prompt_text(prompt), None if generate else response)  # before tokenising
     timings: dict[str, float] = {}
@@ -353,13 +358,17 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
 def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str | list[str | None] | None = None,
           *, generate: bool = False, max_new_tokens: int = 256, chat_template: bool = True,
           reasoning_instruction: bool = False, do_sample: bool = False, temperature: float | None = None,
-          top_p: float | None = None, seed: int | None = None, **options) -> Trace | list[Trace]:
-    """One call: load (if given a name), record, attribute. `options` go to `attribute` (checked first);
-    `reasoning_instruction`, the chat-messages prompt and the generation settings (`do_sample`, `temperature`,
-    `top_p`, `seed`, `max_new_tokens`) as in `prepare`.
+          top_p: float | None = None, seed: int | None = None, generation_config=None,
+          **options) -> Trace | list[Trace]:
+    """One call: load (if given a name), record, attribute. `options` that `attribute` takes go to it (checked
+    first); any other is a setting of transformers' ``generate`` (``top_k``, ``num_beams``, ...: see `prepare`,
+    with `generation_config`); `reasoning_instruction`, the chat-messages prompt and the generation settings
+    (`do_sample`, `temperature`, `top_p`, `seed`, `max_new_tokens`) as in `prepare`.
 
     A list of prompts (strings or chat-messages lists), with a list of as many responses (or None to
     generate them), gives a list of Traces in the same order; the model is loaded once."""
+    generation = {k: options.pop(k) for k in list(options) if k not in _ATTRIBUTE_OPTIONS}
+    generation_options(generation_config, **generation)  # a name neither takes is refused before any work
     check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
     method_options = dict(options.get("options") or {})
     if options.get("threshold") is not None:
@@ -367,7 +376,7 @@ def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str
     get_method(options.get("method", "flashtrace")).resolve_options(method_options)
     settings = dict(generate=generate, max_new_tokens=max_new_tokens, chat_template=chat_template,
                     reasoning_instruction=reasoning_instruction, hops=options.get("hops", 1), do_sample=do_sample,
-                    temperature=temperature, top_p=top_p, seed=seed)
+                    temperature=temperature, top_p=top_p, seed=seed, generation_config=generation_config, **generation)
     if isinstance(prompt, (list, tuple)) and not is_messages(prompt):
         responses = [None] * len(prompt) if response is None else response
         if isinstance(responses, str) or len(responses) != len(prompt):
@@ -375,6 +384,9 @@ def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str
         loaded = _loaded(model)
         return [attribute(prepare(loaded, p, r, **settings), **options) for p, r in zip(prompt, responses)]
     return attribute(prepare(model, prompt, response, **settings), **options)
+
+
+_ATTRIBUTE_OPTIONS = frozenset(inspect.signature(attribute).parameters) - {"prepared"}
 
 
 def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:

@@ -30,10 +30,12 @@ def _loaded(tokenizer, context, name="stub-model"):
 # --- sampling options -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("options", [{"temperature": 0.7}, {"top_p": 0.9}, {"temperature": 0.7, "top_p": 0.9}])
-def test_sampling_settings_without_sampling_are_refused_in_words(options):
-    with pytest.raises(ValueError) as refused:
-        Sampling(**options)
-    assert str(refused.value) == "temperature and top_p apply only when sampling: pass do_sample=True too"
+def test_sampling_settings_without_sampling_are_passed_on_as_transformers_takes_them(options):
+    """As ``model.generate`` does: a sampling setting without ``do_sample=True`` is unused and transformers says
+    so itself (a warning); it used to be a hard error here (issue 49 item 3)."""
+    chosen = Sampling(**options)
+    assert chosen.generate_kwargs() == {"do_sample": False, **options}
+    assert {k: chosen.record(8)[k] for k in options} == options
 
 
 @pytest.mark.parametrize("options, message", [

@@ -113,8 +113,33 @@ def test_sampling_settings_are_used_and_recorded(tiny):
     assert "generation" not in flashtrace.trace(tiny, PROMPT, RESPONSE, hops=0).extra
     with pytest.raises(ValueError, match="only with generate=True"):
         flashtrace.trace(tiny, PROMPT, RESPONSE, do_sample=True)
-    with pytest.raises(ValueError, match="pass do_sample=True"):
-        flashtrace.trace(tiny, PROMPT, generate=True, temperature=0.7)
+    greedy_warm = flashtrace.trace(tiny, PROMPT, generate=True, max_new_tokens=6, hops=0, temperature=0.7)
+    assert greedy_warm.response == greedy.response  # as transformers: temperature without sampling is unused,
+    assert greedy_warm.extra["generation"]["temperature"] == 0.7  # its warning is transformers' own, and recorded
+
+
+def test_any_generate_setting_is_accepted_checked_by_transformers_and_recorded(tiny):
+    """Issue 49 item 3: ``top_k``, ``repetition_penalty``, ``num_beams`` and ``generation_config`` gave
+    ``TypeError: attribute() got an unexpected keyword argument 'top_k'``."""
+    from transformers import GenerationConfig
+
+    sampled = flashtrace.trace(tiny, PROMPT, generate=True, max_new_tokens=5, hops=0, do_sample=True, seed=2,
+                               top_k=5, repetition_penalty=1.2)
+    assert sampled.extra["generation"]["top_k"] == 5 and sampled.extra["generation"]["repetition_penalty"] == 1.2
+    beams = flashtrace.trace(tiny, PROMPT, generate=True, max_new_tokens=5, hops=0,
+                             generation_config=GenerationConfig(num_beams=1, no_repeat_ngram_size=2))
+    assert beams.extra["generation"]["num_beams"] == 1 and beams.extra["generation"]["no_repeat_ngram_size"] == 2
+    tokens = beams.response.split()
+    assert all(pair not in list(zip(tokens, tokens[1:]))[i + 1:] for i, pair in enumerate(zip(tokens, tokens[1:])))
+    as_dict = flashtrace.trace(tiny, PROMPT, generate=True, max_new_tokens=5, hops=0,
+                               generation_config={"no_repeat_ngram_size": 2})
+    assert as_dict.response == beams.response
+    with pytest.raises(TypeError, match="'bogus'.*neither an option of flashtrace's trace/prepare nor a setting"):
+        flashtrace.trace(tiny, PROMPT, generate=True, bogus=1)
+    with pytest.raises(ValueError, match="num_return_sequences .a trace explains one response"):
+        flashtrace.trace(tiny, PROMPT, generate=True, num_return_sequences=2)
+    with pytest.raises(ValueError, match="apply only with generate=True"):
+        flashtrace.trace(tiny, PROMPT, RESPONSE, top_k=5)
 
 
 def test_a_list_of_prompts_gives_a_list_of_traces(tiny):

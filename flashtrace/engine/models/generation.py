@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -46,33 +46,71 @@ class Generated:
                 "stopped": "max_new_tokens" if self.reached_limit else "end of text"}
 
 
+# generate() keywords the tool sets itself: each has its own parameter, or one traced response needs it so
+_OWN_KEYWORDS = {"max_new_tokens": "pass max_new_tokens= itself", "max_length": "pass max_new_tokens=",
+                 "num_return_sequences": "a trace explains one response", "streamer": "pass on_text=",
+                 "pad_token_id": "the tokenizer's pad (or EOS) id is used", "return_dict_in_generate": "",
+                 "output_scores": "", "output_logits": "", "output_attentions": "", "output_hidden_states": ""}
+
+
+def generation_options(generation_config=None, **keywords) -> dict:
+    """The settings for transformers' ``generate`` beyond do_sample, temperature, top_p and seed: the fields a
+    ``GenerationConfig`` (or a dict of them) sets away from its defaults, then `keywords` (``top_k=50``,
+    ``num_beams=1``, ``repetition_penalty=1.1``, ...). Checked by transformers' ``GenerationConfig.update``:
+    a name it does not know is a TypeError; a combination it refuses, its ValueError."""
+    from transformers import GenerationConfig
+
+    chosen = {}
+    if generation_config is not None:
+        given = generation_config if isinstance(generation_config, dict) else generation_config.to_diff_dict()
+        chosen.update({k: v for k, v in given.items() if k not in ("transformers_version", "_from_model_config")})
+    chosen.update(keywords)
+    own = sorted(set(chosen) & set(_OWN_KEYWORDS))
+    if own:
+        raise ValueError("set by the tool: " + "; ".join(f"{k} ({_OWN_KEYWORDS[k] or 'not used'})" for k in own))
+    try:
+        unknown = GenerationConfig().update(**chosen)
+    except ValueError as exc:
+        raise ValueError(f"transformers refuses these generation settings: {exc}") from None
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, sorted(unknown)))}: neither an option "
+                        "of flashtrace's trace/prepare nor a setting of transformers' GenerationConfig")
+    return chosen
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How to pick each new token: greedy (the default), or sampled with `temperature` / `top_p`; `seed` makes a
-    sampled response repeatable (the global RNG is left as it was)."""
+    sampled response repeatable (the global RNG is left as it was). `options`: any other setting of transformers'
+    ``GenerationConfig`` (`generation_options`: ``top_k``, ``num_beams``, ``repetition_penalty``, ...). A setting
+    that only sampling uses, given without ``do_sample=True``, gets transformers' own warning, as ``generate`` does."""
 
     do_sample: bool = False
     temperature: float | None = None
     top_p: float | None = None
     seed: int | None = None
+    options: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if not self.do_sample and (self.temperature is not None or self.top_p is not None):
-            raise ValueError("temperature and top_p apply only when sampling: pass do_sample=True too")
         if self.temperature is not None and not self.temperature > 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        clash = sorted(set(self.options) & {"do_sample", "temperature", "top_p"})
+        if clash:
+            raise ValueError(f"pass {', '.join(clash)} as their own arguments, not among the generation options")
+        generation_options(**self.generate_kwargs())
 
     def generate_kwargs(self) -> dict:
         """The keywords for transformers' ``generate``."""
         chosen = {"temperature": self.temperature, "top_p": self.top_p}
-        return {"do_sample": self.do_sample, **{k: v for k, v in chosen.items() if v is not None}}
+        return {"do_sample": self.do_sample, **{k: v for k, v in chosen.items() if v is not None}, **self.options}
 
     def record(self, max_new_tokens: int) -> dict:
-        """The generation settings a `Trace` records (``extra["generation"]``; `Generated.record` adds how it ended)."""
+        """The generation settings a `Trace` records (``extra["generation"]``; `Generated.record` adds how it ended):
+        the token limit, do_sample, temperature, top_p, seed, and every other option given."""
         return {"max_new_tokens": max_new_tokens, "do_sample": self.do_sample, "temperature": self.temperature,
-                "top_p": self.top_p, "seed": self.seed}
+                "top_p": self.top_p, "seed": self.seed, **self.options}
 
 
 def context_length(loaded) -> int | None:
