@@ -19,6 +19,7 @@ from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
+from ..engine.inputs.ids import is_token_ids, text_of_ids
 from ..base.errors import AnswerGuessedWarning
 from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, answer_value, build_sequence,
                              detect_spans, stop_rule)
@@ -50,6 +51,17 @@ def _loaded(model: LoadedModel | str) -> LoadedModel:
     return load_model(model) if isinstance(model, str) else model
 
 
+def _from_ids(loaded: LoadedModel, prompt, response, chat_template: bool):
+    """``(prompt, response, chat_template)`` with token ids given as the prompt or the response (`inputs.ids`:
+    a tensor, array or list of ints) turned into their text. Prompt ids are what the model reads, as
+    transformers takes ``input_ids``: no chat template is added around them."""
+    if is_token_ids(prompt):
+        prompt, chat_template = text_of_ids(loaded.tokenizer, prompt, "prompt", add_special_tokens=True), False
+    if response is not None and is_token_ids(response):
+        response = text_of_ids(loaded.tokenizer, response, "response")
+    return prompt, response, chat_template
+
+
 def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = None, *, generate: bool = False,
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
             check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
@@ -58,7 +70,8 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
             **generate_options) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
-    `prompt` is a string or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
+    `prompt` is a string, token ids (a tensor, array or list of ints, taken as the model reads them: no chat
+    template is added; they must tokenise back from their text, `inputs.ids`) or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
     the model's chat template; the trace's prompt is the contents joined by a blank line, the list is kept
     in ``trace.extra["messages"]``).
 
@@ -81,6 +94,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
         raise ValueError("do_sample, temperature, top_p, seed and other generation settings apply only with "
                          "generate=True")
     loaded = _loaded(model)
+    prompt, response, chat_template = _from_ids(loaded, prompt, response, chat_template)
     check_text_size(loaded, prompt_text(prompt), None if generate else response)  # before tokenising
     timings: dict[str, float] = {}
     generation = None
@@ -377,7 +391,7 @@ def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str
     settings = dict(generate=generate, max_new_tokens=max_new_tokens, chat_template=chat_template,
                     reasoning_instruction=reasoning_instruction, hops=options.get("hops", 1), do_sample=do_sample,
                     temperature=temperature, top_p=top_p, seed=seed, generation_config=generation_config, **generation)
-    if isinstance(prompt, (list, tuple)) and not is_messages(prompt):
+    if isinstance(prompt, (list, tuple)) and not is_messages(prompt) and not is_token_ids(prompt):
         responses = [None] * len(prompt) if response is None else response
         if isinstance(responses, str) or len(responses) != len(prompt):
             raise ValueError(f"{len(prompt)} prompts need a list of {len(prompt)} responses (or None to generate)")
