@@ -64,6 +64,11 @@ def check_ranges(tr, n: int) -> None:
         rng = getattr(tr.spans, name)
         if rng is not None and not 0 <= rng[0] < rng[1] <= n:
             raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+    runs, cover = tr.spans.prompt_ranges or [], tr.spans.prompt
+    for (lo, hi), after in zip(runs, [*runs[1:], None]):
+        if not (cover is not None and cover[0] <= lo < hi <= cover[1]) or (after is not None and after[0] < hi):
+            raise ValueError(f"spans.prompt_ranges {[list(r) for r in runs][:5]} must be ordered, disjoint runs "
+                             f"inside spans.prompt {cover and list(cover)}")
     value, answer = tr.spans.value, tr.spans.answer
     if value is not None and not (answer is not None and answer[0] <= value[0] and value[1] <= answer[1]):
         raise ValueError(f"spans.value {list(value)} is not inside spans.answer {answer and list(answer)}")

@@ -131,12 +131,15 @@ def _migrate_v1(data: dict) -> dict:
 class Spans(_Strict):
     """The token ranges of the prompt, the reasoning and the answer (None where absent), the rule that found
     the answer, and the answer's value inside it when the answer line restates the question (None when the
-    value is the whole answer, or in a trace made before values were found)."""
+    value is the whole answer, or in a trace made before values were found). `prompt` runs from the first
+    prompt token to the last; `prompt_ranges` lists each run of prompt tokens: one per message of a chat
+    (the template between them left out), None in a trace made before they were kept."""
     prompt: TokenRange | None
     reasoning: TokenRange | None
     answer: TokenRange | None
     rule: str = Field(default="", max_length=50)
     value: TokenRange | None = None
+    prompt_ranges: list[TokenRange] | None = Field(default=None, max_length=MAX_TOKENS, fail_fast=True)
 
 
 class HopRecord(_Strict):

@@ -65,6 +65,16 @@ class TokenSequence:
             end += 1
         return pos[0], end
 
+    def token_runs(self, role: str) -> list[tuple[int, int]]:
+        """Every contiguous run ``[start, end)`` of tokens with `role` (a chat prompt has one per message)."""
+        runs: list[tuple[int, int]] = []
+        for i in self.positions(role):
+            if runs and runs[-1][1] == i:
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+        return runs
+
     @property
     def response_start(self) -> int:
         """Index of the first response token (= number of input tokens)."""
