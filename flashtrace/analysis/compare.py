@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .schema import Trace, normalised
+from ..base.errors import InputError
 
 CONVERGED_OVERLAP = 0.9
 _ROLE_GROUP = {"template": "prompt", "prompt": "prompt", "reasoning": "reasoning", "answer": "answer"}
@@ -106,9 +107,9 @@ def _convergence(overlap: list[float]) -> int | None:
 def _check_depth_args(trace: Trace, max_hops: int | None, k: int = 1) -> int:
     max_hops = trace.settings.hops if max_hops is None else max_hops
     if not 0 <= max_hops <= trace.settings.hops:
-        raise ValueError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
+        raise InputError(f"max_hops must be between 0 and the trace's {trace.settings.hops} hops, got {max_hops}")
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise InputError(f"k must be at least 1, got {k}")
     return max_hops
 
 

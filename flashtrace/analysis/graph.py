@@ -43,6 +43,7 @@ from .graph_edges import Edges
 from .graph_prune import INPUT_ROLES, OTHER, STEPS_ROLE, prune
 from .limits import check_graph_threshold
 from .schema import Trace
+from ..base.errors import InputError
 
 _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
@@ -133,7 +134,7 @@ class HopGraph:
         """
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
-            raise ValueError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
+            raise InputError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
         key = (id(trace), float(threshold))
         if key not in _BUILT:  # one build per trace and threshold: every view of a trace reads the same graph
             _BUILT[key] = cls._build(trace, threshold)
@@ -314,14 +315,14 @@ class HopGraph:
             graph = nx.node_link_graph(data["graph"], directed=True, multigraph=False, edges="edges")
             threshold = float(data["threshold"])
         except (KeyError, TypeError, nx.NetworkXError) as exc:
-            raise ValueError(f"not a hop graph: {exc!r}") from None
+            raise InputError(f"not a hop graph: {exc!r}") from None
         for node in graph.nodes:
             graph.nodes[node]["id"] = node
             missing = [f for f in NODE_FIELDS if f not in graph.nodes[node]]
             if missing:
-                raise ValueError(f"hop graph node {node!r} lacks {missing}")
+                raise InputError(f"hop graph node {node!r} lacks {missing}")
         if any(not isinstance(s, (int, float)) or not 0 <= s <= 1 for *_, s in graph.edges(data="share", default=-1)):
-            raise ValueError("hop graph edges need a share between 0 and 1")
+            raise InputError("hop graph edges need a share between 0 and 1")
         out = cls(graph, threshold)
         out.pruning = data.get("pruning")
         return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
+from ..base.errors import InputError
+
 INPUT_ROLES = ("template", "prompt")
 OTHER = "other"  # id of the node that stands for the folded input segments (role "other")
 STEPS_ROLE = "steps"  # role of a node that stands for a folded run of reasoning steps
@@ -148,7 +150,7 @@ def prune(g, node_threshold: float, edge_threshold: float, max_inputs: int | Non
     """The pruned graph of `g` (a `HopGraph`) and the arguments it was pruned with (`HopGraph.pruned` says
     what is kept)."""
     if not 0 < node_threshold <= 1 or not 0 < edge_threshold <= 1:
-        raise ValueError("node and edge thresholds must be in (0, 1]")
+        raise InputError("node and edge thresholds must be in (0, 1]")
     max_steps = MAX_STEPS if max_steps is None else max_steps
     max_edges = MAX_EDGES if max_edges is None else max_edges
     influence = g.influence()

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from .limits import MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_SCORE, REL_TOL
+from ..base.errors import InputError
 
 # The functions take a `schema.Trace` (and its records) but do not import schema, which imports them.
 
@@ -24,7 +25,7 @@ def check_trace(tr) -> None:
     """Every check above, cheapest first."""
     n = len(tr.tokens)
     if tr.steps is not None and tr.segments is None:
-        raise ValueError("steps needs segments: a step vector belongs to a segment")
+        raise InputError("steps needs segments: a step vector belongs to a segment")
     if tr.segments is not None:
         check_segments(tr.segments, n, tr.steps)
     check_interventions(tr)
@@ -48,14 +49,24 @@ def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
     """Raise ValueError unless each named score vector has `n` values, none negative, none above float32's largest."""
     for name, vec in vectors.items():
         if len(vec) != n:
-            raise ValueError(f"{name} has {len(vec)} values but the trace has {n} tokens")
+            raise InputError(f"{name} has {len(vec)} values but the trace has {n} tokens")
         if not vec:
             continue
         values = np.asarray(vec, dtype=np.float64)  # one pass in C: a 10,000-token trace has 10M step values
         if values.min() < 0:
-            raise ValueError(f"{name} has negative values")
+            raise InputError(f"{name} has negative values")
         if values.max() > MAX_SCORE:
-            raise ValueError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
+            raise InputError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
+
+
+def check_prompt_runs(tr) -> None:
+    """``spans.prompt_ranges`` (one run of prompt tokens per chat message) are ordered, disjoint and inside
+    ``spans.prompt``."""
+    runs, cover = tr.spans.prompt_ranges or [], tr.spans.prompt
+    for (lo, hi), after in zip(runs, [*runs[1:], None]):
+        if not (cover is not None and cover[0] <= lo < hi <= cover[1]) or (after is not None and after[0] < hi):
+            raise InputError(f"spans.prompt_ranges {[list(r) for r in runs][:5]} must be ordered, disjoint runs "
+                             f"inside spans.prompt {cover and list(cover)}")
 
 
 def check_ranges(tr, n: int) -> None:
@@ -63,24 +74,20 @@ def check_ranges(tr, n: int) -> None:
     for name in ("prompt", "reasoning", "answer", "value"):
         rng = getattr(tr.spans, name)
         if rng is not None and not 0 <= rng[0] < rng[1] <= n:
-            raise ValueError(f"spans.{name} {list(rng)} is outside the {n} tokens")
-    runs, cover = tr.spans.prompt_ranges or [], tr.spans.prompt
-    for (lo, hi), after in zip(runs, [*runs[1:], None]):
-        if not (cover is not None and cover[0] <= lo < hi <= cover[1]) or (after is not None and after[0] < hi):
-            raise ValueError(f"spans.prompt_ranges {[list(r) for r in runs][:5]} must be ordered, disjoint runs "
-                             f"inside spans.prompt {cover and list(cover)}")
+            raise InputError(f"spans.{name} {list(rng)} is outside the {n} tokens")
+    check_prompt_runs(tr)
     value, answer = tr.spans.value, tr.spans.answer
     if value is not None and not (answer is not None and answer[0] <= value[0] and value[1] <= answer[1]):
-        raise ValueError(f"spans.value {list(value)} is not inside spans.answer {answer and list(answer)}")
+        raise InputError(f"spans.value {list(value)} is not inside spans.answer {answer and list(answer)}")
     lo, hi = tr.settings.target
     if not 0 <= lo < hi <= n:
-        raise ValueError(f"settings.target {[lo, hi]} is outside the {n} tokens")
+        raise InputError(f"settings.target {[lo, hi]} is outside the {n} tokens")
     if [h.k for h in tr.hops] != list(range(len(tr.hops))):
-        raise ValueError("hops must be numbered 0, 1, 2, ... in order")
+        raise InputError("hops must be numbered 0, 1, 2, ... in order")
     if not tr.hops:
-        raise ValueError("a trace has at least one hop record (hop 0)")
+        raise InputError("a trace has at least one hop record (hop 0)")
     if len(tr.hops) > tr.settings.hops + 1:
-        raise ValueError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
+        raise InputError(f"the trace has {len(tr.hops)} hop records but settings.hops is {tr.settings.hops} "
                          f"(at most {tr.settings.hops + 1})")
 
 
@@ -95,25 +102,25 @@ def check_sums(tr) -> None:
     for i, value in enumerate(final):
         parts = [hop.contribution[i] for hop in tr.hops]
         if not _close(value, math.fsum(parts), max(scale, sum(parts))):
-            raise ValueError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
+            raise InputError(f"scores.final[{i}] is {value:.6g} but the hop contributions sum to "
                              f"{math.fsum(parts):.6g}; the final score must be their sum")
     prompt = [i for i, t in enumerate(tr.tokens) if t.role == "prompt"]
     total = math.fsum(tr.scores.prompt[i] for i in prompt)
     if math.fsum(tr.scores.prompt) > 0 and not _close(total, 1.0, 1.0):
-        raise ValueError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
+        raise InputError(f"scores.prompt sums to {total:.6g} over the prompt tokens; it must sum to 1")
     if not _close(math.fsum(tr.scores.prompt), total, 1.0):
-        raise ValueError("scores.prompt is non-zero outside the prompt tokens")
+        raise InputError("scores.prompt is non-zero outside the prompt tokens")
 
 
 def check_tokens(tr) -> None:
     """Character offsets in order; the target in the response."""
     for i, tok in enumerate(tr.tokens):
         if tok.start is not None and tok.end is not None and tok.start > tok.end:
-            raise ValueError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
+            raise InputError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
     lo, hi = tr.settings.target
     response = [i for i, t in enumerate(tr.tokens) if t.role in ("reasoning", "answer")]
     if not response or lo < response[0]:
-        raise ValueError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
+        raise InputError(f"settings.target {[lo, hi]} starts in the prompt; the target must lie in the response"
                          + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
 
 
@@ -122,19 +129,19 @@ def check_segments(segments: list, n: int, steps) -> None:
     pos = 0
     for i, seg in enumerate(segments):
         if seg.order != i:
-            raise ValueError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
+            raise InputError(f"segments[{i}].order is {seg.order}; segments must be listed in order 0, 1, 2, ...")
         if seg.start != pos or seg.end <= seg.start:
-            raise ValueError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
+            raise InputError(f"segments[{i}] covers tokens {seg.start}..{seg.end}; segments must tile the tokens "
                              f"without gaps or overlaps (expected a start at {pos})")
         pos = seg.end
     if pos != n:
-        raise ValueError(f"segments end at token {pos} but the trace has {n} tokens")
+        raise InputError(f"segments end at token {pos} but the trace has {n} tokens")
     ids = [seg.id for seg in segments]
     if len(set(ids)) != len(ids):
-        raise ValueError("segment ids must be unique")
+        raise InputError("segment ids must be unique")
     if steps is not None and not set(steps.vectors) <= set(ids):
         unknown = sorted(set(steps.vectors) - set(ids))[:3]
-        raise ValueError(f"steps.vectors names segments that do not exist: {unknown}")
+        raise InputError(f"steps.vectors names segments that do not exist: {unknown}")
 
 
 def check_interventions(tr) -> None:
@@ -145,7 +152,7 @@ def check_interventions(tr) -> None:
     for i, edit in enumerate(tr.interventions.edits):
         unknown = [s for s in edit.segments if s not in editable]
         if unknown:
-            raise ValueError(f"interventions.edits[{i}] names {unknown[:3]}, which are not prompt sentences or "
+            raise InputError(f"interventions.edits[{i}] names {unknown[:3]}, which are not prompt sentences or "
                              "reasoning steps of this trace")
     _check_resampled(tr)
 
@@ -156,11 +163,11 @@ def _check_resampled(tr) -> None:
     steps = {seg.id for seg in tr.segments or [] if seg.role == "reasoning"}
     for i, row in enumerate(resampled.steps if resampled else []):
         if row.step not in steps:
-            raise ValueError(f"interventions.resampled.steps[{i}] names {row.step!r}, which is not a reasoning step "
+            raise InputError(f"interventions.resampled.steps[{i}] names {row.step!r}, which is not a reasoning step "
                              "of this trace")
         lengths = {len(row.kept), len(row.removed), len(row.kept_match), len(row.removed_match)}
         if lengths != {resampled.n}:
-            raise ValueError(f"interventions.resampled.steps[{i}] holds {sorted(lengths)} continuations, not n = "
+            raise InputError(f"interventions.resampled.steps[{i}] holds {sorted(lengths)} continuations, not n = "
                              f"{resampled.n}")
 
 
@@ -171,9 +178,9 @@ def check_extra(extra: dict) -> None:
     while stack:
         value, depth = stack.pop()
         if depth > MAX_EXTRA_DEPTH:
-            raise ValueError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
+            raise InputError(f"extra is nested deeper than {MAX_EXTRA_DEPTH} levels")
         count += len(value)
         if count > MAX_EXTRA_NODES:
-            raise ValueError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
+            raise InputError(f"extra holds more than {MAX_EXTRA_NODES:,} values")
         children = value.values() if isinstance(value, dict) else value
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))

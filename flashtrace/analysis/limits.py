@@ -9,6 +9,7 @@ Checks of a run's inputs against a model (its context, the size of a prompt file
 from __future__ import annotations
 
 from ..engine.inputs.sequence import DEFAULT_STOP_TOKENS, STOP_PRESETS
+from ..base.errors import InputError
 
 MAX_TOKENS = 200_000  # tokens in one trace
 MAX_HOPS = 8  # recursive hops (0..MAX_HOPS)
@@ -43,42 +44,42 @@ __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", 
 def check_hops(hops: int, what: str = "hops") -> int:
     """Return `hops` if it is an int from 0 to MAX_HOPS, else raise ValueError naming `what`."""
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
-        raise ValueError(f"{what} must be between 0 and {MAX_HOPS}, got {hops!r}")
+        raise InputError(f"{what} must be between 0 and {MAX_HOPS}, got {hops!r}")
     return hops
 
 
 def check_recursive(recursive: str, what: str = "recursive") -> str:
     """Return `recursive` if it is one of RECURSIVE_SPANS, else raise ValueError naming `what`."""
     if recursive not in RECURSIVE_SPANS:
-        raise ValueError(f"{what} must be {' or '.join(repr(c) for c in RECURSIVE_SPANS)}, got {recursive!r}")
+        raise InputError(f"{what} must be {' or '.join(repr(c) for c in RECURSIVE_SPANS)}, got {recursive!r}")
     return recursive
 
 
 def check_hop0(hop0: str, what: str = "hop0") -> str:
     """Return `hop0` if it is one of HOP0_SPANS, else raise ValueError naming `what`."""
     if hop0 not in HOP0_SPANS:
-        raise ValueError(f"{what} must be {' or '.join(repr(c) for c in HOP0_SPANS)}, got {hop0!r}")
+        raise InputError(f"{what} must be {' or '.join(repr(c) for c in HOP0_SPANS)}, got {hop0!r}")
     return hop0
 
 
 def check_title(title: str) -> str:
     """Return `title` if it has at most MAX_TITLE characters, else raise ValueError."""
     if len(title or "") > MAX_TITLE:
-        raise ValueError(f"the title has {len(title)} characters; at most {MAX_TITLE}")
+        raise InputError(f"the title has {len(title)} characters; at most {MAX_TITLE}")
     return title
 
 
 def check_graph_threshold(threshold: float, what: str = "threshold") -> float:
     """A hop graph's edge threshold: ``0 <= τ < 1``."""
     if not 0 <= threshold < 1:
-        raise ValueError(f"{what} must be at least 0 and below 1 (0 keeps every edge), got {threshold}")
+        raise InputError(f"{what} must be at least 0 and below 1 (0 keeps every edge), got {threshold}")
     return threshold
 
 
 def check_method_threshold(threshold: float | None, what: str = "threshold") -> float | None:
     """A method's proximity threshold: ``0 <= τ <= 1`` (None: off)."""
     if threshold is not None and not 0 <= threshold <= 1:
-        raise ValueError(f"{what} must be between 0 and 1, got {threshold}")
+        raise InputError(f"{what} must be between 0 and 1, got {threshold}")
     return threshold
 
 

@@ -24,7 +24,7 @@ from uuid import uuid4
 from pydantic import Field, StrictInt, ValidationError, model_validator
 from pydantic_core import from_json
 
-from ..base.errors import EXIT_USAGE, FlashTraceError
+from ..base.errors import InputError, EXIT_USAGE, FlashTraceError
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 from ..base.json_budget import JsonBudgetError, check_json_budget, json_text
 from .invariants import check_trace
@@ -207,7 +207,7 @@ class Trace(_Strict):
         if isinstance(data, dict) and "schema_version" in data:
             version = data["schema_version"]
             if type(version) is not int or version not in READABLE_VERSIONS:  # 3.0, "3" and true are not 3
-                raise ValueError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
+                raise InputError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
                                  f"versions {', '.join(map(str, READABLE_VERSIONS))}")
             if version == 1:
                 return _migrate_v1(data)
@@ -260,7 +260,7 @@ class Trace(_Strict):
         import numpy as np
 
         if which not in ("final", "prompt"):
-            raise ValueError(f"which must be 'final' or 'prompt', got {which!r}")
+            raise InputError(f"which must be 'final' or 'prompt', got {which!r}")
         return np.asarray(getattr(self.scores, which), dtype=np.float64)
 
     def hop_array(self, field: Literal["contribution", "weights", "raw"] = "contribution"):
@@ -269,7 +269,7 @@ class Trace(_Strict):
         import numpy as np
 
         if field not in ("contribution", "weights", "raw"):
-            raise ValueError(f"field must be 'contribution', 'weights' or 'raw', got {field!r}")
+            raise InputError(f"field must be 'contribution', 'weights' or 'raw', got {field!r}")
         return np.asarray([getattr(h, field) for h in self.hops], dtype=np.float64).reshape(len(self.hops),
                                                                                             self.n_tokens)
 
@@ -382,7 +382,7 @@ def _parse(holder: list) -> Any:
 
 
 def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed in a trace (numbers must be finite)")
+    raise InputError(f"{name} is not allowed in a trace (numbers must be finite)")
 
 
 def _describe(exc: ValidationError) -> str:

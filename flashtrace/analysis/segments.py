@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence as Seq
 
 from ..engine.inputs import TokenSequence
+from ..base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -235,11 +236,11 @@ def _check_boundaries(boundaries: Seq[int], n: int, answer: tuple[int, int] | No
     cuts = set()
     for b in boundaries:
         if isinstance(b, bool) or not isinstance(b, int):
-            raise ValueError(f"segment boundaries must be token positions (integers), got {b!r}")
+            raise InputError(f"segment boundaries must be token positions (integers), got {b!r}")
         if not 0 <= b <= n:
-            raise ValueError(f"segment boundary {b} is outside the sequence of {n} tokens")
+            raise InputError(f"segment boundary {b} is outside the sequence of {n} tokens")
         if answer is not None and answer[0] < b < answer[1]:
-            raise ValueError(f"segment boundary {b} falls inside the answer (tokens {answer[0]}..{answer[1] - 1}), "
+            raise InputError(f"segment boundary {b} falls inside the answer (tokens {answer[0]}..{answer[1] - 1}), "
                              "which is always one segment")
         if 0 < b < n:
             cuts.add(b)

@@ -6,6 +6,7 @@ a step's view is that step's own attribution as a share of its attribution."""
 from __future__ import annotations
 
 from .schema import Trace
+from ..base.errors import InputError
 
 
 def _shares(values: list[float]) -> list[float]:
@@ -19,14 +20,14 @@ def view_values(trace: Trace, hop: int | None = None) -> list[float]:
     if hop is None:
         return list(trace.scores.prompt)
     if not 0 <= hop < len(trace.hops):
-        raise ValueError(f"hop {hop} is not in this trace (it has hops 0..{len(trace.hops) - 1})")
+        raise InputError(f"hop {hop} is not in this trace (it has hops 0..{len(trace.hops) - 1})")
     return _shares(trace.hops[hop].raw)
 
 
 def step_values(trace: Trace, segment_id: str) -> list[float]:
     """One reasoning step's (or the answer's) own attribution over all positions, as a share of its total."""
     if trace.steps is None or segment_id not in trace.steps.vectors:
-        raise ValueError(f"segment {segment_id} has no step attribution in this trace")
+        raise InputError(f"segment {segment_id} has no step attribution in this trace")
     return _shares(trace.steps.vectors[segment_id])
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..base.units import time_range  # noqa: F401 - the pages read it from here
 from ..store.gallery import gallery_path, list_gallery
 from ..engine.inputs import ResponseSpans, answer_value, build_sequence
-from ..base.errors import FlashTraceError
+from ..base.errors import InputError, FlashTraceError
 from ..base.fileio import file_stamp
 from ..store.app_files import READ_ONLY_ENV
 from ..store.library import Library
@@ -177,7 +177,7 @@ class TraceRef:
         """Read a reference written as `gallery:NAME` or `lib:NAME` (`lib:COLLECTION/NAME`); ValueError otherwise."""
         source, sep, name = (text or "").partition(":")
         if not sep or source not in ("gallery", "lib") or not name:
-            raise ValueError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
+            raise InputError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
         return cls(source, name)
 
     def path(self):
@@ -193,7 +193,7 @@ def load_trace(ref: TraceRef | str) -> Trace:
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
     path = ref.path()
     if not path.is_file():
-        raise ValueError(f"trace '{ref}' does not exist (deleted or renamed?)")
+        raise InputError(f"trace '{ref}' does not exist (deleted or renamed?)")
     return _load_file(str(path), file_stamp(path))
 
 
@@ -261,7 +261,7 @@ def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
     needle = answer_text.strip()
     at = response.rfind(needle) if needle else -1
     if at < 0:
-        raise ValueError(f"the answer text {needle[:60]!r} does not occur in the response")
+        raise InputError(f"the answer text {needle[:60]!r} does not occur in the response")
     before = response[:at]
     lead = len(before) - len(before.lstrip())
     reasoning = (lead, len(before.rstrip())) if before.strip() else None
@@ -291,7 +291,7 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     from ..run.tracing import resolve_target
 
     if target_chars is not None and target_chars[0] >= target_chars[1]:
-        raise ValueError("the character range is empty: select at least one character of the response")
+        raise InputError("the character range is empty: select at least one character of the response")
     check_text_size(loaded, prompt, response)  # a bound on characters, before tokenising
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
     check_context(loaded, len(sequence))

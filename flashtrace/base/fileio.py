@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from .errors import InputError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Windows
@@ -79,7 +81,7 @@ class _TempFile:
         self.close()
 
 
-class DestinationError(ValueError):
+class DestinationError(InputError):
     """An output path cannot be written: a folder, a device, a named pipe, a socket or a symbolic link is
     there (never replaced), or the folder is not writable. The message is one line naming the path."""
 
@@ -289,12 +291,12 @@ def check_folder(path: str | Path, what: str = "folder") -> Path:
     return path
 
 
-class NotAFileError(ValueError):
+class NotAFileError(InputError):
     """A path that should be a regular file is a folder, a device, a named pipe, a socket or a link; the
     message names what it is."""
 
 
-class FileTooLargeError(ValueError):
+class FileTooLargeError(InputError):
     """A file is larger than the bound it is read with."""
 
 

@@ -33,6 +33,8 @@ import codecs
 import re
 from typing import NamedTuple
 
+from .errors import InputError
+
 
 MAX_DEPTH = 48  # a trace nests 4 levels, plus 16 in its free-form `extra`
 MAX_ELEMENTS = 1_000_000  # values in one array or object
@@ -54,7 +56,7 @@ _TAPE = 2  # bytes of its string buffer per byte of the longest string
 _SLOT, _ENTRY, _NUMBER, _STR, _LIST, _DICT = 8, 48, 32, 56, 56, 64
 
 
-class JsonBudgetError(ValueError):
+class JsonBudgetError(InputError):
     """The document would take too much memory (or depth) to parse; the message says what is too large."""
 
 

@@ -2,8 +2,10 @@
 provides ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
 
 Exit codes: 0 success, 1 failure while running, 2 bad usage or bad input, 3 refused because the run
-would not fit in memory, 130 interrupted. `exit_code` maps an error to its code, in this one place:
-FlashTrace's own errors carry theirs (`flashtrace.base.errors.FlashTraceError`).
+would not fit in memory, 70 internal error (a bug: the traceback is written to a file whose path is
+printed), 130 interrupted. `exit_code` maps an error to its code, in this one place: FlashTrace's own
+errors carry theirs (`flashtrace.base.errors.FlashTraceError`); an OSError is the machine's answer (a
+missing file, a full disk); any other exception is not one FlashTrace raised on purpose.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import warnings
 
 from .. import __version__
 from . import commands
-from ..base.errors import (EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE, FlashTraceError,
-                           FlashTraceWarning)
+from ..base.errors import (EXIT_FAILURE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TOO_BIG, EXIT_USAGE,
+                           FlashTraceError, FlashTraceWarning)
 
 __all__ = ["main", "build_parser", "command_names", "exit_code", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_TOO_BIG"]
 
@@ -36,7 +38,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
                                      "for reasoning language models.",
                                      epilog="exit codes: 0 success, 1 failure while running, 2 bad input or usage, "
-                                     "3 refused (would not fit in memory), 130 interrupted")
+                                     "3 refused (would not fit in memory), 70 internal error (a bug: its traceback "
+                                     "is written to a file named on stderr), 130 interrupted")
     parser.add_argument("--version", action="version", version=f"flashtrace-studio {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices  # name -> its parser (`main` reports a command's bad arguments with its usage)
@@ -91,15 +94,34 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (FlashTraceError, ValueError, OSError, RuntimeError, MemoryError) as exc:
+    except (FlashTraceError, OSError, MemoryError) as exc:
         _error(args.command, exc)
         return exit_code(exc)
-    except Exception as exc:  # noqa: BLE001 - a bug: still one line (the traceback with FLASHTRACE_DEBUG=1)
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, and the traceback in a file
         if os.environ.get("FLASHTRACE_DEBUG"):
             raise
-        _error(args.command, exc, f"internal error ({type(exc).__name__}; rerun with FLASHTRACE_DEBUG=1 "
-                                  "for the traceback): ")
-        return EXIT_FAILURE
+        report = _traceback_file(args.command, exc)
+        _error(args.command, exc, f"internal error ({type(exc).__name__}; the traceback is in {report}, please "
+                                  "report it): ")
+        return EXIT_INTERNAL
+
+
+def _traceback_file(command: str, exc: BaseException) -> str:
+    """Write `exc`'s traceback (with the command line and versions) to a new file in the temporary folder;
+    returns its path (or why it could not be written)."""
+    import platform
+    import tempfile
+    import traceback
+
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"flashtrace-{command}-error-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(f"flashtrace {__version__}, Python {platform.python_version()}, {platform.platform()}\n")
+            out.write(f"command: flashtrace {' '.join(sys.argv[1:])}\n\n")
+            out.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError as write_error:
+        return f"(no file: {write_error}; rerun with FLASHTRACE_DEBUG=1 to see it)"
 
 
 def _error(command: str, exc: BaseException, prefix: str = "") -> None:
@@ -111,13 +133,15 @@ def _error(command: str, exc: BaseException, prefix: str = "") -> None:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The exit code for an error: a FlashTrace error's own; other bad input (ValueError, a missing
-    file) is a usage error; anything else a failure while running."""
+    """The exit code for an error: a FlashTrace error's own; a missing file is a usage error, another OSError
+    a failure while running; running out of memory 3; anything else is an internal error (70)."""
     if isinstance(exc, FlashTraceError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     if isinstance(exc, MemoryError):
         return EXIT_TOO_BIG
-    return EXIT_USAGE if isinstance(exc, (ValueError, FileNotFoundError)) else EXIT_FAILURE
+    if isinstance(exc, OSError):
+        return EXIT_USAGE if isinstance(exc, FileNotFoundError) else EXIT_FAILURE
+    return EXIT_INTERNAL
 

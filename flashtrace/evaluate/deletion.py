@@ -21,6 +21,7 @@ from ..engine.attribution.baselines import target_logprob
 from ..engine.models.progress import each_layer
 from ..engine.models.scoring import dtype_name, scoring_model
 from ..engine.throughput import paying_threads
+from ..base.errors import InputError
 
 Progress = Callable[[int, int], None]  # (units done, units in all); a unit is one sequence through one layer
 
@@ -44,7 +45,7 @@ class DeletionScorer:
     def __init__(self, loaded, ids: torch.Tensor, positions: torch.Tensor, replace_id: int, target: tuple[int, int],
                  batch_size: int = 16, dtype: torch.dtype | None = None):
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise InputError(f"batch_size must be at least 1, got {batch_size}")
         self.dtype = dtype or loaded.dtype
         self.loaded, self.ids, self.positions = loaded, ids.reshape(-1), positions
         self.replace_id, self.target, self.batch_size = replace_id, tuple(target), batch_size

@@ -19,6 +19,7 @@ from ..analysis.schema import Trace
 from .deletion import DeletionScorer, Progress
 from .methods import replacement_id
 from .metrics import deletion_order
+from ..base.errors import InputError
 
 VERSION = 1
 
@@ -33,17 +34,17 @@ def faithfulness_check(loaded, trace: Trace, fraction: float = 0.1, n_random: in
     ``{"version", "fraction", "n_prompt", "n_deleted", "before", "top", "random", "random_mean",
     "seed", "model"}`` with log-probabilities summed over the target tokens."""
     if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+        raise InputError(f"fraction must be in (0, 1], got {fraction}")
     if n_random < 1:
-        raise ValueError("n_random must be at least 1")
+        raise InputError("n_random must be at least 1")
     positions = torch.tensor(trace.positions("prompt"), dtype=torch.long)  # [P]
     p = positions.numel()
     if p == 0:
-        raise ValueError("the trace has no prompt tokens to delete")
+        raise InputError("the trace has no prompt tokens to delete")
     ids = torch.tensor([t.id for t in trace.tokens], dtype=torch.long)  # [N]
     vocab = loaded.model.get_input_embeddings().weight.shape[0]
     if int(ids.max()) >= vocab:
-        raise ValueError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model "
+        raise InputError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model "
                          f"the trace was made with ({trace.model.name})")
     scores = torch.tensor(trace.scores.final, dtype=torch.float32)[positions]  # [P]
     n_delete = math.ceil(fraction * p)

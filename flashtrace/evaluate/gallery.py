@@ -20,6 +20,7 @@ from ..analysis.limits import APP_HOP0
 from ..analysis.schema import Trace
 from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
+from ..base.errors import InputError
 
 HOPS = 3
 
@@ -111,7 +112,7 @@ def build_gallery(out: Path | None = None, model: str = "smollm2-135m", only: li
     specs = [s for s in GALLERY if not only or s.name in only]
     unknown = set(only or ()) - {s.name for s in GALLERY}
     if unknown:
-        raise ValueError(f"unknown gallery entries {sorted(unknown)}; known: {', '.join(s.name for s in GALLERY)}")
+        raise InputError(f"unknown gallery entries {sorted(unknown)}; known: {', '.join(s.name for s in GALLERY)}")
     loaded = load_model(model)
     for spec in specs:
         start = time.perf_counter()
@@ -130,6 +131,6 @@ def preset_text(name: str, seed: int = 0, length: int | None = None) -> tuple[st
     if name == "free-form":
         return FREE_FORM_PROMPT, FREE_FORM_RESPONSE
     if name not in PRESETS:
-        raise ValueError(f"unknown preset '{name}'; available: {', '.join(PRESETS)}")
+        raise InputError(f"unknown preset '{name}'; available: {', '.join(PRESETS)}")
     example = make_example(name, seed, length)
     return example.prompt, example.response

@@ -26,6 +26,7 @@ from ..analysis.schema import Trace
 from ..analysis.failure import edit_result
 from ..store.gallery import write_index
 from ..store.pairs import EDITED_FROM, EDITED_VERSIONS
+from ..base.errors import InputError
 
 HOPS = 3
 NAME = r"^[a-z0-9][a-z0-9-]{0,60}$"
@@ -63,14 +64,14 @@ class Task(BaseModel):
     @classmethod
     def _known_hop0(cls, value: str) -> str:
         if value not in HOP0_SPANS:
-            raise ValueError(f"hop0 must be one of {', '.join(HOP0_SPANS)}")
+            raise InputError(f"hop0 must be one of {', '.join(HOP0_SPANS)}")
         return value
 
     @model_validator(mode="after")
     def _pieces_are_in_the_prompt(self) -> "Task":
         for piece in [*self.gold, *([self.edit.sentence] if self.edit else [])]:
             if self.prompt.count(piece) != 1:
-                raise ValueError(f"{self.name}: {piece[:60]!r} must occur exactly once in the prompt")
+                raise InputError(f"{self.name}: {piece[:60]!r} must occur exactly once in the prompt")
         return self
 
     def gold_ranges(self) -> list[list[int]]:
@@ -89,7 +90,7 @@ class GallerySpecFile(BaseModel):
         names = [t.name for t in self.tasks]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"task names used twice: {', '.join(twice)}")
+            raise InputError(f"task names used twice: {', '.join(twice)}")
         return self
 
 
@@ -98,9 +99,9 @@ def load_spec(path: Path) -> GallerySpecFile:
     try:
         return GallerySpecFile.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read the gallery spec {path}: {exc}") from None
+        raise InputError(f"cannot read the gallery spec {path}: {exc}") from None
     except ValueError as exc:
-        raise ValueError(f"the gallery spec {path} is not valid: {exc}") from None
+        raise InputError(f"the gallery spec {path} is not valid: {exc}") from None
 
 
 def _normal(text: str) -> str:
@@ -118,7 +119,7 @@ def is_right(trace: Trace, answer: str) -> bool:
 def _segment_of(trace: Trace, sentence: str) -> str:
     found = [s.id for s in trace.segments or [] if s.role == "prompt" and sentence.strip() in s.text]
     if len(found) != 1:
-        raise ValueError(f"the edit's sentence {sentence[:60]!r} is in {len(found)} prompt sentences of the trace")
+        raise InputError(f"the edit's sentence {sentence[:60]!r} is in {len(found)} prompt sentences of the trace")
     return found[0]
 
 
@@ -155,7 +156,7 @@ def build_task(task: Task, loaded, progress: Callable[[int, int], None] | None =
     result = edit(loaded, original, [_segment_of(original, task.edit.sentence)], task.edit.replacement,
                   retrace=True, max_new_tokens=task.max_new_tokens)
     if result.trace is None:
-        raise ValueError(f"{task.name}: after the edit the model wrote nothing")
+        raise InputError(f"{task.name}: after the edit the model wrote nothing")
     link = {EDITED_FROM: {"name": task.name, "edit": task.edit.model_dump(exclude_none=True),
                           "logprob_before": result.before, "logprob_after": result.after,
                           "answer_before": value_text(original), "answer_after": value_text(result.trace)}}
@@ -205,7 +206,7 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
 
     unknown = set(only or ()) - {t.name for t in spec.tasks}
     if unknown:
-        raise ValueError(f"unknown tasks {sorted(unknown)}; the spec has: {', '.join(t.name for t in spec.tasks)}")
+        raise InputError(f"unknown tasks {sorted(unknown)}; the spec has: {', '.join(t.name for t in spec.tasks)}")
     asked = [t for t in spec.tasks if not only or t.name in only]
     tasks = [t for t in asked if not (out / f"{t.name}.json").exists()]
     out.mkdir(parents=True, exist_ok=True)

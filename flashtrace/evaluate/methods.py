@@ -22,6 +22,7 @@ from ..run.tracing import Prepared, attribute, method_source, prepare, resolve_t
 from ..run.tracing import replacement_id as _replacement_id
 from .names import DEFAULT_METHODS
 from .tasks import Example
+from ..base.errors import InputError
 
 
 @dataclass
@@ -60,7 +61,7 @@ def replacement_id(tokenizer) -> int:
     """The token id deletions put in place of a prompt token (pad, else EOS); ValueError when there is none."""
     tid = _replacement_id(tokenizer)
     if tid is None:
-        raise ValueError("the tokenizer has neither a pad nor an EOS token to delete with")
+        raise InputError("the tokenizer has neither a pad nor an EOS token to delete with")
     return tid
 
 
@@ -74,7 +75,7 @@ def build_context(loaded: LoadedModel, example: Example, target: str = "answer",
     lo, hi = resolve_target(seq, target)
     positions = seq.positions("prompt")
     if not positions:
-        raise ValueError("the example has no prompt tokens")
+        raise InputError("the example has no prompt tokens")
     gold = [any(seq.tokens[p].start < b and seq.tokens[p].end > a for a, b in example.gold) for p in positions]
     return EvalContext(loaded, example, prepared, (lo, hi), torch.tensor(positions), torch.tensor(gold),
                        replacement_id(loaded.tokenizer), ig_steps, batch_size,
@@ -128,7 +129,7 @@ def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
     if m and int(m.group(1)) <= 8:
         stops = {"-nostop": "none", "-punct": "punctuation"}.get(m.group(3) or "", "paper")
         return _flashtrace(int(m.group(1)), stops, "generation" if m.group(2) else "answer")
-    raise ValueError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}, "
+    raise InputError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}, "
                      "flashtrace-kK with optional -gen and -nostop or -punct (e.g. flashtrace-k1-gen)")
 
 
@@ -143,7 +144,7 @@ def parse_methods(spec: str | list[str], hops: list[int] | None = None) -> list[
             if m not in out:
                 out.append(m)
     if not out:
-        raise ValueError("no evaluation method given")
+        raise InputError("no evaluation method given")
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Callable, Iterable
 from ..base.fileio import atomic_write_text, read_regular_file
 from ..engine.inputs.spans import answer_value, detect_spans
 from .textgen import Example
+from ..base.errors import InputError
 
 PROTOCOLS = ("templated", "paper", "own")
 PAPER_WRITER = "qwen2.5-coder-1.5b"  # the stronger built-in model, as the paper uses a stronger writer
@@ -102,7 +103,7 @@ def write_response(loaded, example: Example, writer: str, max_new_tokens: int = 
     generated = generate(loaded, example.prompt, max_new_tokens=max_new_tokens, chat_template=True,
                          reasoning_instruction=True)
     if not isinstance(generated.prompt, str) or not generated.prompt.startswith(example.prompt.rstrip()):
-        raise ValueError("the writer's prompt must be the example's text with the instruction after it")
+        raise InputError("the writer's prompt must be the example's text with the instruction after it")
     response = generated.response.strip()
     return Written(generated.prompt, response, writer, max_new_tokens, generated.new_tokens,
                    "max_new_tokens" if generated.reached_limit else "end of text", round(generated.seconds, 3),
@@ -151,13 +152,13 @@ def apply_protocol(protocol: str, examples: list[tuple[str, Example]], written: 
     response as the teacher-forced response (``meta["protocol"]`` records the writer, its answer and whether it
     is right; ``paper`` keeps only the right ones)."""
     if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+        raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     if protocol == "templated":
         return Applied(list(examples), {"name": "templated", "n": len(examples)})
     written = written or {}
     missing = [ex_id for ex_id, _ in examples if ex_id not in written]
     if missing:
-        raise ValueError(f"no written response for {', '.join(missing[:5])}")
+        raise InputError(f"no written response for {', '.join(missing[:5])}")
     kept, dropped = [], []
     for ex_id, ex in examples:
         w = written[ex_id]

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 from .protocols import correctness
 from .stats import bootstrap_interval, paired_difference
+from ..base.errors import InputError
 
 METRICS = ("rise", "mas", "recovery", "seconds", "deletion_s")
 LABELS = {"rise": "RISE ↓", "mas": "MAS ↓", "recovery": "Recovery@10% ↑", "seconds": "attribution s",
@@ -267,7 +268,7 @@ def write_report(out: str | Path, settings: dict | None = None) -> dict:
     out = Path(out)
     records = load_records(out)
     if not records:
-        raise ValueError(f"no per-example results under {out / 'examples'}")
+        raise InputError(f"no per-example results under {out / 'examples'}")
     if settings is None:
         settings = load_settings(out)
     summary = summarise(records, settings)

@@ -31,6 +31,7 @@ from typing import Callable
 
 from .textgen import CharRange, Example, _build, _chars, _Builder, _interleave, filler_sentence
 from .vartrack import VARTRACK_LAYOUTS, vartrack_example
+from ..base.errors import InputError
 
 # ---- needle -------------------------------------------------------------------------------------
 
@@ -45,7 +46,7 @@ def _needle(seed: int, length: int | None = None, variant: str | None = None, **
     rng = random.Random(f"needle:{seed}")
     variant = variant or NEEDLE_VARIANTS[seed % len(NEEDLE_VARIANTS)]
     if variant not in NEEDLE_VARIANTS:
-        raise ValueError(f"needle variant must be one of {NEEDLE_VARIANTS}, got {variant!r}")
+        raise InputError(f"needle variant must be one of {NEEDLE_VARIANTS}, got {variant!r}")
     keys = []
     while len(keys) < 4:
         k = f"{rng.choice(_KEY_A)}-{rng.choice(_KEY_B)}"
@@ -93,7 +94,7 @@ def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_
     rng = random.Random(f"multihop:{seed}")
     kind = kind or ("count", "compare")[seed % 2]
     if kind not in ("count", "compare"):
-        raise ValueError(f"multihop kind must be 'count' or 'compare', got {kind!r}")
+        raise InputError(f"multihop kind must be 'count' or 'compare', got {kind!r}")
     people, cities, countries = rng.sample(_PEOPLE, 12), rng.sample(_CITIES, 10), rng.sample(_COUNTRIES, 6)
     city_of = {p: rng.choice(cities) for p in people}
     country_of = {c: rng.choice(countries) for c in cities}
@@ -154,7 +155,7 @@ def _arithmetic(seed: int, length: int | None = None, steps: int | None = None, 
     rng = random.Random(f"arithmetic:{seed}")
     steps = steps if steps is not None else rng.randint(2, 4)
     if not 2 <= steps <= 4:
-        raise ValueError(f"arithmetic steps must be between 2 and 4, got {steps}")
+        raise InputError(f"arithmetic steps must be between 2 and 4, got {steps}")
     name, friend = rng.sample(_NAMES, 2)
     item = rng.choice(_ITEMS)
     total = rng.randint(10, 40)
@@ -223,7 +224,7 @@ def make_example(task: str, seed: int, length: int | None = None, **options) -> 
     try:
         build = TASKS[task]
     except KeyError:
-        raise ValueError(f"unknown task '{task}'; available: {', '.join(TASKS)}") from None
+        raise InputError(f"unknown task '{task}'; available: {', '.join(TASKS)}") from None
     return build(seed, length=length, **options)
 
 
@@ -238,23 +239,23 @@ def load_jsonl(path: str | Path) -> list[Example]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+            raise InputError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
         prompt, response = row.get("prompt"), row.get("response")
         if not isinstance(prompt, str) or not isinstance(response, str) or not prompt.strip() or not response.strip():
-            raise ValueError(f"{path}:{lineno}: 'prompt' and 'response' must be non-empty strings")
+            raise InputError(f"{path}:{lineno}: 'prompt' and 'response' must be non-empty strings")
         gold = [tuple(int(x) for x in g) for g in row.get("gold", [])]
         for text in row.get("gold_text", []):
             at = prompt.find(text)
             if at < 0:
-                raise ValueError(f"{path}:{lineno}: gold_text {text[:40]!r} is not in the prompt")
+                raise InputError(f"{path}:{lineno}: gold_text {text[:40]!r} is not in the prompt")
             gold.append((at, at + len(text)))
         for a, b in gold:
             if not 0 <= a < b <= len(prompt):
-                raise ValueError(f"{path}:{lineno}: gold range {a}:{b} is outside the prompt (0..{len(prompt)})")
+                raise InputError(f"{path}:{lineno}: gold range {a}:{b} is outside the prompt (0..{len(prompt)})")
         examples.append(Example(prompt, response, str(row.get("answer", "")), gold, str(row.get("task", "jsonl")),
                                 dict(row.get("meta", {}), line=lineno)))
     if not examples:
-        raise ValueError(f"{path}: no examples")
+        raise InputError(f"{path}: no examples")
     return examples
 
 

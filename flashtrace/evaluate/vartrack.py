@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 
 from .textgen import Example, _build, _Builder, _chars, _interleave
+from ..base.errors import InputError
 
 VARTRACK_LAYOUTS = ("text", "lines", "words")
 _PEOPLE = ["Ana", "Ben", "Cleo", "Dev", "Eli", "Faye", "Gus", "Hana", "Ivo", "Jade", "Kai", "Lena", "Milo", "Nora",
@@ -61,14 +62,14 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
     """Example `seed`: a value chain of `hops` + 1 variables (2-5 by seed when None) and `distractors`
     distractor chains, laid out as `layout` (see the module docstring; `lines` ignores `length`)."""
     if layout not in VARTRACK_LAYOUTS:
-        raise ValueError(f"vartrack layout must be one of {VARTRACK_LAYOUTS}, got {layout!r}")
+        raise InputError(f"vartrack layout must be one of {VARTRACK_LAYOUTS}, got {layout!r}")
     rng = random.Random(f"vartrack:{seed}")
     hops = hops if hops is not None else rng.randint(2, 5)
     if not 2 <= hops <= 10:
-        raise ValueError(f"vartrack hops must be between 2 and 10, got {hops}")
+        raise InputError(f"vartrack hops must be between 2 and 10, got {hops}")
     chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
     if layout == "words" and sum(chains) > len(_PEOPLE):
-        raise ValueError(f"the words layout names at most {len(_PEOPLE)} people; use fewer hops or distractors")
+        raise InputError(f"the words layout names at most {len(_PEOPLE)} people; use fewer hops or distractors")
     names = _people(rng, sum(chains)) if layout == "words" else _var_names(rng, sum(chains))
     values = rng.sample(range(10_000, 99_999), len(chains))
     statements: list[list[tuple[str, str | None]]] = []

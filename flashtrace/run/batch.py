@@ -31,6 +31,7 @@ from ..store.library import Library, sanitize_name
 from ..store.index import LibraryIndex
 from ..analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
 from ..analysis.schema import Trace
+from ..base.errors import InputError
 
 RECORD_DIR = "_batch"
 KEY_CHARS = 12
@@ -52,9 +53,9 @@ class BatchLine(BaseModel):
     @model_validator(mode="after")
     def _one_response(self) -> "BatchLine":
         if self.response is not None and self.generate:
-            raise ValueError("give either response or generate: true, not both")
+            raise InputError("give either response or generate: true, not both")
         if self.response is not None and not self.response.strip():
-            raise ValueError("response is empty")
+            raise InputError("response is empty")
         if isinstance(self.target, str):
             check_target(self.target)
         return self
@@ -67,9 +68,9 @@ def check_target(spec: str) -> None:
     try:
         lo, hi = (int(x) for x in spec.split(":"))
     except ValueError:
-        raise ValueError(f"target must be value, answer, response, reasoning or START:END, got {spec!r}") from None
+        raise InputError(f"target must be value, answer, response, reasoning or START:END, got {spec!r}") from None
     if not 0 <= lo < hi:
-        raise ValueError(f"target {spec} needs 0 <= START < END")
+        raise InputError(f"target {spec} needs 0 <= START < END")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..base.errors import EXIT_USAGE, FlashTraceError
+from ..base.errors import InputError, EXIT_USAGE, FlashTraceError
 from ..base.install import extra_hint
 
 FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
@@ -108,9 +108,9 @@ class RayPool:
     def __init__(self, factory: Callable, args: tuple, *, address: str = "local", workers: int | None = None,
                  num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2, jobs: int | None = None):
         if num_cpus <= 0 and num_gpus <= 0:
-            raise ValueError("a worker needs some CPUs or GPUs (--num-cpus-per-worker / --num-gpus-per-worker)")
+            raise InputError("a worker needs some CPUs or GPUs (--num-cpus-per-worker / --num-gpus-per-worker)")
         if num_cpus < 0 or num_gpus < 0 or max_retries < 0:
-            raise ValueError("worker resources and --max-retries cannot be negative")
+            raise InputError("worker resources and --max-retries cannot be negative")
         self.ray = ray = _import_ray()
         self.started = not ray.is_initialized()
         self._previous_sigterm = None
@@ -129,7 +129,7 @@ class RayPool:
         self.num_cpus, self.num_gpus = num_cpus, num_gpus
         self.n_workers = (min(workers, jobs) if jobs else workers) if workers else self._fit(jobs)
         if self.n_workers < 1:
-            raise ValueError("--workers must be at least 1")
+            raise InputError("--workers must be at least 1")
         self.remote = ray.remote(_Host).options(num_cpus=num_cpus, num_gpus=num_gpus,
                                                 runtime_env={"env_vars": _worker_env()})
         self.actors = [self._start() for _ in range(self.n_workers)]

@@ -29,6 +29,7 @@ from ..analysis.schema import EditRecord, InterventionRecord, Trace
 from ..analysis.segments import steps_before_target
 from ..engine.estimate import generation_seconds, scoring_seconds
 from ..engine.models.progress import each_layer
+from ..base.errors import InputError
 
 Progress = Callable[[int, int], None]  # (units done, units in all); a unit is one sequence through one layer
 EDITABLE = ("prompt", "reasoning")
@@ -48,7 +49,7 @@ class Edited:
 
 def _segment_map(trace: Trace) -> dict:
     if not trace.segments:
-        raise ValueError("this trace has no segments (sentences and steps); trace it again to edit it")
+        raise InputError("this trace has no segments (sentences and steps); trace it again to edit it")
     return {s.id: s for s in trace.segments}
 
 
@@ -63,15 +64,15 @@ def _chosen(trace: Trace, segment_ids: Sequence[str]) -> list:
     for seg_id in dict.fromkeys(segment_ids):
         seg = segments.get(seg_id)
         if seg is None:
-            raise ValueError(f"no segment {seg_id!r} in this trace")
+            raise InputError(f"no segment {seg_id!r} in this trace")
         if seg.role not in EDITABLE:
-            raise ValueError(f"segment {seg_id} is {seg.role}; only prompt sentences and reasoning steps can be edited")
+            raise InputError(f"segment {seg_id} is {seg.role}; only prompt sentences and reasoning steps can be edited")
         if seg.start < hi and lo < seg.end:
-            raise ValueError(f"segment {seg_id} overlaps the target (tokens {lo}..{hi - 1}), whose log-probability "
+            raise InputError(f"segment {seg_id} overlaps the target (tokens {lo}..{hi - 1}), whose log-probability "
                              "is what an edit measures")
         chosen.append(seg)
     if not chosen:
-        raise ValueError("name at least one segment to edit")
+        raise InputError("name at least one segment to edit")
     return sorted(chosen, key=lambda s: s.start)
 
 
@@ -116,7 +117,7 @@ def unedited(trace: Trace) -> Edited:
 def _check_model(loaded, trace: Trace) -> None:
     vocab = loaded.model.get_input_embeddings().weight.shape[0]
     if max(t.id for t in trace.tokens) >= vocab:
-        raise ValueError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model the "
+        raise InputError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model the "
                          f"trace was made with ({trace.model.name})")
 
 
@@ -157,10 +158,10 @@ def score(loaded, rows: Sequence[Edited], batch_size: int = 8, progress: Progres
     `batch_size` rows of similar length. `progress(done, total)` hears of every layer of every batch and
     may raise to stop."""
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        raise InputError(f"batch_size must be at least 1, got {batch_size}")
     for row in rows:
         if row.target[0] < 1:
-            raise ValueError("the target must start after the first token")
+            raise InputError("the target must start after the first token")
     n_layers = len(loaded.spec.decoder_layers(loaded.model))
     order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids))
     total, out = len(rows) * n_layers, [0.0] * len(rows)
@@ -192,10 +193,10 @@ def sentence_edits(trace: Trace, n_random: int = DEFAULT_RANDOM, seed: int = 0) 
     `n_random` other prompt sentences drawn at random without replacement (seeded; fewer when there are
     fewer), and all gold sentences together (when the trace knows its gold)."""
     if n_random < 0:
-        raise ValueError("n_random must be at least 0")
+        raise InputError("n_random must be at least 0")
     facts = analyse(trace)
     if facts.piece_kind != "sentence":
-        raise ValueError("this trace has no prompt sentences (segments); trace it again to remove sentences")
+        raise InputError("this trace has no prompt sentences (segments); trace it again to remove sentences")
     out = []
     evidence = facts.evidence(1)
     top = evidence[0][0].key if evidence else None

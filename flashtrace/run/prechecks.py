@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..analysis.limits import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from ..base.fileio import FileTooLargeError, NotAFileError, read_regular_file
+from ..base.errors import InputError
 
 
 def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
@@ -29,20 +30,20 @@ def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INP
         try:  # a folder, a device or a named pipe (which would block with no writer) is refused unread
             data = read_regular_file(path, limit, "text file")
         except NotAFileError as exc:
-            raise ValueError(f"{what} {exc}") from None
+            raise InputError(f"{what} {exc}") from None
         except FileTooLargeError:
             data = None
         except FileNotFoundError:
-            raise ValueError(f"{what} {path} does not exist") from None
+            raise InputError(f"{what} {path} does not exist") from None
         except PermissionError:
-            raise ValueError(f"{what} {path} cannot be read (permission denied)") from None
+            raise InputError(f"{what} {path} cannot be read (permission denied)") from None
     if data is None or len(data) > limit:
-        raise ValueError(f"{what} {path} is larger than {limit:,} bytes (a prompt or response holds at most "
+        raise InputError(f"{what} {path} is larger than {limit:,} bytes (a prompt or response holds at most "
                          f"{MAX_INPUT_CHARS:,} characters)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
 
 
 def context_length(loaded) -> int | None:
@@ -81,10 +82,10 @@ def check_text_size(loaded, prompt: str, response: str | None = None) -> None:
     context = context_length(loaded)
     for what, text in (("prompt", prompt), ("response", response or "")):
         if len(text) > MAX_INPUT_CHARS:
-            raise ValueError(f"the {what} has {len(text):,} characters; a trace holds at most {MAX_INPUT_CHARS:,}")
+            raise InputError(f"the {what} has {len(text):,} characters; a trace holds at most {MAX_INPUT_CHARS:,}")
     total = len(prompt) + len(response or "")
     if context and total > context * max_token_chars(loaded.tokenizer):
-        raise ValueError(f"the prompt and response have {total:,} characters, more than {loaded.name}'s context of "
+        raise InputError(f"the prompt and response have {total:,} characters, more than {loaded.name}'s context of "
                          f"{context:,} tokens can hold (at most ~{context * max_token_chars(loaded.tokenizer):,} "
                          "characters); shorten them")
 
@@ -94,5 +95,5 @@ def check_context(loaded, n_tokens: int) -> None:
     new tokens, in `models.generation.generate`)."""
     context = context_length(loaded)
     if context and n_tokens > context:
-        raise ValueError(f"the sequence has {n_tokens} tokens but {loaded.name} reads at most {context}; "
+        raise InputError(f"the sequence has {n_tokens} tokens but {loaded.name} reads at most {context}; "
                          "shorten the prompt or response")

@@ -18,6 +18,7 @@ from ..analysis.schema import Trace
 from ..engine.models.generation import generate_response
 from .interventions import Edited, Progress, _check_model, _chosen, edit_ids, fitted_replacement, score, unedited
 from .tracing import attribute, prepare
+from ..base.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def edited_texts(trace: Trace, segment_ids: Sequence[str], replacement: str | No
     chosen = _chosen(trace, segment_ids)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     if any(s.char_start is None or s.char_end is None for s in chosen):
-        raise ValueError("the edited segments have no character offsets; this trace cannot be re-run as text")
+        raise InputError("the edited segments have no character offsets; this trace cannot be re-run as text")
     texts = []
     for role, text in (("prompt", trace.prompt), ("reasoning", trace.response)):
         ranges = [(s.char_start, s.char_end) for s in chosen if s.role == role]

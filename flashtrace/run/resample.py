@@ -29,6 +29,7 @@ from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from ..analysis.schema import InterventionRecord
 from ..analysis.segments import is_answer_marker
 from .interventions import Edited, Progress, _check_model, _pad_id, _response_start, intervene, score, step_edits
+from ..base.errors import InputError
 
 SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
 
@@ -106,7 +107,7 @@ def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_token
     """`n` continuations per reasoning step before the target, with the step kept and removed (see the module
     docstring); `progress(done, total)` hears of each batch of continuations and may raise to stop."""
     if n < 1:
-        raise ValueError(f"n must be at least 1 to resample, got {n}")
+        raise InputError(f"n must be at least 1 to resample, got {n}")
     _check_model(loaded, trace)
     budget = max_new_tokens or default_tokens(trace)
     ids = [t.id for t in trace.tokens]
@@ -135,7 +136,7 @@ def intervene_and_resample(loaded, trace: Trace, n: int = 0, *, resample_options
     `resample_steps` with `n` continuations (seeded with the options' seed unless `resample_options` names
     one), stored in the record's `resampled`."""
     if n < 0:
-        raise ValueError(f"n must be at least 0, got {n}")
+        raise InputError(f"n must be at least 0, got {n}")
     record = intervene(loaded, trace, progress=progress, **options)
     if not n or not options.get("steps", True):
         return record

@@ -20,7 +20,7 @@ from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
 from ..engine.inputs.ids import is_token_ids, text_of_ids
-from ..base.errors import AnswerGuessedWarning
+from ..base.errors import InputError, AnswerGuessedWarning
 from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, answer_value, build_sequence,
                              detect_spans, stop_rule)
 from ..analysis.compare import HopDepthComparison, compare_depths
@@ -91,7 +91,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
     shares and Recovery never count what the tool itself wrote."""
     sampling = Sampling(do_sample, temperature, top_p, seed, generation_options(generation_config, **generate_options))
     if not generate and sampling != Sampling():
-        raise ValueError("do_sample, temperature, top_p, seed and other generation settings apply only with "
+        raise InputError("do_sample, temperature, top_p, seed and other generation settings apply only with "
                          "generate=True")
     loaded = _loaded(model)
     prompt, response, chat_template = _from_ids(loaded, prompt, response, chat_template)
@@ -105,7 +105,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
         prompt, response, timings["generate_s"] = generated.prompt, generated.response, generated.seconds
         generation = generated.record(sampling, max_new_tokens)
     if not response or not response.strip():
-        raise ValueError("the response is empty: pass a response to teacher-force, or generate one")
+        raise InputError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
     check_context(loaded, len(sequence))
     size = dict(n_tokens=len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
@@ -135,18 +135,18 @@ def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
         roles = ("reasoning", "answer") if target == "response" else (target,)
         rng = sequence.token_range(*roles)
         if rng is None:
-            raise ValueError(f"the response has no {target} span; choose another target or a token range")
+            raise InputError(f"the response has no {target} span; choose another target or a token range")
     else:
         try:
             lo, hi = (int(x) for x in (target.split(":") if isinstance(target, str) else target))
         except (ValueError, TypeError):
-            raise ValueError(f"target must be value, answer, response, reasoning or START:END, got {target!r}") from None
+            raise InputError(f"target must be value, answer, response, reasoning or START:END, got {target!r}") from None
         rng = (lo, hi)
     lo, hi = rng
     if not (0 <= lo < hi <= n):
-        raise ValueError(f"target {lo}:{hi} is outside the sequence of {n} tokens (valid: 0 <= START < END <= {n})")
+        raise InputError(f"target {lo}:{hi} is outside the sequence of {n} tokens (valid: 0 <= START < END <= {n})")
     if lo < sequence.response_start:
-        raise ValueError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
+        raise InputError(f"target {lo}:{hi} starts in the prompt; targets must lie in the response "
                          f"(tokens {sequence.response_start}..{n - 1})")
     return lo, hi
 
@@ -252,9 +252,9 @@ def _method(method: str, hops: int, steps: bool, threshold: float | None, option
         given["threshold"] = threshold
     resolved = spec.resolve_options(given)
     if hops > 0 and not spec.hops:
-        raise ValueError(f"method {method} cannot run recursive hops; use hops=0")
+        raise InputError(f"method {method} cannot run recursive hops; use hops=0")
     if steps and not spec.steps:
-        raise ValueError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
+        raise InputError(f"method {method} cannot attribute reasoning steps (the hop graph); use steps=False")
     return spec, resolved
 
 
@@ -395,7 +395,7 @@ def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str
     if isinstance(prompt, (list, tuple)) and not is_messages(prompt) and not is_token_ids(prompt):
         responses = [None] * len(prompt) if response is None else response
         if isinstance(responses, str) or len(responses) != len(prompt):
-            raise ValueError(f"{len(prompt)} prompts need a list of {len(prompt)} responses (or None to generate)")
+            raise InputError(f"{len(prompt)} prompts need a list of {len(prompt)} responses (or None to generate)")
         loaded = _loaded(model)
         return [attribute(prepare(loaded, p, r, **settings), **options) for p, r in zip(prompt, responses)]
     return attribute(prepare(model, prompt, response, **settings), **options)

@@ -19,6 +19,7 @@ from ..analysis.views import span_text
 from .pairs import EDITED_FROM, EDITED_VERSIONS
 from ..analysis.schema import Trace
 from ..analysis.story import card_note
+from ..base.errors import InputError
 
 GALLERY_ENV = "FLASHTRACE_GALLERY"
 INDEX = "index.json"
@@ -111,7 +112,7 @@ def gallery_path(name: str, folder: Path | None = None) -> Path:
     folder = folder or gallery_dir()
     known = {it.name for it in list_gallery(folder)}
     if name not in known:
-        raise ValueError(f"no gallery trace named '{name}'; the gallery has: {', '.join(sorted(known)) or 'nothing'}")
+        raise InputError(f"no gallery trace named '{name}'; the gallery has: {', '.join(sorted(known)) or 'nothing'}")
     return folder / f"{name}.json"
 
 

@@ -27,6 +27,7 @@ from typing import Callable, TypeVar
 from . import index_file
 from .index_file import IndexUnavailable, create_table, rollback
 from ..analysis.schema import Trace
+from ..base.errors import InputError
 
 INDEX_NAME = ".index.sqlite"
 SCHEMA = 2
@@ -163,7 +164,7 @@ class LibraryIndex:
         `model` / `task` when given, sorted by `sort` (newest first for "modified", else ascending); one page
         of `limit` rows from `offset` (all of them for None), and the number of matches."""
         if sort not in SORTS:
-            raise ValueError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
+            raise InputError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
         where, args = [], []
         for word in search.lower().split():
             where.append("instr(haystack, ?) > 0")

@@ -13,6 +13,7 @@ from ..analysis.facts import OF_FINAL, OF_PROMPT, TraceFacts
 from ..analysis.text import pct
 from .colors import PROMPT, PROMPT_SCALE, REASONING, method_colors
 from .tokens import plotly_text, template_text, visible_label
+from ..base.errors import InputError
 
 def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) -> go.Figure:
     """One heatmap row per label (a hop depth or a method) over the same prompt tokens; each row scaled
@@ -56,7 +57,7 @@ def _hop_rows(facts: TraceFacts, view: str) -> tuple[list[str], np.ndarray, np.n
         labels = [f"after hops 0..{d.k}" if d.k else "after hop 0" for d in facts.depths]
         return (labels, np.asarray([d.token_shares for d in facts.depths]), np.asarray([d.shares for d in facts.depths]),
                 OF_PROMPT + " at that depth")
-    raise ValueError(f"view must be 'added' or 'cumulative', got {view!r}")
+    raise InputError(f"view must be 'added' or 'cumulative', got {view!r}")
 
 
 def _scaled(shares: np.ndarray, shared: bool, axis: int) -> tuple[np.ndarray, float]:
@@ -116,7 +117,7 @@ def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = Tr
     column per hop or depth; the `limit` sentences with the largest value anywhere, in text order.
     `shared`: one scale for all cells, else each column scaled to its own maximum."""
     if facts.piece_kind != "sentence":
-        raise ValueError("this trace has no segments (it was made by an older version); re-run it to get them")
+        raise InputError("this trace has no segments (it was made by an older version); re-run it to get them")
     labels, _values, pieces, of = _hop_rows(facts, view)
     best = pieces.max(axis=0)  # [S]
     rows = sorted(sorted(range(len(facts.pieces)), key=lambda j: (-best[j], j))[:limit])

@@ -26,6 +26,8 @@ from typing import Sequence
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from ..base.errors import InputError, MissingDependencyError
+
 PLOTLY_JS_VERSION = "4.1.1"
 BUNDLE = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js.gz"
 # trace types in the bundle (its README); a figure using anything else cannot be exported standalone
@@ -61,7 +63,7 @@ def check_bundle_covers(fig: go.Figure) -> None:
     """Raise ValueError when `fig` uses a trace type the vendored bundle does not hold."""
     missing = sorted({tr.type or "scatter" for tr in fig.data} - BUNDLE_TRACE_TYPES)
     if missing:
-        raise ValueError(f"the standalone export cannot draw {', '.join(missing)} traces")
+        raise InputError(f"the standalone export cannot draw {', '.join(missing)} traces")
 
 
 _LOADER = """(async () => {
@@ -147,10 +149,10 @@ def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int
     """`fig` as PNG or SVG bytes through kaleido (a headless Chromium). Raises RuntimeError with a
     message when it cannot."""
     if fmt not in ("png", "svg"):
-        raise ValueError(f"image format must be png or svg, got {fmt!r}")
+        raise InputError(f"image format must be png or svg, got {fmt!r}")
     problem = image_export_problem()
     if problem:
-        raise RuntimeError(problem)
+        raise MissingDependencyError(problem)
     width = width or fig.layout.width or 1200
     height = height or fig.layout.height or 500
     try:
@@ -158,7 +160,7 @@ def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int
             warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
             return fig.to_image(format=fmt, width=width, height=height, scale=scale if fmt == "png" else 1)
     except Exception as exc:  # noqa: BLE001 - kaleido raises many kinds; the user gets one message
-        raise RuntimeError(f"could not draw the {fmt.upper()} ({type(exc).__name__}: {exc})") from None
+        raise MissingDependencyError(f"could not draw the {fmt.upper()} ({type(exc).__name__}: {exc})") from None
 
 
 @contextlib.contextmanager

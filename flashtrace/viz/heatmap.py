@@ -16,6 +16,8 @@ from .colors import GOLD, PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUT
 from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
                      visible_label)
 
+from ..base.errors import InputError
+
 ROW_PX = 24
 BAR_BAND_PX = 48  # the colour keys' band between the title and the grid
 SCALED = ("prompt", "generated")  # classes with a colour key (template tokens share the grid, not a key)
@@ -96,10 +98,10 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
                             f"of hop {hop}'s attribution" if values is None else "of the attribution shown")
     values = view_values(trace, hop) if values is None else list(values)
     if len(values) != trace.n_tokens:
-        raise ValueError(f"{len(values)} values for {trace.n_tokens} tokens")
+        raise InputError(f"{len(values)} values for {trace.n_tokens} tokens")
     lo, hi = token_range or (0, trace.n_tokens)
     if not 0 <= lo < hi <= trace.n_tokens:
-        raise ValueError(f"token range {lo}:{hi} is outside the {trace.n_tokens} tokens")
+        raise InputError(f"token range {lo}:{hi} is outside the {trace.n_tokens} tokens")
     cells, folds = heatmap_cells(trace, width, (lo, hi), keep)
     drawn = [(i, rc) for i, rc in enumerate(cells, start=lo) if rc is not None]
     n_rows = max((rc[0] for _i, rc in drawn), default=-1) + 1

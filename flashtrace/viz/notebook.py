@@ -10,6 +10,7 @@ from ..analysis.facts import OF_PROMPT, analyse
 from ..analysis.story import DEPTH_COLUMNS, change_words, depth_table, reach_words
 from ..analysis.text import pct
 from ..analysis.schema import Trace
+from ..base.errors import InputError
 
 
 def _html_table(rows: list[dict[str, str]], columns: tuple[str, ...], cell: str) -> str:
@@ -63,7 +64,7 @@ def hop_graph(trace: Trace, keep: float = 0.8, fold: bool = True):
     from .graph import hop_graph_figure
 
     if trace.steps is None:
-        raise ValueError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
+        raise InputError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
     return hop_graph_figure(HopGraph.from_trace(trace).pruned(node_threshold=keep, fold=fold), trace)
 
 

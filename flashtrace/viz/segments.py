@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from ..analysis.schema import Trace
 from .colors import ROLE_COLORS
 from .tokens import target_positions, view_values, visible_label
+from ..base.errors import InputError
 
 ROW_PX = 22
 FOLDED_COLOR = "#9ca3af"
@@ -18,7 +19,7 @@ FOLDED_COLOR = "#9ca3af"
 def segment_totals(trace: Trace, values: list[float]) -> list[tuple[str, str, str, float]]:
     """``(id, role, text, summed value)`` per segment, template segments left out."""
     if not trace.segments:
-        raise ValueError("this trace has no segments (it was made by an older version); re-run it to get them")
+        raise InputError("this trace has no segments (it was made by an older version); re-run it to get them")
     return [(s.id, s.role, s.text, sum(values[s.start:s.end])) for s in trace.segments if s.role != "template"]
 
 

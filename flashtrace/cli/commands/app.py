@@ -6,6 +6,8 @@ import importlib.util
 import os
 import sys
 
+from ...base.errors import MissingDependencyError
+
 HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
 
 
@@ -27,7 +29,7 @@ def run(args) -> int:
     from ...store.app_files import READ_ONLY_ENV, app_root
 
     if importlib.util.find_spec("streamlit") is None:
-        raise RuntimeError(f"the app needs Streamlit; {extra_hint('app')}")
+        raise MissingDependencyError(f"the app needs Streamlit; {extra_hint('app')}")
     root = app_root()
     if args.read_only:
         os.environ[READ_ONLY_ENV] = "1"  # the server (exec'd below) inherits it

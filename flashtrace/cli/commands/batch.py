@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = ("trace every prompt of a JSONL file into one trace file each (resumable; --ray spreads the "
         "examples over a Ray cluster)")
 
@@ -77,10 +79,10 @@ def run(args) -> int:
 
         require_ray()  # before anything loads or is written
     if args.ray is None and (args.workers or args.num_gpus_per_worker):
-        raise ValueError("--workers and --num-gpus-per-worker need --ray")
+        raise InputError("--workers and --num-gpus-per-worker need --ray")
     if args.threads is not None:
         if args.threads < 1:
-            raise ValueError("--threads must be at least 1")
+            raise InputError("--threads must be at least 1")
         import torch
 
         torch.set_num_threads(args.threads)

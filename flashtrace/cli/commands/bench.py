@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = "benchmark FlashTrace (K hops) against token-wise IFR and one plain forward pass, one process per cell"
 
 
@@ -55,12 +57,12 @@ def run(args) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = sorted(set(modes) - set(MODES))
     if bad:
-        raise ValueError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
+        raise InputError(f"unknown mode(s) {', '.join(bad)}; choose from {', '.join(MODES)}")
     if args.target_tokens < 0 or args.repeats < 1:
-        raise ValueError("--target-tokens must be >= 0 and --repeats >= 1")
+        raise InputError("--target-tokens must be >= 0 and --repeats >= 1")
     bad_sizes = [r for r in args.response_lengths if r <= args.target_tokens]
     if bad_sizes:
-        raise ValueError(f"--target-tokens {args.target_tokens} leaves no response before the target for "
+        raise InputError(f"--target-tokens {args.target_tokens} leaves no response before the target for "
                          f"response length(s) {bad_sizes}")
     cells = [dict(model=args.model, n_prompt=p, n_response=r, mode=m, hops=args.hops, threads=t,
                   target_tokens=args.target_tokens, repeats=args.repeats,

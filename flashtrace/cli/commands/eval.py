@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from ...base.errors import InputError
+
 EVAL_LENGTH = 100  # the command's default prompt length, as in the published runs (the tasks' own run 200-512 tokens)
 HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic tasks or a JSONL file"
 
@@ -96,7 +98,7 @@ def _examples(args):
     tasks = list(TASKS) if args.task == "all" else [t.strip() for t in args.task.split(",") if t.strip()]
     for t in tasks:
         if t not in TASKS:
-            raise ValueError(f"unknown task '{t}'; available: {', '.join(TASKS)}")
+            raise InputError(f"unknown task '{t}'; available: {', '.join(TASKS)}")
     layout = args.vartrack_layout or ("text" if args.protocol == "templated" else "words")
     for seed in range(args.seed, args.seed + args.n):  # seed-major: every task advances together
         for t in tasks:
@@ -197,7 +199,7 @@ def _written(args, examples):
     if args.protocol == "templated":
         return examples, None, apply_protocol("templated", examples).record
     if args.write_tokens < 1:
-        raise ValueError("--write-tokens must be >= 1")
+        raise InputError("--write-tokens must be >= 1")
     writer = args.model if args.protocol == "own" else (args.writer or PAPER_WRITER)
     kept = cached_responses(examples, args.out, writer, args.write_tokens)
     todo = [ex for ex_id, ex in examples if ex_id not in kept]
@@ -263,7 +265,7 @@ def run(args) -> int:
     from ...engine.models import load_model
 
     if args.n < 1 or (args.k != 0 and args.k < 2) or args.ig_steps < 1 or args.length < 0:
-        raise ValueError("--n must be >= 1, --k 0 or >= 2, --ig-steps >= 1 and --length >= 0")
+        raise InputError("--n must be >= 1, --k 0 or >= 2, --ig-steps >= 1 and --length >= 0")
     if args.ray:
         from ...run.distributed import require_ray
 
@@ -278,7 +280,7 @@ def run(args) -> int:
         loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     settings = {**_settings(args, methods, loaded), "protocol": protocol}
     if not examples:
-        raise ValueError(f"no example is left to evaluate: the writer answered none of the {protocol['written']} right")
+        raise InputError(f"no example is left to evaluate: the writer answered none of the {protocol['written']} right")
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out / "settings.json", json.dumps(settings, indent=1))
     failed = _evaluate(args, loaded, examples, methods)

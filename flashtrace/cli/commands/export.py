@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...base.errors import InputError, MissingDependencyError
+
 HELP = "export a trace file as one standalone offline HTML page, validated JSON, or PNG/SVG figures"
 
 
@@ -28,7 +30,7 @@ def run(args) -> int:
     from ...analysis.schema import Trace
 
     if not any((args.html, args.json, args.png, args.svg)):
-        raise ValueError("nothing to do: give at least one of --html, --json, --png, --svg")
+        raise InputError("nothing to do: give at least one of --html, --json, --png, --svg")
     check_graph_threshold(args.threshold, "--threshold")
     for flag in ("html", "json", "png", "svg"):
         if getattr(args, flag):
@@ -54,7 +56,7 @@ def run(args) -> int:
             try:  # rendered to bytes, then written like every output (atomically, never over a special file)
                 image = fig.to_image(format=flag[2:])
             except Exception as exc:  # kaleido missing, or no Chrome/Chromium to render with
-                raise RuntimeError(f"cannot render {flag[2:].upper()} here ({type(exc).__name__}): install "
+                raise MissingDependencyError(f"cannot render {flag[2:].upper()} here ({type(exc).__name__}): install "
                                    "kaleido and a Chromium browser (apt-get install chromium); HTML and JSON "
                                    "export work without them") from None
             atomic_write_bytes(path, image, flag)

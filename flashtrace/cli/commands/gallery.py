@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with the built-in model, or list it"
 
 
@@ -66,7 +68,7 @@ def _build_spec(args) -> int:
     from ...evaluate.gallery_spec import build_from_spec, load_spec
 
     if args.out is None:
-        raise ValueError("--spec needs --out DIR (the shipped gallery in assets/gallery is not replaced in place)")
+        raise InputError("--spec needs --out DIR (the shipped gallery in assets/gallery is not replaced in place)")
     spec = load_spec(args.spec)
     start = time.perf_counter()
     bar = None if args.no_progress else (lambda total: tqdm(total=total, unit="s", desc="gallery", leave=False))

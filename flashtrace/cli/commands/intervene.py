@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = ("remove reasoning steps and prompt sentences from a saved trace and score the answer again: step influence "
         "by intervention beside the hop graph's, top/random/gold sentence removal, or one edit (--remove)")
 
@@ -63,24 +65,24 @@ def _check_arguments(args) -> None:
     from ...engine.models.memory import check_device
 
     if args.random < 0:
-        raise ValueError(f"--random must be at least 0, got {args.random}")
+        raise InputError(f"--random must be at least 0, got {args.random}")
     if args.batch_size < 1:
-        raise ValueError(f"--batch-size must be at least 1, got {args.batch_size}")
+        raise InputError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.max_new_tokens < 1:
-        raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+        raise InputError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
     if args.replace is not None and len(args.replace) > MAX_REPLACE_CHARS:
-        raise ValueError(f"--replace is {len(args.replace):,} characters; at most {MAX_REPLACE_CHARS:,} (one sentence "
+        raise InputError(f"--replace is {len(args.replace):,} characters; at most {MAX_REPLACE_CHARS:,} (one sentence "
                          "or step in place of another)")
     single = (("--replace", args.replace is not None), ("--regenerate", args.regenerate),
               ("--retrace", args.retrace is not None))
     for flag, given in single:
         if given and not args.remove:
-            raise ValueError(f"{flag} needs --remove (the segment to edit)")
+            raise InputError(f"{flag} needs --remove (the segment to edit)")
     if args.remove and args.out:
-        raise ValueError("--out stores the standard set; with --remove use --retrace to save the new trace")
+        raise InputError("--out stores the standard set; with --remove use --retrace to save the new trace")
     _check_resample(args)
     if args.no_steps and args.no_sentences and not args.remove:
-        raise ValueError("--no-steps and --no-sentences leave nothing to run")
+        raise InputError("--no-steps and --no-sentences leave nothing to run")
     check_device(args.device)
     for flag, path in (("--out", args.out), ("--retrace", args.retrace)):
         if path:
@@ -93,16 +95,16 @@ def _check_resample(args) -> None:
     from ...analysis.records import MAX_EDITS
 
     if args.resample < 0:
-        raise ValueError(f"--resample must be at least 0, got {args.resample}")
+        raise InputError(f"--resample must be at least 0, got {args.resample}")
     if args.resample > MAX_EDITS:  # the record holds at most this many: refused before any continuation
-        raise ValueError(f"--resample must be at most {MAX_EDITS:,}, got {args.resample:,}")
+        raise InputError(f"--resample must be at most {MAX_EDITS:,}, got {args.resample:,}")
     if args.resample and (args.remove or args.no_steps):
-        raise ValueError("--resample resamples the reasoning steps of the standard set: not with --remove or "
+        raise InputError("--resample resamples the reasoning steps of the standard set: not with --remove or "
                          "--no-steps")
     if args.resample_tokens is not None and args.resample_tokens < 1:
-        raise ValueError(f"--resample-tokens must be at least 1, got {args.resample_tokens}")
+        raise InputError(f"--resample-tokens must be at least 1, got {args.resample_tokens}")
     if not args.temperature > 0 or not 0 < args.top_p <= 1:
-        raise ValueError("--temperature must be > 0 and --top-p in (0, 1]")
+        raise InputError("--temperature must be > 0 and --top-p in (0, 1]")
 
 
 def _bar(args, desc: str, unit: str = "layer"):
@@ -207,7 +209,7 @@ def _single(args, trace, loaded) -> None:
         print(result.generated)
     if args.retrace is not None:
         if result.trace is None:
-            raise ValueError("the model wrote nothing after the edit; there is no new trace to write")
+            raise InputError("the model wrote nothing after the edit; there is no new trace to write")
         _write(result.trace, args.retrace, "--retrace")
 
 
@@ -235,6 +237,6 @@ def _check_fits(args, trace, loaded) -> None:
     added = len(loaded.tokenizer.encode(args.replace, add_special_tokens=False)) if args.replace else 0
     new = args.max_new_tokens if (args.regenerate or args.retrace is not None) else 0
     if trace.n_tokens + added + new > context:
-        raise ValueError(f"the edited trace would hold {trace.n_tokens + added:,} tokens"
+        raise InputError(f"the edited trace would hold {trace.n_tokens + added:,} tokens"
                          + (f" and {new:,} new ones" if new else "") + f"; {loaded.name} reads at most {context:,}: "
                          "shorten --replace or ask for fewer --max-new-tokens")

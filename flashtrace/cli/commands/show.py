@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = "print the summary of a saved trace file: what reached the input and the top evidence at each depth"
 
 
@@ -19,6 +21,6 @@ def run(args) -> int:
     from ..summary import print_summary
 
     if args.top < 1:
-        raise ValueError(f"--top must be at least 1, got {args.top}")
+        raise InputError(f"--top must be at least 1, got {args.top}")
     print_summary(Trace.load(args.trace), args.top)
     return 0

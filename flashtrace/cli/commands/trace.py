@@ -6,6 +6,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from ...base.errors import InputError
+
 HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recursive hops)"
 
 
@@ -72,7 +74,7 @@ def _options(pairs: list[str]) -> dict:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--option takes NAME=VALUE, got {pair!r}")
+            raise InputError(f"--option takes NAME=VALUE, got {pair!r}")
         out[name.strip()] = value.strip()
     return out
 
@@ -95,9 +97,9 @@ def _check_arguments(args) -> None:
         check_hops(args.hops, "--hops")
     check_method_threshold(args.threshold, "--threshold")
     if args.top < 1:
-        raise ValueError(f"--top must be at least 1, got {args.top}")
+        raise InputError(f"--top must be at least 1, got {args.top}")
     if args.generate and args.max_new_tokens < 1:
-        raise ValueError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
+        raise InputError(f"--max-new-tokens must be at least 1, got {args.max_new_tokens}")
     check_options(recursive=args.recursive)
     check_device(args.device)
     for flag, text in (("--prompt", args.prompt), ("--response", args.response)):
@@ -113,7 +115,7 @@ def _check_utf8(flag: str, text: str | None) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"{flag} is not valid UTF-8 text (character {exc.start + 1}); pass the text in a UTF-8 "
+        raise InputError(f"{flag} is not valid UTF-8 text (character {exc.start + 1}); pass the text in a UTF-8 "
                          "file with --prompt-file/--response-file") from None
 
 
@@ -141,9 +143,9 @@ def run(args) -> int:
     response = _read(args.response_file, args.response, "--response-file")
     stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
     if response is None and not args.generate:
-        raise ValueError("give --response-file/--response to teacher-force, or --generate")
+        raise InputError("give --response-file/--response to teacher-force, or --generate")
     if not prompt.strip():
-        raise ValueError("the prompt is empty")
+        raise InputError("the prompt is empty")
     loaded = load_model(args.model, device=args.device, dtype=args.dtype)
     with _generation_progress(args, loaded, prompt, response) as on_text:
         prepared = prepare(loaded, prompt, response, generate=args.generate, max_new_tokens=args.max_new_tokens,

@@ -13,6 +13,7 @@ import torch
 
 from ..models.attention import attention_rows
 from ..models.recording import Recording
+from ...base.errors import InputError
 
 TokenRange = tuple[int, int]
 
@@ -20,7 +21,7 @@ TokenRange = tuple[int, int]
 def _target_weights(weights: torch.Tensor, n: int) -> torch.Tensor:
     w = torch.as_tensor(weights, dtype=torch.float32).reshape(-1)
     if w.numel() != n or (w < 0).any() or w.sum() <= 0:
-        raise ValueError(f"target weights must be {n} non-negative numbers with a positive sum")
+        raise InputError(f"target weights must be {n} non-negative numbers with a positive sum")
     return w / w.sum()
 
 
@@ -61,7 +62,7 @@ def target_logprob(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange
     the target (which a causal model's target does not see) are not run."""
     lo, hi = target
     if lo < 1:
-        raise ValueError("the target must start after the first token")
+        raise InputError("the target must start after the first token")
     ids = ids[:, :hi]
     n = ids.shape[1]
     device = next(model.parameters()).device

@@ -13,6 +13,8 @@ from typing import Callable
 
 import torch
 
+from ...base.errors import InputError
+
 Aggregator = Callable[[torch.Tensor], torch.Tensor]  # weights [B, N] -> non-negative scores [B, N]
 
 
@@ -42,7 +44,7 @@ def recursive_hops(
     obs = observed_mask.float()
     weights = target.float() * keep
     if weights.sum() <= 0:
-        raise ValueError("the target span has no token with positive weight (all stop tokens?)")
+        raise InputError("the target span has no token with positive weight (all stop tokens?)")
     weights = weights / weights.sum()
     result: list[Hop] = []
     final = torch.zeros_like(weights)

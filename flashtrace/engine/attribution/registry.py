@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from ...base.errors import InputError
+
 if TYPE_CHECKING:
     import torch
 
@@ -49,13 +51,13 @@ class Option:
                 raise ValueError
             parsed = self.kind(value)
         except (TypeError, ValueError):
-            raise ValueError(f"method {method}: option {self.name} must be {self.kind.__name__}, "
+            raise InputError(f"method {method}: option {self.name} must be {self.kind.__name__}, "
                              f"got {value!r}") from None
         too_high = self.high is not None and (parsed > self.high if self.high_inclusive else parsed >= self.high)
         if (self.low is not None and parsed < self.low) or too_high or parsed != parsed:
             bound = f"{self.low} <= {self.name} {'<=' if self.high_inclusive else '<'} {self.high}" \
                 if self.high is not None else f"{self.name} >= {self.low}"
-            raise ValueError(f"method {method}: option {self.name} must satisfy {bound}, got {value!r}")
+            raise InputError(f"method {method}: option {self.name} must satisfy {bound}, got {value!r}")
         return parsed
 
 
@@ -91,7 +93,7 @@ class Method:
         unknown = sorted(set(given) - set(known))
         if unknown:
             have = ", ".join(known) or "none"
-            raise ValueError(f"method {self.name} has no option {', '.join(unknown)} (its options: {have})")
+            raise InputError(f"method {self.name} has no option {', '.join(unknown)} (its options: {have})")
         return {name: opt.parse(given.get(name), self.name) for name, opt in known.items()}
 
     def units(self, weights: torch.Tensor, n_layers: int) -> int:
@@ -114,7 +116,7 @@ def register(name: str, description: str, progress_unit: str = "layer", options:
              hops: bool = True, steps: bool = True, signed: bool = False):
     """Decorator: register an aggregator builder as the attribution method `name` (see `Method`)."""
     if progress_unit not in PROGRESS_UNITS:
-        raise ValueError(f"progress_unit must be one of {PROGRESS_UNITS}")
+        raise InputError(f"progress_unit must be one of {PROGRESS_UNITS}")
 
     def wrap(build):
         METHODS[name] = Method(name, description, build, progress_unit, tuple(options), hops, steps, signed)
@@ -143,7 +145,7 @@ def get_method(name: str) -> Method:
     try:
         return METHODS[method_name(name)]
     except KeyError:
-        raise ValueError(f"unknown method '{name}'; available: {', '.join(sorted(METHODS))} (captum's and "
+        raise InputError(f"unknown method '{name}'; available: {', '.join(sorted(METHODS))} (captum's and "
                          "inseq's names for them work too, such as integrated_gradients)") from None
 
 
@@ -173,7 +175,7 @@ def _target_range(w: torch.Tensor) -> tuple[int, int]:
 
 def _needs_model(source: Source, name: str) -> None:
     if source.model is None or source.replace_id is None:
-        raise ValueError(f"method {name} runs the model: its source needs the model and a replacement token id")
+        raise InputError(f"method {name} runs the model: its source needs the model and a replacement token id")
 
 
 THRESHOLD = Option("threshold", float, None, "prune (head, source) proximities whose share of the layer is below τ",

@@ -24,6 +24,7 @@ from ..models.attention import LSE_BLOCK, aggregate_attention
 from ..models.recording import Recording
 from ..kernels.softmax import serial_kernels
 from ..kernels.proximity import head_proximities, proximity, value_proximities
+from ...base.errors import InputError
 
 DEFAULT_BUDGET = 256 * 2**20
 VALUE_KERNEL_CPU = True  # proximities from values on CPU tensors; False forms the head values as on GPUs (and as
@@ -49,12 +50,12 @@ def normalise_weights(weights: torch.Tensor | list, n_tokens: int) -> torch.Tens
     if w.ndim == 1:
         w = w[None]
     if w.ndim != 2 or w.shape[1] != n_tokens:
-        raise ValueError(f"weights must have shape [B, {n_tokens}], got {tuple(w.shape)}")
+        raise InputError(f"weights must have shape [B, {n_tokens}], got {tuple(w.shape)}")
     if not torch.isfinite(w).all() or (w < 0).any():
-        raise ValueError("weights must be finite and non-negative")
+        raise InputError("weights must be finite and non-negative")
     total = w.sum(1, keepdim=True)
     if (total <= 0).any():
-        raise ValueError("every weight vector needs at least one positive weight (the target span is empty)")
+        raise InputError("every weight vector needs at least one positive weight (the target span is empty)")
     return w / total
 
 

@@ -13,6 +13,7 @@ from typing import Sequence
 import torch
 
 from .hops import Aggregator
+from ...base.errors import InputError
 
 TokenRange = tuple[int, int]
 
@@ -26,7 +27,7 @@ def range_weights(ranges: Sequence[TokenRange], keep: torch.Tensor) -> torch.Ten
     weights = torch.zeros(len(ranges), n)
     for b, (lo, hi) in enumerate(ranges):
         if not 0 <= lo < hi <= n:
-            raise ValueError(f"range {lo}:{hi} is outside the {n} tokens")
+            raise InputError(f"range {lo}:{hi} is outside the {n} tokens")
         weights[b, lo:hi] = keep[lo:hi].float()
     kept = weights.sum(1, keepdim=True)  # a count of tokens: 0, or 1 and more
     return weights / kept.clamp_min(1.0)  # a row of stop tokens only stays all zero

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Union
 
+from ...base.errors import InputError
+
 SEPARATOR = "\n\n"  # between the messages' contents in the traced prompt text
 Prompt = Union[str, list]  # a prompt string, or a chat-messages list
 
@@ -22,16 +24,16 @@ def is_messages(prompt: object) -> bool:
 def check_messages(messages: list) -> list[dict]:
     """The messages as plain ``{"role", "content"}`` dicts, or `ValueError` saying what is wrong."""
     if not is_messages(messages):
-        raise ValueError("a chat prompt is a non-empty list of {'role': ..., 'content': ...} dicts")
+        raise InputError("a chat prompt is a non-empty list of {'role': ..., 'content': ...} dicts")
     checked = []
     for i, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
         if not isinstance(role, str) or not isinstance(content, str):
-            raise ValueError(f"message {i} needs a string 'role' and a string 'content' (text only), got "
+            raise InputError(f"message {i} needs a string 'role' and a string 'content' (text only), got "
                              f"{sorted(message)}")
         checked.append({"role": role, "content": content})
     if checked[-1]["role"] != "user":
-        raise ValueError(f"the last message must be the user's (the model answers it), not '{checked[-1]['role']}'")
+        raise InputError(f"the last message must be the user's (the model answers it), not '{checked[-1]['role']}'")
     return checked
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from numbers import Integral
 
+from ...base.errors import InputError
+
 
 def is_token_ids(value) -> bool:
     """Whether `value` is token ids: a tensor or array of integers, or a non-empty list or tuple of ints."""
@@ -25,10 +27,10 @@ def ids_list(value, what: str = "prompt") -> list[int]:
     if len(shape) == 2 and shape[0] == 1:
         value, shape = value[0], shape[1:]
     if len(shape) != 1:
-        raise ValueError(f"the {what} ids must be one sequence (shape [N] or [1, N]), got shape {list(shape)}")
+        raise InputError(f"the {what} ids must be one sequence (shape [N] or [1, N]), got shape {list(shape)}")
     ids = [int(v) for v in (value.tolist() if hasattr(value, "tolist") else value)]
     if not ids:
-        raise ValueError(f"the {what} ids are empty")
+        raise InputError(f"the {what} ids are empty")
     return ids
 
 
@@ -38,13 +40,13 @@ def text_of_ids(tokenizer, value, what: str = "prompt", add_special_tokens: bool
     ids = ids_list(value, what)
     size = len(tokenizer)
     if min(ids) < 0 or max(ids) >= size:
-        raise ValueError(f"the {what} ids must lie in 0..{size - 1} (the tokenizer's vocabulary), "
+        raise InputError(f"the {what} ids must lie in 0..{size - 1} (the tokenizer's vocabulary), "
                          f"got {min(ids)}..{max(ids)}")
     text = tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
     again = tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"]
     if again != ids:
         first = next((i for i, (a, b) in enumerate(zip(again, ids)) if a != b), min(len(again), len(ids)))
-        raise ValueError(f"the {what} ids do not come back from their text (they differ from token {first} on: "
+        raise InputError(f"the {what} ids do not come back from their text (they differ from token {first} on: "
                          f"{ids[first:first + 3]} became {again[first:first + 3]}); pass the text instead")
     return text
 

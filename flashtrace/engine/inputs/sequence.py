@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .chat import Prompt, check_messages, content_pieces, is_messages, prompt_text
 from .spans import CharRange, ResponseSpans, detect_spans
+from ...base.errors import InputError
 
 ROLES = ("template", "prompt", "reasoning", "answer")
 
@@ -86,7 +87,7 @@ class TokenSequence:
         hit = [i for i, t in enumerate(self.tokens)
                if t.source == source and t.start is not None and t.start < hi and t.end > lo]
         if not hit:
-            raise ValueError(f"no {source} token covers characters {lo}:{hi}")
+            raise InputError(f"no {source} token covers characters {lo}:{hi}")
         return hit[0], hit[-1] + 1
 
 
@@ -120,7 +121,7 @@ def _prompt_tokens(tokenizer, prompt: Prompt, chat_template: bool) -> tuple[list
     text = prompt_text(prompt)
     if is_messages(prompt):
         if not use_template:
-            raise ValueError("a chat-messages prompt needs the model's chat template (chat_template=True and a "
+            raise InputError("a chat-messages prompt needs the model's chat template (chat_template=True and a "
                              "tokenizer that has one); pass a prompt string instead")
         messages = check_messages(prompt)
     else:
@@ -157,7 +158,7 @@ def build_sequence(tokenizer, prompt: Prompt, response: str = "", chat_template:
     `messages` keeps the list."""
     text = prompt_text(prompt)
     if not text.strip():
-        raise ValueError("the prompt is empty")
+        raise InputError("the prompt is empty")
     tokens, use_template = _prompt_tokens(tokenizer, prompt, chat_template)
     spans = spans or detect_spans(response)
     if response:
@@ -212,11 +213,11 @@ def stop_rule(stop_tokens: StopTokens = DEFAULT_STOP_TOKENS):
             return is_punctuation_token
         if stop_tokens == "none":
             return lambda text: False
-        raise ValueError(f"stop tokens must be one of {', '.join(STOP_PRESETS)} or a list of tokens, "
+        raise InputError(f"stop tokens must be one of {', '.join(STOP_PRESETS)} or a list of tokens, "
                          f"got {stop_tokens!r}")
     words = [w for w in stop_tokens if isinstance(w, str)]
     if len(words) != len(stop_tokens):
-        raise ValueError("a stop-token list must hold strings")
+        raise InputError("a stop-token list must hold strings")
     return _in_list(frozenset(w.strip() for w in words))
 
 
@@ -232,5 +233,5 @@ def parse_stop_tokens(spec: str) -> StopTokens:
         return spec
     words = spec.split()
     if not words:
-        raise ValueError(f"--stop-tokens takes {', '.join(STOP_PRESETS)} or a whitespace-separated list of tokens")
+        raise InputError(f"--stop-tokens takes {', '.join(STOP_PRESETS)} or a whitespace-separated list of tokens")
     return words

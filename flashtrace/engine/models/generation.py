@@ -16,6 +16,7 @@ from ..inputs.sequence import INSTRUCTION_SEPARATOR, REASONING_INSTRUCTION  # no
 from ..throughput import paying_threads
 from .decode import single_row_kernel
 from .scoring import dtype_name
+from ...base.errors import InputError
 
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
 _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", re.I)
@@ -67,11 +68,11 @@ def generation_options(generation_config=None, **keywords) -> dict:
     chosen.update(keywords)
     own = sorted(set(chosen) & set(_OWN_KEYWORDS))
     if own:
-        raise ValueError("set by the tool: " + "; ".join(f"{k} ({_OWN_KEYWORDS[k] or 'not used'})" for k in own))
+        raise InputError("set by the tool: " + "; ".join(f"{k} ({_OWN_KEYWORDS[k] or 'not used'})" for k in own))
     try:
         unknown = GenerationConfig().update(**chosen)
     except ValueError as exc:
-        raise ValueError(f"transformers refuses these generation settings: {exc}") from None
+        raise InputError(f"transformers refuses these generation settings: {exc}") from None
     if unknown:
         raise TypeError(f"unexpected keyword argument(s) {', '.join(map(repr, sorted(unknown)))}: neither an option "
                         "of flashtrace's trace/prepare nor a setting of transformers' GenerationConfig")
@@ -93,12 +94,12 @@ class Sampling:
 
     def __post_init__(self):
         if self.temperature is not None and not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+            raise InputError(f"temperature must be > 0, got {self.temperature}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
         clash = sorted(set(self.options) & {"do_sample", "temperature", "top_p"})
         if clash:
-            raise ValueError(f"pass {', '.join(clash)} as their own arguments, not among the generation options")
+            raise InputError(f"pass {', '.join(clash)} as their own arguments, not among the generation options")
         generation_options(**self.generate_kwargs())
 
     def generate_kwargs(self) -> dict:
@@ -199,12 +200,12 @@ def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_templ
     from ..inputs import build_sequence
 
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+        raise InputError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
     prompt = prompt_for_generation(loaded.tokenizer, prompt, reasoning_instruction)
     ids = build_sequence(loaded.tokenizer, prompt, "", chat_template).ids
     context = context_length(loaded)
     if context and len(ids) + max_new_tokens > context:
-        raise ValueError(f"the prompt has {len(ids):,} tokens; with {max_new_tokens:,} new tokens that exceeds the "
+        raise InputError(f"the prompt has {len(ids):,} tokens; with {max_new_tokens:,} new tokens that exceeds the "
                          f"{context:,} tokens {loaded.name} reads; shorten the prompt or ask for fewer new tokens")
     return prompt, list(ids)
 

@@ -20,12 +20,14 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ...base.errors import FlashTraceError
+
 SHARD_BYTES = 512 * 2**20  # a shard closes once it holds this much (a bigger single tensor gets a shard of its own)
 ROW_BLOCK_BYTES = 32 * 2**20  # float32 values dequantized at a time within one tensor
 INDEX_NAME = "model.safetensors.index.json"
 
 
-class GGUFConversionError(RuntimeError):
+class GGUFConversionError(FlashTraceError, RuntimeError):
     """The GGUF file's tensors do not make the model its metadata describes."""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...base.errors import EXIT_TOO_BIG, FlashTraceError
+from ...base.errors import InputError, EXIT_TOO_BIG, FlashTraceError
 
 
 if TYPE_CHECKING:  # torch loads when a check runs: the cost estimate (and so `--help`) imports this module
@@ -137,14 +137,14 @@ def check_device(device: str | None) -> None:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"unknown device '{device}'; use cpu, cuda or cuda:N") from None
+        raise InputError(f"unknown device '{device}'; use cpu, cuda or cuda:N") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             build = "this torch build has no CUDA support" if torch.version.cuda is None else "no CUDA device is visible"
-            raise ValueError(f"device '{device}' is not available: {build} (torch {torch.__version__}); use --device cpu")
+            raise InputError(f"device '{device}' is not available: {build} (torch {torch.__version__}); use --device cpu")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device '{device}' does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
+            raise InputError(f"device '{device}' does not exist: {torch.cuda.device_count()} CUDA device(s) visible")
     elif dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ValueError(f"device '{device}' is not available on this machine; use --device cpu")
+        raise InputError(f"device '{device}' is not available on this machine; use --device cpu")
     elif dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device type '{dev.type}' is not supported; use cpu or cuda")
+        raise InputError(f"device type '{dev.type}' is not supported; use cpu or cuda")

@@ -26,6 +26,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from .attention import attention_logits, row_blocks
 from .borrow import in_use
 from .families import FamilySpec
+from ...base.errors import InputError
 
 ATTN_IMPLEMENTATION = "ft_record"
 
@@ -71,7 +72,7 @@ class LayerRecord:
         """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``
         (recordings made with ``keep_mid=True``)."""
         if self.x_mid is None:
-            raise ValueError("this recording did not keep x_mid: record with keep_mid=True")
+            raise InputError("this recording did not keep x_mid: record with keep_mid=True")
         return self.x_mid.float() - self.x_prev.float()
 
     def attention_sum(self, abar: torch.Tensor, coef_total: torch.Tensor) -> torch.Tensor:
@@ -189,7 +190,7 @@ class _Recorder:
         if i is None:
             return False
         if query.shape[0] != 1:
-            raise ValueError("recording supports one sequence at a time (batch size 1)")
+            raise InputError("recording supports one sequence at a time (batch size 1)")
         for name, tensor in (("q", query[0]), ("k", key[0]), ("v", value[0])):
             self.keep(i, name, tensor)
         self.slots[i].update(
@@ -338,7 +339,7 @@ def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: boo
     model, spec = loaded.model, loaded.spec
     ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(1, -1).to(loaded.device)
     if ids.shape[1] == 0:
-        raise ValueError("cannot record an empty sequence")
+        raise InputError("cannot record an empty sequence")
     start = time.perf_counter()
     # FlashTrace's attention function and eval mode for this pass only: a model object passed in is left as found
     with in_use(model, ATTN_IMPLEMENTATION), _recording(spec, model, keep_mid) as recorder:

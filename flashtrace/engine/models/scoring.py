@@ -27,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...base.errors import InputError
+
 if TYPE_CHECKING:  # torch is imported where it is used: the command line's help lists SCORE_DTYPES without it
     import torch
 
@@ -87,7 +89,7 @@ def choose(model_dtype: str, device_type: str, n_params: int, choice: str | None
         return model_dtype
     if choice != AUTO:
         if choice not in SCORE_DTYPES:
-            raise ValueError(f"unknown scoring precision {choice!r}; use one of {', '.join(SCORE_DTYPES)}")
+            raise InputError(f"unknown scoring precision {choice!r}; use one of {', '.join(SCORE_DTYPES)}")
         return choice
     if model_dtype != "float32" or not native_bf16(device_type):
         return model_dtype

@@ -24,6 +24,8 @@ import json, sys, tracemalloc
 from flashtrace.analysis.schema import Trace, TraceValidationError
 from flashtrace.store.gallery import gallery_path
 
+from ...base.errors import InputError
+
 def status(field):
     with open("/proc/self/status") as handle:
         return next(int(line.split()[1]) * 1024 for line in handle if line.startswith(field))
@@ -52,7 +54,7 @@ def load_peak(path: str | Path, measure: str) -> dict:
     `MEASURES`), in bytes: ``{"tracemalloc": peak, "retained": bytes, "outcome": ...}`` or
     ``{"rss": growth, "outcome": ...}``; the outcome is ``loaded`` or ``refused: <the error>``."""
     if measure not in MEASURES:
-        raise ValueError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+        raise InputError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
     out = subprocess.run([sys.executable, "-c", PROBE, str(path), measure], capture_output=True, text=True,
                          check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -73,4 +75,4 @@ def hostile(kind: str, size: int) -> bytes:
         return b'{"junk": [' + b",".join(arrays) + b"]}"
     if kind == "tiny_lists":
         return b'{"junk": [' + b",".join(b"[0]" for _ in range(size // 4)) + b"]}"
-    raise ValueError(f"unknown shape {kind!r}; one of {', '.join(HOSTILE)}")
+    raise InputError(f"unknown shape {kind!r}; one of {', '.join(HOSTILE)}")

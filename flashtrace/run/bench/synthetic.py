@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ...analysis.schema import Trace
+from ...base.errors import InputError
 
 MODELS = ("tiny-llama", "smollm2-135m", "qwen3-8b")
 TASKS = ("needle", "arithmetic", "multihop", "vartrack")
@@ -42,7 +43,7 @@ def synthetic_trace_data(n_tokens: int, hops: int = 1, n_steps: int = 0, seed: i
     n_response = max(n_tokens // 10, n_steps + 4, 5)
     prompt_end = n_tokens - n_response
     if prompt_end < 1:
-        raise ValueError("too few tokens for the response")
+        raise InputError("too few tokens for the response")
     words = [f" w{rng.randrange(10_000)}" for _ in range(n_tokens)]
     roles = ["prompt"] * prompt_end + ["reasoning"] * (n_response - 4) + ["answer"] * 4
     tokens = _synthetic_tokens(words, roles, prompt_end, rng)
@@ -118,7 +119,7 @@ def amplified_trace_data(base: dict, kind: str, size: int) -> dict:
     elif kind == "timings":
         data["timings"] = {f"t{i}": 0 for i in range(room // 10)}
     else:
-        raise ValueError(f"unknown amplifier {kind!r}; one of {', '.join(AMPLIFIERS)}")
+        raise InputError(f"unknown amplifier {kind!r}; one of {', '.join(AMPLIFIERS)}")
     return data
 
 
@@ -132,7 +133,7 @@ def long_reasoning_trace(n_tokens: int, n_steps: int, sentence_tokens: int = 1, 
     rng = np.random.default_rng(seed)
     n_prompt = n_tokens - n_steps - 2  # the template token, the prompt, the steps, the answer
     if n_prompt < 1:
-        raise ValueError("n_tokens must exceed n_steps + 2")
+        raise InputError("n_tokens must exceed n_steps + 2")
     texts = ["<|im_start|>"] + [f" w{i}" for i in range(n_prompt)] + [f"\ns{i}" for i in range(n_steps)] + ["\n7"]
     roles = ["template"] + ["prompt"] * n_prompt + ["reasoning"] * n_steps + ["answer"]
     bounds = [(0, 1)] + [(lo, min(lo + sentence_tokens, 1 + n_prompt)) for lo in range(1, 1 + n_prompt, sentence_tokens)]
