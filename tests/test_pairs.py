@@ -68,3 +68,43 @@ def test_edited_versions_that_are_not_a_list_of_names_are_no_link(tmp_path):
     for value in ("apples-edited", {"name": "apples-edited"}, [], None):
         stray = original.model_copy(update={"extra": {"edited_versions": value}})
         assert linked(lib, stray) is None
+
+
+def _add_an_edit(barrier, root: str, i: int) -> None:
+    original, edited = _traces()
+    barrier.wait()
+    save_pair(Library(root), original, edited.model_copy(update={"title": f"edit {i}"}), {**EDIT, "before": -i},
+              "ignored", original_name="orig")
+
+
+def test_eight_processes_adding_edits_to_one_original_keep_every_link(tmp_path):
+    """Issue 48 L6 repro: two pair saves at once lost a link in 6 of 15 rounds (each read the original, added its
+    edit and wrote it back, the second over the first). 8 processes released together now keep all 8."""
+    import multiprocessing
+
+    Library(tmp_path).save(_traces()[0], "orig")
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(8)
+    procs = [ctx.Process(target=_add_an_edit, args=(barrier, str(tmp_path), i)) for i in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    lib = Library(tmp_path)
+    link = linked(lib, lib.open("orig"))
+    assert len(link.others) == 8 == len(set(link.others)) and link.missing == ()
+    assert sorted(lib.open(n).title for n in link.others) == sorted(f"edit {i}" for i in range(8))
+
+
+def test_an_update_changes_the_trace_on_disk_not_a_copy_read_before(tmp_path):
+    """The step-influence save used to write back the copy the page had read: a link saved meanwhile was lost."""
+    original, edited = _traces()
+    lib = Library(tmp_path)
+    lib.save(original, "orig")
+    read_before = lib.open("orig")
+    save_pair(lib, original, edited, EDIT, "ignored", original_name="orig")  # a link added meanwhile
+    lib.update("orig", lambda now: now.model_copy(update={"title": "with a result"}))
+    stored = lib.open("orig")
+    assert stored.title == "with a result" and linked(lib, stored).others == ("orig-edited",)
+    assert "edited_versions" not in read_before.extra

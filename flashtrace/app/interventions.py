@@ -82,7 +82,9 @@ def _save(ref, shown: Trace) -> str:
     lib = app_state.library()
     if ref.source == "lib":
         collection, sep, name = ref.name.rpartition("/")
-        (lib.collection(collection) if sep else lib).save(shown, name, overwrite=True)
+        interventions = shown.interventions  # onto the trace as it is now: a link saved meanwhile stays
+        (lib.collection(collection) if sep else lib).update(
+            name, lambda current: current.model_copy(update={"interventions": interventions}))
         return f"Stored in the trace {ui.code_text(ref.name)}."
     name = lib.save(shown, ref.name)
     return f"Saved a copy with it to the library as {ui.code_text(name)}."

@@ -15,6 +15,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock
 
 from pathvalidate import sanitize_filename
 
@@ -29,6 +32,8 @@ MAX_NAME = 80
 MAX_SUFFIX = 100_000  # name-2 ... name-100000: then the library refuses the save
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
+
+UPDATE_LOCK = ".flashtrace-update.lock"  # held while a trace is read, changed and written back (`Library.update`)
 
 class LibraryError(FlashTraceError, ValueError):
     """A library operation cannot be done (unknown name, name taken, bad import); the message says why."""
@@ -199,6 +204,19 @@ class Library:
             raise LibraryError(f"no free name left for '{wanted}'") from None
         except OSError as exc:
             raise self._cannot("save to", exc) from None
+
+    def update(self, name: str, change: Callable[[Trace], Trace]) -> Trace:
+        """Read-modify-write the trace `name` under the library's update lock: `change` gets the trace as it is
+        now on disk (not a copy read earlier) and returns the one to store in its place. Two writers adding a
+        link or a result to the same trace at once both keep theirs. Returns the stored trace."""
+        self._writable("updated")
+        try:
+            with FileLock(str(self.root / UPDATE_LOCK)):
+                changed = change(self.open(name))
+                self.save(changed, name, overwrite=True)
+                return changed
+        except OSError as exc:
+            raise self._cannot("update", exc) from None
 
     def _overwritten(self, name: str | None, wanted: str) -> str:
         """The name an overwriting save writes to (see `save`)."""

@@ -39,13 +39,16 @@ def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, 
     `original_name` (the original already in `library`), that file gains the link; otherwise a copy of the
     original is saved under `name` (made unique)."""
     if original_name is not None:
-        original = library.open(original_name)
+        library.open(original_name)  # it must be there (and readable) before the edited trace is written
     else:
         original_name = library.save(original, name)
     edited_name = library.save(_with_extra(edited, **{EDITED_FROM: {"name": original_name, **edit}}),
                                f"{original_name}-edited")
-    versions = [*original.extra.get(EDITED_VERSIONS, []), edited_name]
-    library.save(_with_extra(original, **{EDITED_VERSIONS: versions}), original_name, overwrite=True)
+
+    def add_link(current: Trace) -> Trace:  # the original as it is on disk now: a link added meanwhile stays
+        return _with_extra(current, **{EDITED_VERSIONS: [*current.extra.get(EDITED_VERSIONS, []), edited_name]})
+
+    library.update(original_name, add_link)
     return original_name, edited_name
 
 
