@@ -128,7 +128,7 @@ if picked:
             st.subheader((f"{ui.plain(node)}: " if ui.details() else "") + f"{ui.plain(role.capitalize())} · "
                          f"“{ui.plain(label)}”", anchor=False)
             if label != text:
-                st.text(text)  # the whole text, when the heading had to shorten it
+                st.text(ui.visible(text))  # the whole text, when the heading had to shorten it
             if info["role"] in ("reasoning", "answer") and node in trace.steps.vectors:
                 values = step_values(trace, node)
                 window = ui.heatmap_window(trace, values, list(range(info["start"])), param=None)

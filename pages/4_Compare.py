@@ -43,7 +43,7 @@ def hop_depths(trace) -> None:
     with st.container(border=True):  # the same in words
         for line in (reach_words(facts), change_words(facts), swap_words(facts), moves_words(facts), gold_words(facts)):
             if line:
-                st.text(line)
+                st.text(ui.visible(line))
     k = st.slider("k for the top-k overlap", 3, 30, 10, key="depth_k")
     comparison = facts.comparison(k)
     left, right = st.columns(2)

@@ -68,8 +68,9 @@ if collections:  # sub-folders of traces, e.g. `flashtrace batch --collection NA
 query = st.text_input("Search", key="search", placeholder="words in the name, title, model, method, task or prompt")
 facets = lib.facets()
 c_model, c_task, c_page = st.columns(3)
-model = c_model.selectbox("Model", [ALL] + facets["model"], key="filter_model")
-task = c_task.selectbox("Task", [ALL] + facets["task"], key="filter_task", disabled=not facets["task"])
+model = c_model.selectbox("Model", [ALL] + facets["model"], key="filter_model", format_func=ui.visible)
+task = c_task.selectbox("Task", [ALL] + facets["task"], key="filter_task", disabled=not facets["task"],
+                        format_func=ui.visible)
 filters = dict(search=query, model=None if model == ALL else model, task=None if task == ALL else task)
 total = lib.query(**filters, limit=0)[1]
 pages = max(1, -(-total // PAGE))

@@ -67,8 +67,28 @@ MISSING = "—"  # what a table shows for a value it does not have (Streamlit wo
 
 
 def table(data, **options):
-    """`st.dataframe` with missing values shown as `MISSING`; every table of the app is drawn through it."""
-    return st.dataframe(data, placeholder=MISSING, **options)  # md-ok: a constant dash
+    """`st.dataframe` with missing values shown as `MISSING` and every text cell and column name through `visible`
+    (bidirectional controls written out); every table of the app is drawn through it."""
+    return st.dataframe(_visible_cells(data), placeholder=MISSING, **options)  # md-ok: a constant dash
+
+
+def _visible_cells(data):
+    """`data` (a DataFrame, a list of row dicts or a dict of columns) with its text cells and names `visible`."""
+    import pandas as pd
+
+    def cell(value):
+        return visible(value) if isinstance(value, str) else value
+
+    if isinstance(data, pd.DataFrame):
+        shown = data.map(cell)
+        shown.columns = [cell(c) for c in data.columns]
+        return shown
+    if isinstance(data, list):
+        return [{cell(k): cell(v) for k, v in row.items()} if isinstance(row, dict) else row for row in data]
+    if isinstance(data, dict):
+        return {cell(k): [cell(v) for v in values] if isinstance(values, list) else values
+                for k, values in data.items()}
+    return data
 
 
 def plain(value: object) -> str:
@@ -120,7 +140,8 @@ def synced(widget: Callable[..., Any], label: str, param: str, options: Sequence
         url_value = default
     if key not in st.session_state or st.session_state.get(last) != url_value:
         st.session_state[key] = url_value  # first run, or the URL changed (a link was opened)
-    value = widget(label, options=list(options), key=key, **kwargs)
+    shown = kwargs.pop("format_func", str)
+    value = widget(label, options=list(options), key=key, format_func=lambda option: visible(shown(option)), **kwargs)
     if value is None:
         value = default
     if st.query_params.get(param, default) != value:  # only real changes: a URL write makes the page rerun

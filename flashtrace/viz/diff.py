@@ -4,7 +4,6 @@ verdict on the answer, and the pair as one offline HTML page. The numbers come f
 
 from __future__ import annotations
 
-import html
 
 import plotly.graph_objects as go
 
@@ -14,7 +13,7 @@ from ..analysis.schema import Trace
 from ..analysis.views import target_positions
 from .export import standalone_html
 from .heatmap import LABEL_CHARS, ROW_PX, token_heatmap
-from .tokens import class_maxima, plotly_text, show_controls, token_grid, view_values, visible_label
+from .tokens import safe_html, class_maxima, plotly_text, show_controls, token_grid, view_values, visible_label
 
 DIFF_SCALE = [[0.0, "#b91c1c"], [0.25, "#f3a5a5"], [0.5, "#f5f5f4"], [0.75, "#9ec5f4"], [1.0, "#1d4ed8"]]
 NEW = "#d6d3d1"  # inserted text and the answers: no partner, no difference
@@ -78,8 +77,8 @@ def outcome_html(outcome: EditOutcome, edit_words: str) -> str:
             ("original answer", outcome.old_answer)]
     if outcome.new_answer is not None:
         rows.append(("new answer (greedy)", outcome.new_answer))
-    items = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
-    return f'<table>{items}</table><p class="ft-caption">{html.escape(outcome.sentence)}</p>'
+    items = "".join(f"<tr><th>{safe_html(k)}</th><td>{safe_html(v)}</td></tr>" for k, v in rows)
+    return f'<table>{items}</table><p class="ft-caption">{safe_html(outcome.sentence)}</p>'
 
 
 def pair_document(original: Trace, edited: Trace | None, outcome: EditOutcome, diff: AttributionDiff | None,
@@ -87,7 +86,7 @@ def pair_document(original: Trace, edited: Trace | None, outcome: EditOutcome, d
     """The pair as one offline HTML page: the verdict, both heatmaps on one scale and the difference."""
     blocks: list[go.Figure | str] = [outcome_html(outcome, edit_words)]
     if edited is not None and diff is not None:
-        blocks += [f"<p>{html.escape(diff.sentence)}</p>", *pair_heatmaps(original, edited, diff)]
+        blocks += [f"<p>{safe_html(diff.sentence)}</p>", *pair_heatmaps(original, edited, diff)]
     else:
         blocks.append(token_heatmap(original, title="Original: combined prompt attribution"))
     return standalone_html(title, blocks)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import html
 import json
 import shutil
 import warnings
@@ -27,6 +26,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..base.errors import InputError, MissingDependencyError
+from .tokens import safe_html
 
 PLOTLY_JS_VERSION = "4.1.1"
 BUNDLE = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js.gz"
@@ -104,7 +104,7 @@ def standalone_html(title: str, blocks: Sequence[go.Figure | str], intro: str = 
                         f'<script type="application/json" data-ft-figure="{div}">{_script_json(spec)}</script>')
         else:
             body.append(_no_template_braces(block))
-    head_title = _no_template_braces(html.escape(title))
+    head_title = _no_template_braces(safe_html(title))
     loader = ""
     if n_fig:
         loader = (f'<script type="application/octet-stream" id="ft-plotly">{bundle_base64()}</script>'
@@ -120,7 +120,7 @@ dt{{font-weight:600;float:left;width:140px}}dd{{margin:0 0 4px 150px}}table{{bor
 td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:ui-monospace,monospace}}
 .ft-caption{{font-size:1.05rem;line-height:1.5}}</style></head><body>
 <h1>{head_title}</h1>
-{f'<p class="ft-caption">{_no_template_braces(html.escape(intro))}</p>' if intro else ''}{status}
+{f'<p class="ft-caption">{_no_template_braces(safe_html(intro))}</p>' if intro else ''}{status}
 {''.join(body)}
 <p><small>Made with FlashTrace Studio. This file needs no network connection; hover the charts for values.</small></p>
 {loader}

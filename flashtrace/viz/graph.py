@@ -8,7 +8,6 @@ and dark backgrounds). Nodes carry their id as customdata so a click selects the
 
 from __future__ import annotations
 
-import html
 import math
 import textwrap
 import weakref
@@ -21,6 +20,7 @@ from ..analysis.facts import analyse
 from ..analysis.schema import Trace
 from ..analysis.text import distinct_labels, flat, short_text
 from .colors import GOLD, PROMPT, REASONING, ROLE_COLORS, TEMPLATE
+from .tokens import safe_html
 
 PATH_COLOR = "#cc79a7"  # Okabe–Ito reddish purple: evidence paths
 SELECTED_COLOR = "#009e73"  # Okabe–Ito bluish green: the outline of the selected node
@@ -38,7 +38,7 @@ LABEL_CHARS = 34
 def plain(text: str) -> str:
     """`text` safe inside Plotly text (a small HTML subset): ``&``, ``<`` and ``>`` escaped, quotes left as
     they are (Plotly shows them literally), so nothing in a trace is read as markup."""
-    return html.escape(text, quote=False)
+    return safe_html(text, quote=False)
 
 
 def short_label(text: str, max_chars: int = LABEL_CHARS) -> str:

@@ -4,7 +4,6 @@ folded away; and the top-k table rows for the same view."""
 
 from __future__ import annotations
 
-import html
 
 import plotly.graph_objects as go
 
@@ -13,7 +12,7 @@ from ..analysis.schema import Trace
 from ..analysis.text import pct
 from ..analysis.views import top_view_tokens
 from .colors import GOLD, PROMPT_SCALE, REASONING_SCALE, TARGET_FILL, TARGET_OUTLINE, TEMPLATE_SCALE
-from .tokens import (plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
+from .tokens import (safe_html, plotly_text, scale_maxima, show_controls, target_positions, token_class, token_grid, view_values,
                      visible_label)
 
 from ..base.errors import InputError
@@ -200,7 +199,7 @@ def top_tokens_html(rows: list[dict]) -> str:
 
     def cell(tag: str, column: str, text: str) -> str:
         align = ' class="ft-num"' if column in _NUMBERS else ""
-        return f"<{tag}{align}>{html.escape(text)}</{tag}>"
+        return f"<{tag}{align}>{safe_html(text)}</{tag}>"
 
     head = "".join(cell("th", c, c) for c in rows[0])
     body = "".join("<tr>" + "".join(cell("td", c, pct(v, 2) if c == "share" else str(v)) for c, v in row.items())

@@ -4,18 +4,18 @@ trace's views (`schema.register_views`) when it is imported; they load Plotly or
 
 from __future__ import annotations
 
-import html
 
 from ..analysis.facts import OF_PROMPT, analyse
 from ..analysis.story import DEPTH_COLUMNS, change_words, depth_table, reach_words
 from ..analysis.text import pct
 from ..analysis.schema import Trace
 from ..base.errors import InputError
+from .tokens import safe_html
 
 
 def _html_table(rows: list[dict[str, str]], columns: tuple[str, ...], cell: str) -> str:
-    head = "".join(f'<th style="{cell}">{html.escape(c)}</th>' for c in columns)
-    body = "".join("<tr>" + "".join(f'<td style="{cell}">{html.escape(row[c])}</td>' for c in columns) + "</tr>"
+    head = "".join(f'<th style="{cell}">{safe_html(c)}</th>' for c in columns)
+    body = "".join("<tr>" + "".join(f'<td style="{cell}">{safe_html(row[c])}</td>' for c in columns) + "</tr>"
                    for row in rows)
     return f'<table style="border-collapse:collapse;font-size:0.85rem"><tr>{head}</tr>{body}</table>'
 
@@ -38,9 +38,9 @@ def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
               for i in facts.final.top_tokens[:k]]
     words = " ".join(line for line in (reach_words(facts), change_words(facts)) if line)
     return (f'<div class="flashtrace-trace" style="font-family:system-ui,sans-serif;max-width:980px">'
-            f'<div style="font-weight:600;font-size:1.05rem">{html.escape(title)}</div>'
-            f'<div style="opacity:0.75;font-size:0.85rem">{html.escape(about)}</div>'
-            f'<p style="margin:6px 0">{html.escape(words)}</p>'
+            f'<div style="font-weight:600;font-size:1.05rem">{safe_html(title)}</div>'
+            f'<div style="opacity:0.75;font-size:0.85rem">{safe_html(about)}</div>'
+            f'<p style="margin:6px 0">{safe_html(words)}</p>'
             + _html_table(depth_table(facts), DEPTH_COLUMNS, cell)
             + f'<details open><summary>Top {len(tokens)} prompt words</summary>'
             + (_html_table(tokens, tuple(tokens[0]), cell) if tokens else "")

@@ -6,7 +6,6 @@ every piece of trace text is escaped."""
 
 from __future__ import annotations
 
-import html
 import re
 
 import plotly.graph_objects as go
@@ -19,7 +18,7 @@ from ..analysis.text import pct
 from .heatmap import token_heatmap, top_tokens
 from .export import standalone_html
 from .mass import mass_per_hop
-from .tokens import tokens_html
+from .tokens import safe_html, tokens_html
 
 
 def heatmap_with_hop_selector(trace: Trace) -> go.Figure:
@@ -49,8 +48,8 @@ def heatmap_with_hop_selector(trace: Trace) -> go.Figure:
 def _table(rows: list[dict]) -> str:
     if not rows:
         return "<p>(empty)</p>"
-    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(f'{v:.4f}' if isinstance(v, float) else str(v))}</td>"
+    head = "".join(f"<th>{safe_html(str(k))}</th>" for k in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{safe_html(f'{v:.4f}' if isinstance(v, float) else str(v))}</td>"
                                     for v in row.values()) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -70,8 +69,8 @@ def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph
              "tokens": trace.n_tokens, "method": s.method, "hops": s.hops, "target tokens": f"{s.target[0]}:{s.target[1]}",
              "recursive span": s.recursive, "rho per hop": ", ".join(f"{h.rho:.3f}" for h in trace.hops),
              "created": trace.created}
-    settings = "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>" for k, v in about.items()) + "</dl>"
-    summary = "".join(f"<p>{html.escape(line)}</p>" for line in (reach_words(facts), change_words(facts)) if line)
+    settings = "<dl>" + "".join(f"<dt>{safe_html(k)}</dt><dd>{safe_html(str(v))}</dd>" for k, v in about.items()) + "</dl>"
+    summary = "".join(f"<p>{safe_html(line)}</p>" for line in (reach_words(facts), change_words(facts)) if line)
     evidence = [{"sentence": piece.label, f"share {OF_PROMPT}": pct(share, 1)} for piece, share in facts.evidence(10)]
     blocks: list = [settings, "<h2>What the answer rests on</h2>", summary, _table(depth_table(facts)),
                     "<h2>Evidence: the strongest prompt pieces after all hops</h2>", _table(evidence),
@@ -79,7 +78,7 @@ def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph
                     "<h2>Text</h2>", tokens_html(trace, None, max_height_px=None),
                     "<h2>Where each hop's attribution lands</h2>", mass_per_hop(facts)]
     if graph_figure is not None:
-        blocks += ["<h2>Hop graph</h2>", f"<p>{html.escape(graph_words(facts))}</p>", graph_figure]
+        blocks += ["<h2>Hop graph</h2>", f"<p>{safe_html(graph_words(facts))}</p>", graph_figure]
     blocks += ["<h2>Top prompt tokens</h2>", _table(top_tokens(trace, None, 20))]
     return standalone_html(trace.title or "FlashTrace trace", blocks)
 

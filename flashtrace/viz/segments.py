@@ -3,13 +3,12 @@ optionally with runs of segments that hold no salient token folded into one grey
 
 from __future__ import annotations
 
-import html
 
 import plotly.graph_objects as go
 
 from ..analysis.schema import Trace
 from .colors import ROLE_COLORS
-from .tokens import target_positions, view_values, visible_label
+from .tokens import safe_html, target_positions, view_values, visible_label
 from ..base.errors import InputError
 
 ROW_PX = 22
@@ -55,11 +54,11 @@ def segment_bars(trace: Trace, hop: int | None = None, label_chars: int = 60, ke
     With `keep`, runs of segments holding none of those positions (and no target token) are one grey bar."""
     values = view_values(trace, hop)
     rows = segment_totals(trace, values) if keep is None else folded_totals(trace, values, keep)
-    labels = [f"{sid} · {html.escape(visible_label(text.strip(), label_chars))}" for sid, _r, text, _v in rows]
+    labels = [f"{sid} · {safe_html(visible_label(text.strip(), label_chars))}" for sid, _r, text, _v in rows]
     fig = go.Figure(go.Bar(
         y=labels, x=[v for *_x, v in rows], orientation="h",
         marker_color=[ROLE_COLORS.get(r, FOLDED_COLOR) for _s, r, _t, _v in rows],
-        customdata=[[sid, role, html.escape(text.strip()[:300])] for sid, role, text, _v in rows],
+        customdata=[[sid, role, safe_html(text.strip()[:300])] for sid, role, text, _v in rows],
         hovertemplate="%{customdata[0]} (%{customdata[1]})<br>%{customdata[2]}<br>score %{x:.4g}<extra></extra>"))
     view = "combined prompt attribution" if hop is None else f"hop {hop} mass share"
     fig.update_layout(

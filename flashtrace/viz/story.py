@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import html
 
 import plotly.graph_objects as go
 
@@ -14,7 +13,7 @@ from ..analysis.text import pct
 from ..analysis.schema import Trace
 from .colors import GOLD, PROMPT, REASONING, SUSPECT, TEMPLATE
 from .export import standalone_html
-from .tokens import tokens_html
+from .tokens import safe_html, tokens_html
 
 # margins leave room for tick labels; `automargin` on every axis grows them where labels are longer, so
 # neither the app nor a PNG/SVG export (kaleido) cuts a label off
@@ -23,7 +22,7 @@ LARGE_FONT = 17  # the presenter view's figure text (pixels)
 
 
 def _escaped(text: str) -> str:
-    return html.escape(text, quote=False)
+    return safe_html(text, quote=False)
 
 
 def text_html(label: str, text: str, size_rem: float, max_height_px: int | None = None, strong: bool = False,
@@ -33,9 +32,9 @@ def text_html(label: str, text: str, size_rem: float, max_height_px: int | None 
     scroll = f"max-height:{max_height_px}px;overflow-y:auto;" if max_height_px else ""
     weight = "font-weight:600;" if strong else ""
     return (f'<div class="{css_class}" style="margin:0 0 10px 0">'
-            f'<div style="font-size:0.85rem;opacity:0.7;margin-bottom:2px">{html.escape(label)}</div>'
+            f'<div style="font-size:0.85rem;opacity:0.7;margin-bottom:2px">{safe_html(label)}</div>'
             f'<div class="ft-text-body" style="font-size:{size_rem}rem;line-height:1.4;white-space:pre-wrap;'
-            f'overflow-wrap:anywhere;{weight}{scroll}">{html.escape(text.strip())}</div></div>')
+            f'overflow-wrap:anywhere;{weight}{scroll}">{safe_html(text.strip())}</div></div>')
 
 
 def question_html(data: dict, large: bool = False) -> str:
@@ -228,7 +227,7 @@ def sentences_html(trace: Trace, pieces: list[Ranked]) -> str:
             continue
         text = tokens_html(trace, None, max_height_px=None, token_range=(seg.start, seg.end))
         rows.append(f'<div style="display:flex;gap:12px;align-items:baseline;margin:6px 0">'
-                    f'<b style="min-width:4.5em">{rank}. {html.escape(pct(piece.share))}</b>'
+                    f'<b style="min-width:4.5em">{rank}. {safe_html(pct(piece.share))}</b>'
                     f'<div style="flex:1">{text}</div></div>')
     return "".join(rows)
 
@@ -293,11 +292,11 @@ def story_document(trace: Trace, panels: list[Panel], title: str) -> str:
     """The whole Story of `trace` (`panels`, in order) as one offline HTML page for sending after a meeting:
     a contents list (in-page links), then each step's title, caption, text and interactive figures. Every
     text from the trace is escaped; nothing is fetched (`standalone_html`)."""
-    contents = "".join(f'<li><a href="#step-{n}">{html.escape(p.title)}</a></li>' for n, p in enumerate(panels, 1))
+    contents = "".join(f'<li><a href="#step-{n}">{safe_html(p.title)}</a></li>' for n, p in enumerate(panels, 1))
     blocks: list[go.Figure | str] = [_SECTION_CSS, f"<ol>{contents}</ol>"]
     for n, panel in enumerate(panels, 1):
-        blocks.append(f'<section class="ft-step" id="step-{n}"><h2>{n}. {html.escape(panel.title)}</h2>'
-                      f'<p class="ft-caption">{html.escape(panel.caption)}</p>')
+        blocks.append(f'<section class="ft-step" id="step-{n}"><h2>{n}. {safe_html(panel.title)}</h2>'
+                      f'<p class="ft-caption">{safe_html(panel.caption)}</p>')
         blocks += panel_blocks(trace, panel)
         blocks.append("</section>")
     intro = (f"A trace of {trace.model.name} explained in {len(panels)} steps: what its answer rests on and what "

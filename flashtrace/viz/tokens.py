@@ -23,10 +23,18 @@ def show_controls(text: str) -> str:
     return text.translate(_BIDI_TABLE)
 
 
+def safe_html(text: object, quote: bool = True) -> str:
+    """`text` for HTML: escaped, with bidirectional controls written out (``⟨U+202E⟩``), so no text from a user,
+    a trace or a file is read as markup or reorders what follows it. Every view and export shows text through
+    it (or `plotly_text`)."""
+    return html.escape(show_controls(str(text)), quote=quote)
+
+
 def plotly_text(text: str) -> str:
     """`text` for a Plotly label: ``&``, ``<`` and ``>`` escaped (Plotly reads a small HTML subset and
-    decodes those three), quotes left alone (Plotly would show ``&quot;`` literally)."""
-    return html.escape(text, quote=False)
+    decodes those three), quotes left alone (Plotly would show ``&quot;`` literally), bidirectional controls
+    written out."""
+    return safe_html(text, quote=False)
 
 
 def template_text(text: str) -> str:
@@ -153,7 +161,7 @@ def _token_span(trace: Trace, i: int, value: float, top: dict[str, float], targe
     else:
         cls_attr = "ft-tok ft-gold" if i in gold else "ft-tok"
         style = f' style="background:{chip_color(cls, value / top[cls] if top[cls] > 0 else 0.0)}"'
-    return (f'<span class="{cls_attr}"{style} title="{html.escape(title, quote=True)}">{html.escape(shown)}</span>'
+    return (f'<span class="{cls_attr}"{style} title="{safe_html(title, quote=True)}">{safe_html(shown)}</span>'
             + ("<br>" if "\n" in tok.text else ""))
 
 
@@ -167,7 +175,7 @@ def legend_html(top: dict[str, float], classes: list[str], note: str = "", gold:
     if gold:
         items.append('<span class="ft-key"><span class="ft-sample ft-gold">gold</span> underlined: the known evidence</span>')
     if note:
-        items.append(f'<span class="ft-key ft-note">{html.escape(note)}</span>')
+        items.append(f'<span class="ft-key ft-note">{safe_html(note)}</span>')
     return f'<div class="ft-legend">{"".join(items)}</div>'
 
 
