@@ -48,8 +48,7 @@ def test_index_follows_files_changed_on_disk(tmp_path, base):
     assert len(lib.entries()) == 3 and (tmp_path / INDEX_NAME).is_file()
     index = LibraryIndex(tmp_path)
     assert index.sync() == 0  # nothing changed: nothing re-read
-    changed = base.model_copy(deep=True)
-    changed.title = "a brand new title"
+    changed = base.model_copy(update={"title": "a brand new title"})
     changed.save(tmp_path / "syn-000001.json")
     os.utime(tmp_path / "syn-000001.json", ns=(1, 2_000_000_000_000_000_000))  # newest, whatever the clock
     (tmp_path / "syn-000002.json").unlink()

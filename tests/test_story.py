@@ -164,8 +164,8 @@ def test_a_trace_without_hops_says_so():
 
 
 def test_check_panel_says_plainly_when_not_precomputed():
-    trace = load_gallery_trace("free-form").model_copy(deep=True)
-    trace.extra.pop("faithfulness", None)
+    trace = load_gallery_trace("free-form")
+    trace = trace.model_copy(update={"extra": {k: v for k, v in trace.extra.items() if k != "faithfulness"}})
     panel = check_panel(trace, analyse(trace))
     assert (panel.key, panel.title) == ("check", "Is it faithful? Delete the evidence and watch the answer")
     assert panel.data == {"check": None} and panel.caption == (
@@ -175,8 +175,8 @@ def test_check_panel_says_plainly_when_not_precomputed():
 
 
 def test_stored_check_is_read_and_malformed_ones_are_ignored():
-    trace = load_gallery_trace("free-form").model_copy(deep=True)
-    trace.extra["faithfulness"] = dict(CHECK)
+    trace = load_gallery_trace("free-form")
+    trace = trace.model_copy(update={"extra": {**trace.extra, "faithfulness": dict(CHECK)}})
     check = stored_check(trace)
     assert (check.before, check.top, check.drop_top) == (-0.5, -6.25, 5.75)
     caption = check_panel(trace, analyse(trace)).caption
@@ -184,8 +184,7 @@ def test_stored_check_is_read_and_malformed_ones_are_ignored():
     assert "Deleting as many prompt tokens at random, in 3 draws, gives drops" in caption
     for bad in ("x", {**CHECK, "top": "NaN"}, {**CHECK, "random": []}, {**CHECK, "before": float("inf")},
                 {k: v for k, v in CHECK.items() if k != "n_deleted"}):
-        trace = trace.model_copy(deep=True)
-        trace.extra["faithfulness"] = bad
+        trace = trace.model_copy(update={"extra": {**trace.extra, "faithfulness": bad}})
         assert stored_check(trace) is None
 
 
@@ -198,8 +197,8 @@ def test_stored_check_is_read_and_malformed_ones_are_ignored():
     (-0.503, [-0.495, -0.509, -0.5], "no-effect", "this check says nothing about the highlighted"),  # a saturated answer
 ])
 def test_check_verdict_weighs_the_spread_of_the_random_draws(top, randoms, verdict, says):
-    trace = load_gallery_trace("free-form").model_copy(deep=True)
-    trace.extra["faithfulness"] = {**CHECK, "top": top, "random": randoms}
+    trace = load_gallery_trace("free-form")
+    trace = trace.model_copy(update={"extra": {**trace.extra, "faithfulness": {**CHECK, "top": top, "random": randoms}}})
     facts = analyse(trace)
     assert facts.check.verdict == verdict
     caption = check_panel(trace, facts).caption

@@ -23,6 +23,7 @@ when each leads the other by more than `MARGIN` at its own depth; otherwise the 
 
 from __future__ import annotations
 
+import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -452,17 +453,30 @@ def _build(trace: Trace) -> TraceFacts:
 
 
 _CACHE: dict[int, TraceFacts] = {}
+_CACHE_LOCK = threading.Lock()  # the app's sessions run in threads and share this cache
 
 
 def analyse(trace: Trace) -> TraceFacts:
-    """The `TraceFacts` of `trace`, computed once per trace object (kept while the trace lives)."""
-    hit = _CACHE.get(id(trace))
-    if hit is not None and hit._trace() is trace:
-        return hit
+    """The `TraceFacts` of `trace`, computed once per trace object and kept while the trace lives. A `Trace` is
+    immutable (a changed trace is a copy, a new object), so its object is its content's key; the cache is
+    shared by threads under a lock."""
+    with _CACHE_LOCK:
+        hit = _CACHE.get(id(trace))
+        if hit is not None and hit._trace() is trace:
+            return hit
     facts = _build(trace)
-    _CACHE[id(trace)] = facts
-    weakref.finalize(trace, _CACHE.pop, id(trace), None)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(id(trace))
+        if hit is not None and hit._trace() is trace:  # another thread built it meanwhile: one answer for all
+            return hit
+        _CACHE[id(trace)] = facts
+        weakref.finalize(trace, _forget, id(trace))
     return facts
+
+
+def _forget(key: int) -> None:
+    with _CACHE_LOCK:
+        _CACHE.pop(key, None)
 
 
 def with_check(trace: Trace, result: Any) -> TraceFacts:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import weakref
 from dataclasses import dataclass
 from itertools import islice
@@ -50,6 +51,12 @@ NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
 EDGE_BUDGET = 20_000  # up to this many edges, `HopGraph.graph` holds them all
 KEEP_EDGES, KEEP_MASS = 8, 0.95  # beyond it: each node's strongest incoming edges, until they carry this much
 _BUILT: dict[tuple[int, float], "HopGraph"] = {}  # (id of a live trace, threshold) -> its graph
+_BUILT_LOCK = threading.Lock()  # shared by the app's session threads
+
+
+def _forget(key: tuple[int, float]) -> None:
+    with _BUILT_LOCK:
+        _BUILT.pop(key, None)
 
 
 @dataclass(frozen=True)
@@ -135,11 +142,16 @@ class HopGraph:
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
             raise InputError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
-        key = (id(trace), float(threshold))
-        if key not in _BUILT:  # one build per trace and threshold: every view of a trace reads the same graph
-            _BUILT[key] = cls._build(trace, threshold)
-            weakref.finalize(trace, _BUILT.pop, key, None)
-        return _BUILT[key]
+        key = (id(trace), float(threshold))  # a Trace is immutable: its object is its content's key
+        with _BUILT_LOCK:
+            if key in _BUILT:
+                return _BUILT[key]
+        built = cls._build(trace, threshold)  # one build per trace and threshold: every view reads the same graph
+        with _BUILT_LOCK:
+            if key not in _BUILT:
+                _BUILT[key] = built
+                weakref.finalize(trace, _forget, key)
+            return _BUILT[key]
 
     @classmethod
     def _build(cls, trace: Trace, threshold: float) -> "HopGraph":

@@ -14,9 +14,10 @@ MAX_EDITS = 1_000  # interventions stored in one trace
 
 
 class StrictModel(BaseModel):
-    """A trace record: unknown fields, NaN and infinities are refused."""
+    """A trace record: unknown fields, NaN and infinities are refused; immutable once made (a changed record is a
+    copy: ``record.model_copy(update={...})``)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=False, strict=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, strict=True)
 
 
 EditKind = Literal["step", "top", "random", "gold", "edit"]

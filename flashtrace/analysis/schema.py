@@ -44,6 +44,29 @@ TokenRange = Annotated[tuple[StrictInt, StrictInt], Field(strict=False)]
 Vector = Annotated[list[float], Field(fail_fast=True)]  # fail_fast: one error, not one per value (bounded memory)
 
 
+class ReadOnlyDict(dict):
+    """A trace's ``extra``: a dict that cannot be changed in place (a `Trace` is immutable, so what is derived from
+    it can be kept with it). Read it as any dict; a changed trace is a copy:
+    ``trace.model_copy(update={"extra": {**trace.extra, "key": value}})``."""
+
+    def _refuse(self, *_args, **_kwargs):
+        raise TypeError("a Trace is immutable: make a changed copy, "
+                        "trace.model_copy(update={'extra': {**trace.extra, KEY: VALUE}})")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def __reduce__(self):  # pickled (Ray) and copied as a plain dict of the same items
+        return ReadOnlyDict, (dict(self),)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        import copy
+
+        return ReadOnlyDict(copy.deepcopy(dict(self), memo))
+
+
 class TraceValidationError(FlashTraceError, ValueError):
     """A trace file or object is malformed; the message names the field and the problem."""
 
@@ -218,7 +241,16 @@ class Trace(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> "Trace":
         check_trace(self)  # flashtrace.analysis.invariants
+        if not isinstance(self.extra, ReadOnlyDict):
+            object.__setattr__(self, "extra", ReadOnlyDict(self.extra))
         return self
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Trace":
+        """A copy with the fields in `update` replaced (not validated, as pydantic's); the copy is a new, immutable
+        trace: what was derived from this one (`analyse`, the hop graph) is derived anew for it."""
+        if update and "extra" in update:
+            update = {**update, "extra": ReadOnlyDict(update["extra"])}
+        return super().model_copy(update=update, deep=deep)
 
     # --- convenience views -------------------------------------------------------------------------
     @property

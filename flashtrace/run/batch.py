@@ -235,10 +235,9 @@ class TraceWorker:
                               steps=s.steps)
         except Exception as exc:  # noqa: BLE001 - recorded per example
             return {"error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start}
-        trace.extra["batch"] = {"key": job["key"], "line": job["line"]}
-        for name in ("gold", "task"):
-            if job[name] is not None:
-                trace.extra[name] = job[name]
+        given = {name: job[name] for name in ("gold", "task") if job[name] is not None}
+        trace = trace.model_copy(update={"extra": {**trace.extra, "batch": {"key": job["key"], "line": job["line"]},
+                                                   **given}})  # a new trace: a Trace is never changed in place
         return {"trace": trace.to_json(), "seconds": time.perf_counter() - start}
 
 

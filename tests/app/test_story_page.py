@@ -143,9 +143,9 @@ def test_a_precomputed_check_is_shown_without_a_model(open_page, tmp_path, monke
     folder = tmp_path / "gallery"
     shutil.copytree(gallery_dir(), folder)
     trace = Trace.load(folder / "free-form.json")
-    trace.extra["faithfulness"] = {"version": 1, "fraction": 0.1, "n_prompt": 40, "n_deleted": 4, "before": -1.5,
-                                   "top": -5.0, "random": [-1.75, -2.0], "random_mean": -1.875, "seed": 0,
-                                   "model": trace.model.name}
+    check = {"version": 1, "fraction": 0.1, "n_prompt": 40, "n_deleted": 4, "before": -1.5, "top": -5.0,
+             "random": [-1.75, -2.0], "random_mean": -1.875, "seed": 0, "model": trace.model.name}
+    trace = trace.model_copy(update={"extra": {**trace.extra, "faithfulness": check}})
     trace.save(folder / "free-form.json")
     monkeypatch.setenv(GALLERY_ENV, str(folder))
     at = open_page(STORY, trace="gallery:free-form", step="5")
