@@ -128,25 +128,38 @@ def time_parts(record: dict) -> dict[str, float]:
             "other": max(0.0, total - forward - attribution - deletion)}
 
 
+def _values(rows: list[dict], method: str, metric: str) -> list:
+    """`metric` of `method` on each record of `rows` that has the method."""
+    return [r["methods"][method].get(metric) for r in rows if method in r["methods"]]
+
+
+def _one_method(rows: list[dict], m: str) -> dict:
+    """``{"hops", metric: stats}`` of method `m`; the compared metrics with their bootstrap interval."""
+    stats = {"hops": _hop(m), **{k: _stats(_values(rows, m, k)) for k in METRICS}}
+    for metric in COMPARED:
+        stats[metric]["interval"] = bootstrap_interval(_values(rows, m, metric))
+    return stats
+
+
+def _against_k0(rows: list[dict], m: str, base: str) -> dict:
+    """Method `m` against `base` (K = 0 of its variant) on the examples that have both: each compared metric
+    paired (``vs_k0``, unless `m` is `base`) and the attribution mass reaching the prompt relative to it."""
+    both = [r for r in rows if m in r["methods"] and base in r["methods"]]
+    out = {"prompt_mass_vs_k0": _stats([sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"])
+                                        for r in both if sum(r["methods"][base]["scores"]) > 0])}
+    if m != base:
+        out["vs_k0"] = {metric: paired_difference(_values(both, m, metric), _values(both, base, metric))
+                        for metric in COMPARED}
+    return out
+
+
 def _method_stats(rows: list[dict]) -> dict[str, dict]:
-    """``{method: {"hops", metric: stats, ["prompt_mass_vs_k0"]}}`` over the records `rows` of one task."""
-    per_method = {m: {"hops": _hop(m), **{k: _stats([r["methods"][m].get(k) for r in rows if m in r["methods"]])
-                                          for k in METRICS}} for m in _method_order(rows)}
-    for m in per_method:
-        for metric in COMPARED:  # each metric's bootstrap interval of the mean
-            per_method[m][metric]["interval"] = bootstrap_interval([r["methods"][m].get(metric) for r in rows
-                                                                    if m in r["methods"]])
-    for m in per_method:  # attribution mass reaching the prompt, relative to hop 0 of the same variant
+    """``{method: {"hops", metric: stats, ["prompt_mass_vs_k0", "vs_k0"]}}`` over the records `rows` of one task."""
+    per_method = {m: _one_method(rows, m) for m in _method_order(rows)}
+    for m in per_method:  # FlashTrace against hop 0 of the same variant
         base = _hop0(m) if m.startswith("flashtrace-k") else None
-        if base in per_method and base != m:  # paired against K = 0 on the same examples
-            both = [r for r in rows if m in r["methods"] and base in r["methods"]]
-            per_method[m]["vs_k0"] = {metric: paired_difference([r["methods"][m].get(metric) for r in both],
-                                                                [r["methods"][base].get(metric) for r in both])
-                                      for metric in COMPARED}
         if base in per_method:
-            per_method[m]["prompt_mass_vs_k0"] = _stats(
-                [sum(r["methods"][m]["scores"]) / sum(r["methods"][base]["scores"]) for r in rows
-                 if m in r["methods"] and base in r["methods"] and sum(r["methods"][base]["scores"]) > 0])
+            per_method[m].update(_against_k0(rows, m, base))
     return per_method
 
 

@@ -57,6 +57,36 @@ def _lines_prompt(merged: list[tuple[str, str | None]], target: str) -> _Builder
     return b
 
 
+def _chains(rng: random.Random, hops: int, distractors: int, layout: str):
+    """``(statements merged in a random order keeping each chain's, each chain's names, their values)``: the value
+    chain first (marked gold), then the distractor chains."""
+    chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
+    if layout == "words" and sum(chains) > len(_PEOPLE):
+        raise InputError(f"the words layout names at most {len(_PEOPLE)} people; use fewer hops or distractors")
+    names = _people(rng, sum(chains)) if layout == "words" else _var_names(rng, sum(chains))
+    values = rng.sample(range(10_000, 99_999), len(chains))
+    queues, chain_vars, pos = [], [], 0
+    for c, (size, value) in enumerate(zip(chains, values)):
+        vs = names[pos:pos + size]
+        pos += size
+        chain_vars.append(vs)
+        mark = "gold" if c == 0 else "distractor"
+        queues.append([(_said(layout, vs[0], value), mark)]
+                      + [(_said(layout, vs[i], source=vs[i - 1]), mark) for i in range(1, size)])
+    merged: list[tuple[str, str | None]] = []
+    while any(queues):
+        q = rng.choice([q for q in queues if q])
+        merged.append(q.pop(0))
+    return merged, chain_vars, values
+
+
+_HEADERS = {"words": ("Some people at the gym share their locker codes. Keep track of who has which code.",
+                      "Question: What is {}'s locker code?"),
+            "text": ("Memorize and track the chain(s) of variable assignments hidden in the following text.",
+                     "Question: What is the value of VAR {}?")}
+_CLOSING = {"text": "So VAR {} = {}.", "words": "So {}'s locker code is {}."}
+
+
 def vartrack_example(seed: int, length: int | None = None, hops: int | None = None, distractors: int = 2,
                      layout: str = "text", **_) -> Example:
     """Example `seed`: a value chain of `hops` + 1 variables (2-5 by seed when None) and `distractors`
@@ -67,44 +97,17 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
     hops = hops if hops is not None else rng.randint(2, 5)
     if not 2 <= hops <= 10:
         raise InputError(f"vartrack hops must be between 2 and 10, got {hops}")
-    chains = [hops + 1] + [rng.randint(2, max(2, hops)) + 1 for _ in range(distractors)]
-    if layout == "words" and sum(chains) > len(_PEOPLE):
-        raise InputError(f"the words layout names at most {len(_PEOPLE)} people; use fewer hops or distractors")
-    names = _people(rng, sum(chains)) if layout == "words" else _var_names(rng, sum(chains))
-    values = rng.sample(range(10_000, 99_999), len(chains))
-    statements: list[list[tuple[str, str | None]]] = []
-    chain_vars: list[list[str]] = []
-    pos = 0
-    for c, (size, value) in enumerate(zip(chains, values)):
-        vs = names[pos:pos + size]
-        pos += size
-        chain_vars.append(vs)
-        mark = "gold" if c == 0 else "distractor"
-        statements.append([(_said(layout, vs[0], value), mark)]
-                          + [(_said(layout, vs[i], source=vs[i - 1]), mark) for i in range(1, size)])
-    merged: list[tuple[str, str | None]] = []  # random merge keeping each chain in order
-    queues = [list(s) for s in statements]
-    while any(queues):
-        q = rng.choice([q for q in queues if q])
-        merged.append(q.pop(0))
-    target = chain_vars[0][-1]
+    merged, chain_vars, values = _chains(rng, hops, distractors, layout)
+    vs, target = chain_vars[0], chain_vars[0][-1]
     if layout == "lines":
         b = _lines_prompt(merged, target)
-    elif layout == "words":
-        body = _interleave(rng, merged, _chars(length or 384) - 160)
-        header = "Some people at the gym share their locker codes. Keep track of who has which code."
-        b = _build(header, body, f"Question: What is {target}'s locker code?")
     else:
-        body = _interleave(rng, merged, _chars(length or 384) - 160)
-        header = "Memorize and track the chain(s) of variable assignments hidden in the following text."
-        b = _build(header, body, f"Question: What is the value of VAR {target}?")
-    vs = chain_vars[0]
+        header, question = _HEADERS[layout]
+        b = _build(header, _interleave(rng, merged, _chars(length or 384) - 160), question.format(target))
     lines = [_said(layout, vs[i], source=vs[i - 1]) for i in range(len(vs) - 1, 0, -1)]
     lines.append(_said(layout, vs[0], values[0]))
-    if layout == "text":
-        lines.append(f"So VAR {target} = {values[0]}.")
-    elif layout == "words":
-        lines.append(f"So {target}'s locker code is {values[0]}.")
+    if layout in _CLOSING:
+        lines.append(_CLOSING[layout].format(target, values[0]))
     lines.append(f"Answer: {values[0]}")
     meta = {"hops": hops, "chain": vs, "distractor_chains": distractors}
     if layout != "text":  # the evaluation's records (text layout) keep their published meta
