@@ -124,16 +124,18 @@ class CancellableRun:
 def cancellable(button_key: str, cancelled: str, running: str, label: str, estimate_s: float | None = None):
     """A Cancel button (`button_key`) and a progress bar (`label`, the time left from `estimate_s`) while the
     block runs: the click sets ``session_state[cancelled]`` and Streamlit stops the run at the next stop
-    point. Yields the `CancellableRun`; ``session_state[running]`` is cleared and the button removed
+    point. Yields the `CancellableRun`; ``session_state[running]`` is cleared and the button and the bar removed
     however the block ends."""
     ss = st.session_state
     cancel = st.empty()
     cancel.button("Cancel", key=button_key, help="stops within a second", on_click=lambda: ss.update({cancelled: True}))
+    run = CancellableRun(cancelled, label, estimate_s)
     try:
-        yield CancellableRun(cancelled, label, estimate_s)
+        yield run
     finally:
         ss[running] = None
         cancel.empty()
+        run.bar.bar.empty()  # a failed run leaves no bar behind (its error shows instead)
 
 
 __all__ = ["streamed_generation", "forward_progress", "cancellable", "CancellableRun"]

@@ -53,6 +53,15 @@ def test_a_dtype_that_is_not_a_floating_torch_dtype_is_refused_with_the_names_to
                                   "fp32, bfloat16, bf16, float16, fp16")
 
 
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "torch.float8_e5m2"])
+def test_a_float8_storage_dtype_is_refused_before_loading(name):
+    """Issue 48 L7 repro: float8 dtypes were accepted, then failed raw (exit 1) in the first forward pass."""
+    with pytest.raises(ModelLoadError) as refused:
+        load_model("tiny-llama", dtype=name)
+    assert str(refused.value) == (f"dtype {name!r} is a storage format a model cannot run in; use 'auto', float32, "
+                                  "bfloat16, float16 or float64")
+
+
 def test_revision_and_other_keywords_go_to_from_pretrained(bf16_folder, monkeypatch):
     seen = record_calls(monkeypatch, transformers.AutoModelForCausalLM, "from_pretrained")
     loaded = load_model(str(bf16_folder), revision="main", attn_implementation="eager", trust_remote_code=False)

@@ -67,6 +67,7 @@ class LoadedModel:
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
+_RUNS_IN = (torch.float32, torch.bfloat16, torch.float16, torch.float64)  # the dtypes a forward pass runs in
 AUTO = "auto"  # dtype="auto": the dtype the checkpoint's config names (float32 when it names none)
 DType = str | torch.dtype | None
 
@@ -83,6 +84,9 @@ def _dtype(dtype: DType) -> torch.dtype | None:
     if not isinstance(found, torch.dtype) or not found.is_floating_point:
         raise ModelLoadError(f"unknown dtype {dtype!r}; use 'auto', a torch floating dtype, or one of "
                              f"{', '.join(_DTYPES)}")
+    if found not in _RUNS_IN:  # float8 kinds are storage formats: a forward pass cannot run in them
+        raise ModelLoadError(f"dtype {dtype!r} is a storage format a model cannot run in; use 'auto', float32, "
+                             "bfloat16, float16 or float64")
     return found
 
 
