@@ -149,3 +149,17 @@ def test_trace_with_generate_says_how_long_first_and_shows_a_bar_over_the_new_to
     assert re.search(r"generate: +\d+%.*\| *\d/6 ", err)  # a bar over the (at most) 6 new tokens
     assert main(args + ["--no-progress"]) == 0
     assert "generate:" not in capsys.readouterr().err
+
+
+def test_help_states_each_default_once_and_never_none(capsys):
+    """Issue 49 item 7: ``--help`` showed a hand-written default and then ``(default: None)``."""
+    from flashtrace.cli import build_parser, command_names
+
+    for name in command_names():
+        parser = build_parser(only=name).commands[name]
+        for action in parser._actions:
+            if not action.help:
+                continue
+            shown = parser.formatter_class(prog="x")._get_help_string(action) % {**vars(action), "prog": "x"}
+            assert "(default: None)" not in shown and "(default: False)" not in shown, (name, action.dest)
+            assert shown.lower().count("default") <= max(1, action.help.lower().count("default")), (name, shown)

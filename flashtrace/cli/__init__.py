@@ -46,7 +46,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in command_names():
         module = importlib.import_module(f"{commands.__name__}.{name.replace('-', '_')}")
         cmd = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP,
-                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                             formatter_class=_HelpFormatter)
         if only is None or only == name:
             module.add_arguments(cmd)
         cmd.set_defaults(_run=module.run)
@@ -76,6 +76,17 @@ class _warnings_as_lines(warnings.catch_warnings):
         warnings.showwarning = show
         warnings.simplefilter("always", FlashTraceWarning)
         return result
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds "(default: X)" to an option's help only where it tells something: not for an option without a
+    default (None) or a flag (False), nor where the help already says its default in words."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text.lower():
+            return text
+        return super()._get_help_string(action)
 
 
 def main(argv: list[str] | None = None) -> int:
