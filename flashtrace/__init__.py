@@ -43,19 +43,22 @@ register_views(**{view: _notebook_view(function) for view, function in (
 
 
 def trace(model, prompt, response=None, *, generate=False, max_new_tokens=256, chat_template=True,
-          reasoning_instruction=False, do_sample=False, temperature=None, top_p=None, seed=None, **options):
+          reasoning_instruction=False, do_sample=False, temperature=None, top_p=None, seed=None, generation_config=None,
+          **options):
     """Prepare and attribute in one call (`flashtrace.run.tracing.trace`; imports the engine on first use).
 
-    `model`: a `LoadedModel` or a name for `load_model`. `prompt`: a string, a chat-messages list, or a list
-    of those (then `response` is a list too, or None to generate, and a list of Traces is returned).
+    `model`: a `LoadedModel` or a name for `load_model`. `prompt`: a string, token ids (a tensor, array or list
+    of ints), a chat-messages list, or a list of strings or messages lists (then `response` is a list too, or
+    None to generate, and a list of Traces is returned).
     `generate=True` lets the model write the response (greedy, or sampled with ``do_sample=True`` and
-    `temperature`, `top_p`, `seed`; at most `max_new_tokens`). `options` go to `attribute`: ``hops``,
-    ``target``, ``method``, ``steps``, ``stop_tokens``, ``hop0``, ``title``, ``options``, ... ."""
+    `temperature`, `top_p`, `seed`; at most `max_new_tokens`; any other setting of transformers' ``generate``
+    as `generation_config` or as a keyword: ``top_k``, ``num_beams``, ...). `options` that `attribute` takes go
+    to it: ``hops``, ``target``, ``method``, ``steps``, ``stop_tokens``, ``hop0``, ``title``, ``options``, ... ."""
     from .run.tracing import trace as run
 
     return run(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
                chat_template=chat_template, reasoning_instruction=reasoning_instruction, do_sample=do_sample,
-               temperature=temperature, top_p=top_p, seed=seed, **options)
+               temperature=temperature, top_p=top_p, seed=seed, generation_config=generation_config, **options)
 
 
 __version__ = _version()  # from the installed metadata (pyproject.toml is the one source)

@@ -17,14 +17,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ...base.errors import InputError
+
 MEASURES = ("tracemalloc", "rss")
 HOSTILE = ("zeros_array", "short_strings", "distinct_keys", "tiny_lists", "short_float_arrays")
 PROBE = """
 import json, sys, tracemalloc
 from flashtrace.analysis.schema import Trace, TraceValidationError
 from flashtrace.store.gallery import gallery_path
-
-from ...base.errors import InputError
 
 def status(field):
     with open("/proc/self/status") as handle:
