@@ -151,3 +151,18 @@ def test_committed_notebook_carries_its_outputs():
     assert all(cell.execution_count for cell in code)
     assert "SmolLM2" in str(code[0].outputs) or "smollm2" in str(code[0].outputs)
     _check_outputs(nb, png=True)
+
+
+def test_the_html_view_lists_the_top_prompt_tokens_of_the_api():
+    """Issue 49 item 7: the HTML's "Top 10 prompt words" left out "?", which `top_prompt_tokens` ranks second; now
+    both read one definition."""
+    import html
+    import re
+
+    from flashtrace.store.gallery import load_gallery_trace
+    from flashtrace.viz.notebook import trace_html
+
+    trace = load_gallery_trace("marbles")
+    shown = re.findall(r"<td[^>]*>(\d+)</td><td[^>]*>([^<]*)</td>", trace_html(trace, k=10))
+    assert [(int(i), html.unescape(t)) for i, t in shown] == [(i, repr(t)) for i, t, _s in trace.top_prompt_tokens(10)]
+    assert any("?" in t for _i, t, _s in trace.top_prompt_tokens(10))

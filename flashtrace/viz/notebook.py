@@ -32,17 +32,15 @@ def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
     title = trace.title or "FlashTrace trace"
     about = about_line(trace)
     cell = "padding:2px 8px;text-align:left"
-    last = len(facts.depths) - 1
-    tokens = [{"position": str(i), "token": repr(trace.tokens[i].text),
-               f"share {OF_PROMPT}": pct(facts.token_share(last, i), 1)}
-              for i in facts.final.top_tokens[:k]]
+    tokens = [{"position": str(i), "token": repr(text), f"share {OF_PROMPT}": pct(share, 1)}
+              for i, text, share in trace.top_prompt_tokens(k)]  # the API's ranking: one definition
     words = " ".join(line for line in (reach_words(facts), change_words(facts)) if line)
     return (f'<div class="flashtrace-trace" style="font-family:system-ui,sans-serif;max-width:980px">'
             f'<div style="font-weight:600;font-size:1.05rem">{safe_html(title)}</div>'
             f'<div style="opacity:0.75;font-size:0.85rem">{safe_html(about)}</div>'
             f'<p style="margin:6px 0">{safe_html(words)}</p>'
             + _html_table(depth_table(facts), DEPTH_COLUMNS, cell)
-            + f'<details open><summary>Top {len(tokens)} prompt words</summary>'
+            + f'<details open><summary>Top {len(tokens)} prompt tokens</summary>'
             + (_html_table(tokens, tuple(tokens[0]), cell) if tokens else "")
             + '</details>'
             + tokens_html(trace, max_height_px=max_height_px, legend="combined prompt attribution (final)")
