@@ -9,24 +9,24 @@ _LIBRARY = ["tests/test_library.py", "tests/test_library_concurrency.py", "tests
             "tests/test_library_names.py"]
 _TRACE = ["tests/test_trace_invariants.py", "tests/test_trace_safety.py", "tests/test_tracing.py"]
 _STORY = ["tests/test_story.py", "tests/test_analysis_properties.py", "tests/test_compare.py"]
-_GRAPH = ["tests/test_graph.py", "tests/test_r3_graph.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py",
+_GRAPH = ["tests/test_graph.py", "tests/test_graph_drawn_edges.py", "tests/test_graph_scale.py", "tests/viz/test_graph_figure.py",
           "tests/test_graph_hand.py"]
 _LOAD = ["tests/test_trace_refusals.py", "tests/test_trace_invariants.py", "tests/test_trace_safety.py",
-         "tests/test_r3_trace_load.py", "tests/test_errors.py"]
+         "tests/test_trace_load_limits.py", "tests/test_errors.py"]
 # a test whose code runs in a Jupyter kernel: mutmut's trampolines there look for the mutated source from the
 # kernel's folder and fail ("Could not figure out where the code to mutate is"), which stops the stats run;
 # no mutant is active in that process anyway, so it cannot kill one
 _OUTSIDE = ["--deselect", "tests/test_trace_output.py::test_show_displays_html_in_a_notebook"]
 # a test that lists a library as user nobody in a subprocess: the mutated copy's trampolines there cannot load
 # mutmut's configuration (as nobody), which fails the stats run; no mutant is active in that process anyway
-_AS_NOBODY = ["--deselect", "tests/test_r3_index.py::test_defect06_an_index_this_user_cannot_write_is_bypassed"]
+_AS_NOBODY = ["--deselect", "tests/test_index_faults.py::test_an_index_this_user_cannot_write_is_bypassed"]
 # the fast tests of each module's area (a module not listed runs against the whole selection of [tool.mutmut])
 MODULE_TESTS = {
     "flashtrace/base/errors.py": ["tests/test_errors.py", "tests/test_cli.py"],
     "flashtrace/base/fileio.py": [*_LIBRARY, "tests/test_trace_safety.py", "tests/test_trace_invariants.py",
-                                  "tests/test_r3_output_paths.py", "tests/test_trace_refusals.py", "tests/test_fileio.py"],
+                                  "tests/test_output_paths.py", "tests/test_trace_refusals.py", "tests/test_fileio.py"],
     "flashtrace/base/install.py": ["tests/test_install.py"],
-    "flashtrace/base/json_budget.py": ["tests/test_json_budget.py", "tests/test_trace_parse.py", "tests/test_r3_trace_load.py",
+    "flashtrace/base/json_budget.py": ["tests/test_json_budget.py", "tests/test_trace_parse.py", "tests/test_trace_load_limits.py",
                                        "tests/test_trace_refusals.py"],
     "flashtrace/base/progress.py": ["tests/test_install.py"],
     "flashtrace/base/lazy.py": ["tests/test_lazy.py", "tests/test_names.py"],
@@ -64,7 +64,7 @@ MODULE_TESTS = {
                                               "tests/models/test_generation_options.py",
                                               "tests/test_reasoning_instruction.py"],
     "flashtrace/engine/models/loading.py": [*_MODELS, "tests/test_prechecks.py"],
-    "flashtrace/engine/models/memory.py": ["tests/test_prechecks.py", "tests/test_estimate.py", "tests/test_r3_memory.py",
+    "flashtrace/engine/models/memory.py": ["tests/test_prechecks.py", "tests/test_estimate.py", "tests/test_memory_checks.py",
                                           "tests/models/test_memory.py"],
     "flashtrace/engine/models/recording.py": _MODELS,
     "flashtrace/engine/models/tiny.py": ["tests/models/test_tiny.py"],
@@ -94,8 +94,8 @@ MODULE_TESTS = {
     "flashtrace/analysis/views.py": ["tests/viz/test_heatmap.py", "tests/viz/test_tokens_html.py"],
     "flashtrace/store/app_files.py": ["tests/test_app_files.py", "tests/test_gallery.py"],
     "flashtrace/store/gallery.py": ["tests/test_gallery.py"],
-    "flashtrace/store/index.py": [*_LIBRARY, "tests/test_r3_index.py", "tests/test_index.py", *_AS_NOBODY],
-    "flashtrace/store/index_file.py": [*_LIBRARY, "tests/test_r3_index.py", "tests/test_index_file.py", *_AS_NOBODY],
+    "flashtrace/store/index.py": [*_LIBRARY, "tests/test_index_faults.py", "tests/test_index.py", *_AS_NOBODY],
+    "flashtrace/store/index_file.py": [*_LIBRARY, "tests/test_index_faults.py", "tests/test_index_file.py", *_AS_NOBODY],
     "flashtrace/store/pairs.py": ["tests/test_pairs.py"],
     "flashtrace/store/library.py": [*_LIBRARY, "tests/test_properties.py::test_any_title_saves_reopens_renames_and_deletes"],
 }

@@ -1,3 +1,5 @@
+"""The gallery (`store.gallery`, `evaluate.gallery`): model-written traces, honest failures with their edits, the index, the docs' tables."""
+
 import json
 import math
 import re

@@ -13,7 +13,7 @@ from flashtrace.store import index as index_module
 from flashtrace.store import index_file
 from flashtrace.store.index import INDEX_NAME
 from flashtrace.store.index_file import IndexUnavailable, open_index
-from tests.test_r3_index import EXPECTED, HEALED, _healed, lib, titles  # noqa: F401 - lib is a fixture
+from tests.test_index_faults import EXPECTED, HEALED, _healed, lib, titles  # noqa: F401 - lib is a fixture
 
 GARBAGE = b"not a database " * 200
 

@@ -1,3 +1,5 @@
+"""The library (`store.library`): saving, names, overwrite rules, renames, deletes and read-only folders."""
+
 import json
 import re
 

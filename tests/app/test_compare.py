@@ -1,3 +1,5 @@
+"""The Compare page (AppTest): hop depths side by side and the methods tab, on gallery and library traces."""
+
 import html
 import json
 

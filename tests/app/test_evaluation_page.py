@@ -1,3 +1,5 @@
+"""The Evaluation page (AppTest): an evaluation folder's summary table, bars and curves, switching task, method and example."""
+
 import json
 
 import pytest

@@ -1,3 +1,5 @@
+"""The Explore page (AppTest): the heatmap, text and segment views, hop choice, windows on long traces, gold marks."""
+
 import html
 from html.parser import HTMLParser
 

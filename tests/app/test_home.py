@@ -1,3 +1,5 @@
+"""The home page (AppTest): the gallery cards in their groups, links to each trace's pages, recent library traces."""
+
 from flashtrace.app.ui import plain
 from flashtrace.store.library import Library
 

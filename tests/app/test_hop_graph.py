@@ -1,3 +1,5 @@
+"""The Hop graph page (AppTest): the graph, its threshold, node drill-down and the step-influence panel."""
+
 import html
 
 import pytest

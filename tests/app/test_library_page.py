@@ -1,3 +1,5 @@
+"""The Library page (AppTest): listing, search, filters, collections, rename, delete and unreadable files."""
+
 import json
 
 import pytest

@@ -1,3 +1,5 @@
+"""The Trace page (AppTest): model and preset choice, the estimate, teacher-forcing and generating, the saved trace."""
+
 import pytest
 
 from flashtrace.store.library import Library

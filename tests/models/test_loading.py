@@ -1,3 +1,5 @@
+"""Loading models (`engine.models.loading`): unsupported families and unknown models refused in words, built-in names and folders loaded."""
+
 import json
 import os
 import socket

@@ -1,3 +1,5 @@
+"""The token heatmap figure (`viz.heatmap`): cells, colour scales, hover shares, windows and the top-token table."""
+
 import json
 from pathlib import Path
 

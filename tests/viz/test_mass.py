@@ -1,3 +1,5 @@
+"""The hop mass figures (`viz.mass`): where the attribution sits at each hop, as shares."""
+
 import pytest
 
 from flashtrace.analysis.facts import analyse

@@ -1,3 +1,5 @@
+"""The offline HTML report (`viz.report`): its sections, figures and escaped text."""
+
 import re
 
 from flashtrace.viz.report import heatmap_with_hop_selector, trace_report_html

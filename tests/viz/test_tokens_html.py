@@ -1,3 +1,5 @@
+"""The flowing token HTML (`viz.tokens.tokens_html`): colours, legend, escaping and visible whitespace."""
+
 import re
 
 from flashtrace.viz import tokens_html

@@ -49,20 +49,20 @@ def trace_with(model: str, *extra):
                    "--no-progress", *extra)
 
 
-def test_defect14_truncated_safetensors_weights(model_folder, tmp_path):
+def test_truncated_safetensors_weights(model_folder, tmp_path):
     folder = copy_of(model_folder, tmp_path)
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[:1000])
     assert "cannot be read" in one_line_exit_2(trace_with(folder))
 
 
-def test_defect14_safetensors_with_a_bad_header(model_folder, tmp_path):
+def test_safetensors_with_a_bad_header(model_folder, tmp_path):
     folder = copy_of(model_folder, tmp_path)
     next(folder.glob("*.safetensors")).write_bytes(b"\xff" * 8 + b"not a header" * 10)
     assert "cannot be read" in one_line_exit_2(trace_with(folder))
 
 
-def test_defect14_a_config_that_does_not_match_the_weights(model_folder, tmp_path):
+def test_a_config_that_does_not_match_the_weights(model_folder, tmp_path):
     folder = copy_of(model_folder, tmp_path)
     config = json.loads((folder / "config.json").read_text())
     config["intermediate_size"] = config["intermediate_size"] * 2
@@ -70,7 +70,7 @@ def test_defect14_a_config_that_does_not_match_the_weights(model_folder, tmp_pat
     assert "do not match" in one_line_exit_2(trace_with(folder))
 
 
-def test_defect14_a_folder_with_a_config_but_no_weights(model_folder, tmp_path):
+def test_a_folder_with_a_config_but_no_weights(model_folder, tmp_path):
     folder = copy_of(model_folder, tmp_path)
     for weights in folder.glob("*.safetensors"):
         weights.unlink()
@@ -78,14 +78,14 @@ def test_defect14_a_folder_with_a_config_but_no_weights(model_folder, tmp_path):
     assert "no weights" in err and "neither a local folder" not in err
 
 
-def test_defect14_a_prompt_that_is_not_utf8():
+def test_a_prompt_that_is_not_utf8():
     res = subprocess.run([*CLI, "trace", "--model", "tiny-llama", "--prompt", b"caf\xe9 au lait", "--response",
                           "Answer: 2", "--no-progress"], capture_output=True, timeout=300)
     assert "not valid UTF-8" in one_line_exit_2(res)
 
 
 @pytest.mark.parametrize("kind", ["file", "read-only"])
-def test_defect14_batch_out_that_cannot_be_a_folder(tmp_path, kind):
+def test_batch_out_that_cannot_be_a_folder(tmp_path, kind):
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"prompt": "What is 2+3?", "response": "5."}) + "\n")
     out = tmp_path / "out"
@@ -97,7 +97,7 @@ def test_defect14_batch_out_that_cannot_be_a_folder(tmp_path, kind):
     assert str(out) in err
 
 
-def test_defect14_library_writes_in_a_read_only_folder_name_no_hidden_file(tmp_path, monkeypatch):
+def test_library_writes_in_a_read_only_folder_name_no_hidden_file(tmp_path, monkeypatch):
     lib = Library(tmp_path / "lib")
     name = lib.import_json(json.dumps(gallery_data("free-form")), name="a")
 
@@ -114,7 +114,7 @@ def test_defect14_library_writes_in_a_read_only_folder_name_no_hidden_file(tmp_p
         assert ".tmp-" not in str(info.value) and "Permission denied" in str(info.value)
 
 
-def test_defect14_renames_and_deletes_racing_another_process_say_so(tmp_path, monkeypatch):
+def test_renames_and_deletes_racing_another_process_say_so(tmp_path, monkeypatch):
     lib = Library(tmp_path / "lib")
     name = lib.import_json(json.dumps(gallery_data("free-form")), name="a")
     real_link = os.link

@@ -30,13 +30,13 @@ def peak_of_load(path) -> int:
     return peak
 
 
-def test_defect01_overflowing_scores_are_a_validation_error(tmp_path):
+def test_overflowing_scores_are_a_validation_error(tmp_path):
     path = overflow_scores(tmp_path / "overflow.json")
     with pytest.raises(TraceValidationError, match="scores"):
         Trace.load(path)
 
 
-def test_defect01_export_of_the_overflowing_file_is_one_line_exit_2(tmp_path):
+def test_export_of_the_overflowing_file_is_one_line_exit_2(tmp_path):
     path = overflow_scores(tmp_path / "overflow.json")
     res = subprocess.run([sys.executable, "-m", "flashtrace.cli", "export", str(path), "--json", str(tmp_path / "o.json")],
                          capture_output=True, text=True, timeout=120)
@@ -44,7 +44,7 @@ def test_defect01_export_of_the_overflowing_file_is_one_line_exit_2(tmp_path):
     assert res.stderr.strip().count("\n") == 0 and "internal error" not in res.stderr
 
 
-def test_defect01_library_lists_the_overflowing_file_as_unreadable_and_deletes_it(tmp_path):
+def test_library_lists_the_overflowing_file_as_unreadable_and_deletes_it(tmp_path):
     overflow_scores(tmp_path / "overflow.json")
     lib = Library(tmp_path)
     (entry,) = lib.entries()
@@ -54,7 +54,7 @@ def test_defect01_library_lists_the_overflowing_file_as_unreadable_and_deletes_i
 
 
 @pytest.mark.parametrize("kind", ["extra_floats", "extra_ints", "stop_tokens", "timings"])
-def test_defect03_loading_takes_at_most_4x_the_file_size(tmp_path, kind):
+def test_loading_takes_at_most_4x_the_file_size(tmp_path, kind):
     path = amplifying(tmp_path / f"{kind}.json", kind, 4_000_000)
     size = path.stat().st_size
     peak = peak_of_load(path)
@@ -62,13 +62,13 @@ def test_defect03_loading_takes_at_most_4x_the_file_size(tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["stop_tokens", "timings"])
-def test_defect03_unbounded_lists_are_refused(tmp_path, kind):
+def test_unbounded_lists_are_refused(tmp_path, kind):
     path = amplifying(tmp_path / f"{kind}.json", kind, 200_000)
     with pytest.raises(TraceValidationError, match="at most"):
         Trace.load(path)
 
 
-def test_defect03_a_valid_trace_still_loads_and_saves_back(tmp_path):
+def test_a_valid_trace_still_loads_and_saves_back(tmp_path):
     from tests.bad_files import gallery_data
 
     data = gallery_data("long-vartrack")

@@ -18,7 +18,7 @@ def weights_bytes(loaded) -> int:
     return sum(p.numel() * p.element_size() for p in loaded.model.parameters())
 
 
-def test_defect05_a_loaded_model_is_not_counted_again(monkeypatch):
+def test_a_loaded_model_is_not_counted_again(monkeypatch):
     """The issue's case: the memory left after the process and the weights are resident is less than they
     take, but far more than the run itself needs. The run's check used to add them to its need."""
     loaded = _load("tiny-llama")
@@ -28,7 +28,7 @@ def test_defect05_a_loaded_model_is_not_counted_again(monkeypatch):
     assert len(prepared.sequence) > 10
 
 
-def test_defect05_a_run_that_does_not_fit_is_still_refused_with_what_would(monkeypatch):
+def test_a_run_that_does_not_fit_is_still_refused_with_what_would(monkeypatch):
     loaded = _load("tiny-llama")
     monkeypatch.setattr(estimate_module, "available_bytes", lambda *a, **k: 2 * 2**20)
     with pytest.raises(ResourceError, match=r"at most ~\d+ tokens would fit"):
@@ -45,7 +45,7 @@ def many_layers(n: int):
                                 num_key_value_heads=2, vocab_size=1000, num_hidden_layers=n)
 
 
-def test_defect10_parameters_of_20000_layers_are_counted_without_building_them():
+def test_parameters_of_20000_layers_are_counted_without_building_them():
     small = memory.count_parameters(many_layers(3))
     tracemalloc.start()
     try:
@@ -58,6 +58,6 @@ def test_defect10_parameters_of_20000_layers_are_counted_without_building_them()
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB to count the parameters"
 
 
-def test_defect10_a_million_layers_are_refused_before_loading():
+def test_a_million_layers_are_refused_before_loading():
     with pytest.raises(ResourceError, match="refused before loading"):
         memory.check_weights_fit("m", many_layers(1_000_000), __import__("torch").float32)

@@ -17,7 +17,7 @@ from flashtrace.run.distributed import RayPool, RayUnavailableError
 LINE = {"prompt": "What is 2+3?", "response": "2 plus 3 is 5. The answer is 5.", "title": "ok"}
 
 
-def test_defect11_a_non_utf8_line_is_one_bad_line(tmp_path):
+def test_a_non_utf8_line_is_one_bad_line(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(json.dumps(LINE).encode() + b"\n" + b'{"prompt": "caf\xe9"}\n'
                      + json.dumps({**LINE, "title": "two"}).encode() + b"\n")
@@ -26,7 +26,7 @@ def test_defect11_a_non_utf8_line_is_one_bad_line(tmp_path):
     assert [(b.line, "UTF-8" in b.error) for b in bad] == [(2, True)]
 
 
-def test_defect11_a_byte_order_mark_is_not_part_of_line_one(tmp_path):
+def test_a_byte_order_mark_is_not_part_of_line_one(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(LINE).encode() + b"\n")
     jobs, bad = read_lines(path, BatchSettings(model="tiny-llama"))
@@ -42,7 +42,7 @@ class Doubler:
 
 
 @pytest.mark.ray
-def test_defect12_an_unreachable_ray_address_fails_at_once_with_one_line():
+def test_an_unreachable_ray_address_fails_at_once_with_one_line():
     import threading
 
     outcome = []
@@ -85,7 +85,7 @@ finally:
 @pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_defect12_the_driver_stops_its_local_cluster_when_signalled(signum):
+def test_the_driver_stops_its_local_cluster_when_signalled(signum):
     driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
     try:
         assert driver.stdout.readline().strip() == "started"

@@ -46,7 +46,7 @@ def assert_no_markup(fig) -> None:
     assert "&lt;a href" in texts or "&lt;b&gt;" in texts or "&lt;img" in texts
 
 
-def test_defect08_evaluation_charts_show_names_as_text():
+def test_evaluation_charts_show_names_as_text():
     records = hostile_records()
     summary = summarise(records)
     methods = [EVIL_METHOD, "attention"]
@@ -55,7 +55,7 @@ def test_defect08_evaluation_charts_show_names_as_text():
     assert_no_markup(example_strips(records[0], methods))
 
 
-def test_defect08_example_curves_and_strips_show_names_as_text():
+def test_example_curves_and_strips_show_names_as_text():
     record = hostile_records()[0]
     assert_no_markup(deletion_curves(record))
     assert_no_markup(method_strips(record))

@@ -16,7 +16,7 @@ def _chosen(at):
     return next(sb for sb in at.selectbox if sb.key and sb.key.startswith("chosen_"))
 
 
-def test_defect01_home_and_library_render_with_the_overflowing_file(open_page, library_dir):
+def test_home_and_library_render_with_the_overflowing_file(open_page, library_dir):
     overflow_scores(library_dir / "overflow.json")
     at = open_page()
     no_problems(at)
@@ -27,7 +27,7 @@ def test_defect01_home_and_library_render_with_the_overflowing_file(open_page, l
 
 @pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("ref", ["gallery:needle", "lib:overflow"])
-def test_defect01_trace_pages_render_with_the_overflowing_file(open_page, library_dir, page, ref):
+def test_trace_pages_render_with_the_overflowing_file(open_page, library_dir, page, ref):
     overflow_scores(library_dir / "overflow.json")
     at = open_page(page, trace=ref)
     assert not at.exception, [e.message for e in at.exception]
@@ -35,7 +35,7 @@ def test_defect01_trace_pages_render_with_the_overflowing_file(open_page, librar
         assert any("Cannot open" in e.value for e in at.error), [e.value for e in at.error]
 
 
-def test_defect01_the_overflowing_file_is_deleted_from_the_library_page(open_page, library_dir):
+def test_the_overflowing_file_is_deleted_from_the_library_page(open_page, library_dir):
     overflow_scores(library_dir / "overflow.json")
     at = open_page("pages/5_Library.py")
     _chosen(at).set_value("overflow").run()
@@ -46,7 +46,7 @@ def test_defect01_the_overflowing_file_is_deleted_from_the_library_page(open_pag
     assert not (library_dir / "overflow.json").exists()
 
 
-def test_defect13_story_evidence_step_on_a_trace_without_segments(open_page, library_dir):
+def test_story_evidence_step_on_a_trace_without_segments(open_page, library_dir):
     without_segments(library_dir / "noseg.json")
     assert Library(library_dir).entries()[0].readable
     for step in range(1, 6):
@@ -54,7 +54,7 @@ def test_defect13_story_evidence_step_on_a_trace_without_segments(open_page, lib
         no_problems(at)
 
 
-def test_defect16_a_right_to_left_override_in_a_file_name_is_written_out(open_page, library_dir):
+def test_a_right_to_left_override_in_a_file_name_is_written_out(open_page, library_dir):
     without_segments(library_dir / f"{RTL_NAME}.json")  # a valid trace, copied in under that name
     at = open_page("pages/5_Library.py")
     assert not at.exception

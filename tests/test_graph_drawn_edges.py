@@ -7,7 +7,7 @@ from flashtrace.analysis.schema import Trace
 from flashtrace.run.bench.synthetic import synthetic_trace_data
 
 
-def test_defect04_drawn_edges_grow_linearly_with_one_token_steps():
+def test_drawn_edges_grow_linearly_with_one_token_steps():
     trace = Trace.from_dict(synthetic_trace_data(800, hops=1, n_steps=400))
     graph = HopGraph.from_trace(trace)
     nodes = graph.graph.number_of_nodes()

@@ -49,7 +49,7 @@ def kinds(paths: dict) -> dict:
 
 
 @pytest.mark.parametrize("flag", ["--json", "--html"])
-def test_defect02_export_refuses_special_files_and_links(tmp_path, trace_file, flag):
+def test_export_refuses_special_files_and_links(tmp_path, trace_file, flag):
     made = special_files(tmp_path)
     before = kinds(made)
     for name, path in made.items():
@@ -60,7 +60,7 @@ def test_defect02_export_refuses_special_files_and_links(tmp_path, trace_file, f
     assert (tmp_path / "target.txt").read_text() == "keep me"
 
 
-def test_defect02_trace_json_refuses_a_device_link_before_the_run(tmp_path):
+def test_trace_json_refuses_a_device_link_before_the_run(tmp_path):
     made = special_files(tmp_path)
     res = run_cli("trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
                   "--json", str(made["device_link"]), "--no-progress")
@@ -68,7 +68,7 @@ def test_defect02_trace_json_refuses_a_device_link_before_the_run(tmp_path):
     assert os.path.islink(made["device_link"]) and stat.S_ISCHR(os.stat(made["device"]).st_mode)
 
 
-def test_defect02_a_path_that_becomes_special_after_the_check_is_not_replaced(tmp_path):
+def test_a_path_that_becomes_special_after_the_check_is_not_replaced(tmp_path):
     """The check runs before a long trace; the write re-checks what is there just before it renames."""
     path = tmp_path / "out.json"
     check_destination(path, "--json")
@@ -79,7 +79,7 @@ def test_defect02_a_path_that_becomes_special_after_the_check_is_not_replaced(tm
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
 
 
-def test_defect02_a_regular_file_is_still_replaced_atomically(tmp_path):
+def test_a_regular_file_is_still_replaced_atomically(tmp_path):
     path = tmp_path / "out.json"
     path.write_text("old")
     atomic_write_text(check_destination(path), "new")
@@ -93,7 +93,7 @@ def refuse_links(monkeypatch):
     monkeypatch.setattr(fileio.os, "link", no_link)
 
 
-def test_defect09_rename_without_hard_links_keeps_the_mode_and_the_content(tmp_path, trace_file, monkeypatch):
+def test_rename_without_hard_links_keeps_the_mode_and_the_content(tmp_path, trace_file, monkeypatch):
     lib = Library(tmp_path / "lib")
     name = lib.import_json(trace_file.read_bytes(), name="a")
     os.chmod(lib.path(name), 0o644)
@@ -123,7 +123,7 @@ Library(sys.argv[1]).rename("a", "b")
 """
 
 
-def test_defect09_a_rename_killed_midway_leaves_no_partial_file(tmp_path, trace_file):
+def test_a_rename_killed_midway_leaves_no_partial_file(tmp_path, trace_file):
     lib = Library(tmp_path / "lib")
     lib.import_json(trace_file.read_bytes(), name="a")
     before = lib.path("a").read_bytes()
@@ -134,14 +134,14 @@ def test_defect09_a_rename_killed_midway_leaves_no_partial_file(tmp_path, trace_
     assert lib.path("a").read_bytes() == before or lib.path("b").read_bytes() == before
 
 
-def test_defect15_a_fifo_as_export_input_is_refused_at_once(tmp_path):
+def test_a_fifo_as_export_input_is_refused_at_once(tmp_path):
     fifo = tmp_path / "in.json"
     os.mkfifo(fifo)
     res = run_cli("export", str(fifo), "--json", str(tmp_path / "o.json"), timeout=30)  # blocked forever before
     assert res.returncode == 2 and "named pipe" in res.stderr, res.stderr
 
 
-def test_defect15_a_fifo_as_prompt_file_is_refused_at_once(tmp_path):
+def test_a_fifo_as_prompt_file_is_refused_at_once(tmp_path):
     fifo = tmp_path / "prompt.txt"
     os.mkfifo(fifo)
     res = run_cli("trace", "--model", "tiny-llama", "--prompt-file", str(fifo), "--response", "Answer: 2", timeout=60)

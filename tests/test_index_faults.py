@@ -37,13 +37,13 @@ def titles(lib) -> dict:
 EXPECTED = {"alpha": "title of alpha", "beta": "title of beta"}
 
 
-def test_defect06_an_index_that_is_a_folder_is_bypassed(lib):
+def test_an_index_that_is_a_folder_is_bypassed(lib):
     (lib.root / INDEX_NAME).mkdir()
     assert titles(lib) == EXPECTED
     assert lib.facets()["model"] == ["smollm2-135m"]
 
 
-def test_defect06_an_index_of_another_table_shape_is_rebuilt(lib):
+def test_an_index_of_another_table_shape_is_rebuilt(lib):
     with sqlite3.connect(lib.root / INDEX_NAME) as conn:
         conn.execute("CREATE TABLE traces (name TEXT PRIMARY KEY)")
         conn.execute(f"PRAGMA user_version = {index_module.SCHEMA}")
@@ -51,7 +51,7 @@ def test_defect06_an_index_of_another_table_shape_is_rebuilt(lib):
     assert titles(lib) == EXPECTED  # and the rebuilt index serves the next listing
 
 
-def test_defect06_a_row_whose_metrics_is_not_json_is_read_again(lib):
+def test_a_row_whose_metrics_is_not_json_is_read_again(lib):
     data = json.loads((lib.root / "alpha.json").read_text())
     data["extra"]["metrics"] = {"rise": 0.25}
     (lib.root / "alpha.json").write_text(json.dumps(data))
@@ -62,7 +62,7 @@ def test_defect06_a_row_whose_metrics_is_not_json_is_read_again(lib):
     assert entries["alpha"].metrics == {"rise": 0.25}
 
 
-def test_defect06_garbage_in_the_index_file_is_rebuilt(lib):
+def test_garbage_in_the_index_file_is_rebuilt(lib):
     (lib.root / INDEX_NAME).write_bytes(b"not a database " * 200)
     assert titles(lib) == EXPECTED
 
@@ -76,7 +76,7 @@ print(json.dumps({e.name: e.title for e in Library(sys.argv[1]).entries()}))
 """
 
 
-def test_defect06_an_index_this_user_cannot_write_is_bypassed(lib):
+def test_an_index_this_user_cannot_write_is_bypassed(lib):
     """As root the test makes the folder writable by anyone but the index read-only for others, then lists
     it as another user (nobody)."""
     shared = tempfile.mkdtemp(prefix="flashtrace-r3-")
@@ -109,7 +109,7 @@ print("committed", flush=True)
 """
 
 
-def test_defect07_a_locked_index_is_waited_for_and_never_deleted(lib, monkeypatch):
+def test_a_locked_index_is_waited_for_and_never_deleted(lib, monkeypatch):
     assert titles(lib) == EXPECTED
     path = lib.root / INDEX_NAME
     inode = path.stat().st_ino
@@ -148,7 +148,7 @@ def _same_size_same_time(path, new_text: str) -> None:
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
 
 
-def test_defect17_an_edit_with_the_same_size_and_time_is_noticed(lib):
+def test_an_edit_with_the_same_size_and_time_is_noticed(lib):
     assert titles(lib) == EXPECTED
     path = lib.root / "alpha.json"
     _same_size_same_time(path, path.read_text().replace("title of alpha", "title of ALPHA"))
@@ -157,7 +157,7 @@ def test_defect17_an_edit_with_the_same_size_and_time_is_noticed(lib):
     assert not {e.name: e for e in lib.entries()}["alpha"].readable
 
 
-def test_defect18_a_symlinked_index_is_never_written_through(lib, tmp_path):
+def test_a_symlinked_index_is_never_written_through(lib, tmp_path):
     other = tmp_path / "someone-elses.sqlite"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE traces (precious TEXT)")
