@@ -146,3 +146,26 @@ def test_a_fifo_as_prompt_file_is_refused_at_once(tmp_path):
     os.mkfifo(fifo)
     res = run_cli("trace", "--model", "tiny-llama", "--prompt-file", str(fifo), "--response", "Answer: 2", timeout=60)
     assert res.returncode == 2 and "named pipe" in res.stderr, res.stderr
+
+
+WRITERS = {  # every command that writes a file named on its command line: the flag, and what runs before it
+    "trace --json": lambda tmp, out: ["trace", "--model", "tiny-llama", "--prompt", "2 + 2?", "--response", "Answer: 4",
+                                      "--no-progress", "--json", out],
+    "export --json": lambda tmp, out: ["export", str(tmp / "t.json"), "--json", out],
+    "export --html": lambda tmp, out: ["export", str(tmp / "t.json"), "--html", out],
+    "intervene --out": lambda tmp, out: ["intervene", str(tmp / "t.json"), "--no-progress", "--out", out],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", list(WRITERS))
+def test_every_writer_refuses_a_link_a_fifo_and_a_device_before_any_work(tmp_path, trace_file, command):
+    """Issue 48 item 4: each command's output flag, given a link, a named pipe or a device, says so in one line and
+    exits 2 without waiting on the pipe or touching what the link points to."""
+    made = special_files(tmp_path)
+    before = kinds(made)
+    for name, path in made.items():
+        res = run_cli(*WRITERS[command](tmp_path, str(path)), timeout=180)
+        assert res.returncode == 2 and str(path) in res.stderr, (command, name, res.stderr)
+        assert res.stderr.strip().count("\n") == 0, (command, name, res.stderr)
+    assert kinds(made) == before and (tmp_path / "target.txt").read_text() == "keep me"
