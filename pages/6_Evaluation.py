@@ -8,7 +8,8 @@ import streamlit as st
 
 from flashtrace.app import ui
 from flashtrace.app.glossary import help_link
-from flashtrace.evaluate.report import featured_first, find_eval_folders, load_records, load_settings, summarise
+from flashtrace.evaluate.report import (featured_first, find_eval_folders, group_of, load_records, load_settings,
+                                        summarise)
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows
 
@@ -94,7 +95,7 @@ with ui.shown_errors("Could not read the results: "):
     st.plotly_chart(mean_deletion_curves(summary, task, methods), key="eval_curves", config=CHART)
 
     st.subheader("One example")
-    rows = [r for r in records if r["task"] == task]
+    rows = [r for r in records if group_of(r) == task]  # a task, or its right or wrong answers (own protocol)
     ids = [r.get("id", f"{task}-{i:04d}") for i, r in enumerate(rows)]
     chosen = st.selectbox("Example", ids, key=f"eval_example_{label}_{task}")
     record = rows[ids.index(chosen)]

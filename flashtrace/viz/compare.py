@@ -186,11 +186,14 @@ def reach_bars(facts: TraceFacts) -> go.Figure:
 
 def deletion_curves(record: dict) -> go.Figure:
     """Normalised deletion curves (lower area = more faithful) of every method in an evaluation
-    record (`flashtrace.evaluate.runner.evaluate_context`), each in its method's colour (`method_colors`)."""
+    record (`flashtrace.evaluate.runner.evaluate_context`), each in its method's colour (`method_colors`); a
+    method without a curve (a run with ``--k 0``) is left out."""
     colors = method_colors(list(record["methods"]))
     fig = go.Figure()
     for name, m in record["methods"].items():
         steps = len(m["n"]) - 1
+        if steps < 1:  # a run without deletion curves (``eval --k 0``)
+            continue
         fig.add_trace(go.Scatter(
             x=[t / steps for t in range(steps + 1)], y=m["n"], mode="lines+markers",
             name=f"{plotly_text(name)} (RISE {m['rise']:.3f})", line={"color": colors[name]},

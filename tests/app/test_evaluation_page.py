@@ -124,3 +124,22 @@ def test_committed_results_open(open_page, monkeypatch):
     no_problems(at)
     assert len(at.dataframe[0].value) == 8  # the 8 methods, without the -nostop variants
     assert (ROOT / "benchmarks" / "results" / "eval_smollm2" / "summary.json").exists()
+
+
+def test_a_run_on_the_models_own_reasoning_opens_split_by_right_and_wrong(open_page, tmp_path, monkeypatch):
+    """`eval --protocol own --k 0` (issue 46): the page lists a task's right and wrong answers as two groups, and
+    each opens with its table, bars and one example (no deletion curve: Recovery only)."""
+    from flashtrace.cli import main
+
+    root = tmp_path / "results"
+    assert main(["eval", "--model", "tiny-llama", "--protocol", "own", "--task", "needle", "--n", "2", "--length",
+                 "40", "--write-tokens", "6", "--k", "0", "--methods", "flashtrace-k0,attention",
+                 "--out", str(root / "own"), "--no-progress", "--no-plots"]) == 0
+    monkeypatch.setenv("FLASHTRACE_EVAL_ROOT", str(root))
+    at = open_page("pages/6_Evaluation.py")
+    no_problems(at)
+    at.query_params["task"] = "needle (wrong)"  # tiny random weights answer nothing right
+    at.run()
+    no_problems(at)
+    assert "needle (wrong)" in literal(" ".join(m.value for m in at.markdown))
+    assert at.selectbox(key="eval_example_own_needle (wrong)").options == ["needle-0000", "needle-0001"]
