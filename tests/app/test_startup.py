@@ -20,9 +20,15 @@ def test_home_modules_do_not_import_the_engine():
 
 
 def test_public_api_still_loads_the_engine_on_use():
-    import flashtrace
-
-    assert callable(flashtrace.load_model) and callable(flashtrace.attribute) and callable(flashtrace.trace)
+    """The lazy names resolve to the engine's own functions on first use (not only to something callable)."""
+    code = ("import sys, flashtrace\n"
+            "from flashtrace.engine.models import load_model\n"
+            "from flashtrace.run.tracing import attribute\n"
+            "assert flashtrace.load_model is load_model and flashtrace.attribute is attribute\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"  # using them loaded the engine
 
 
 def test_page_icon_is_a_local_file():

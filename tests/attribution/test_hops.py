@@ -46,6 +46,14 @@ def test_hops_follow_the_method_formulas():
     assert torch.allclose(result[0].raw, a0) and result[0].rho == pytest.approx(float(rho0))
     assert torch.allclose(result[1].weights, u1) and result[1].rho == pytest.approx(float(rho1))
     assert torch.allclose(result[1].contribution, rho0 * a1 * observed, atol=1e-7)
+    u2 = a1 * generated / (a1 * generated).sum()  # hop 2, from hop 1's mass on the generated tokens
+    a2 = agg(u2[None])[0]
+    rho2 = rho1 * a2[generated].sum() / a2.sum()
+    assert torch.allclose(result[2].weights, u2) and torch.allclose(result[2].raw, a2)
+    assert result[2].rho == pytest.approx(float(rho2))
+    assert torch.allclose(result[2].contribution, rho1 * a2 * observed, atol=1e-7)
+    # the final prompt attribution, written from METHOD §4 directly (not from the contributions returned)
+    assert torch.allclose(final, a0 * observed + rho0 * a1 * observed + rho1 * a2 * observed, atol=1e-6)
 
 
 def test_stop_tokens_get_no_weight_and_no_score():
