@@ -1,0 +1,33 @@
+"""The committed runs on the models' own reasoning (issue 46) are what their files say: each summary.json and
+summary.md is rebuilt from the folder's per-example records and settings and compared, and each run records its
+command, machine, load and times, and every example its written response."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flashtrace.evaluate.report import load_records, load_settings, markdown, summarise
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RUNS = sorted(p.parent for p in RESULTS.glob("eval_qwen*/run.json"))
+
+
+def test_there_is_a_committed_run_on_a_models_own_reasoning():
+    assert RUNS, "no benchmarks/results/eval_qwen*/run.json"
+
+
+@pytest.mark.parametrize("folder", RUNS, ids=[p.name for p in RUNS])
+def test_a_committed_summary_is_rebuilt_from_its_records(folder):
+    records, settings = load_records(folder), load_settings(folder)
+    rebuilt = json.loads(json.dumps(summarise(records, settings)))  # as written: tuples become lists
+    assert rebuilt == json.loads((folder / "summary.json").read_text())
+    assert markdown(rebuilt) == (folder / "summary.md").read_text()
+    run = json.loads((folder / "run.json").read_text())
+    assert {"command", "machine", "load", "times"} <= set(run) and f"--out benchmarks/results/{folder.name}" in run["command"]
+    protocol = settings["protocol"]
+    assert protocol["written"] == len(list((folder / "responses").glob("*.json")))
+    assert protocol["kept"] == len(records) and all(r["meta"]["protocol"]["name"] == protocol["name"] for r in records)
+    for record in records:  # the response each example was traced on is the one the writer wrote
+        written = json.loads((folder / "responses" / f"{record['id']}.json").read_text())["written"]
+        assert record["response"] == written["response"] and record["meta"]["protocol"]["correct"] == written["correct"]
