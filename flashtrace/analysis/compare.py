@@ -26,7 +26,6 @@ from .schema import Trace, normalised
 from ..base.errors import InputError
 
 CONVERGED_OVERLAP = 0.9
-_ROLE_GROUP = {"template": "prompt", "prompt": "prompt", "reasoning": "reasoning", "answer": "answer"}
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
@@ -85,13 +84,22 @@ class HopDepthComparison:
         return asdict(self)
 
 
-def _split(raw: np.ndarray, roles: list[str]) -> dict[str, float]:
-    """Share of `raw` on the prompt (template included), the reasoning and the answer."""
+ROLES = ("prompt", "template", "reasoning", "answer")
+
+
+def role_shares(raw, roles) -> dict[str, float]:
+    """Share of the attribution vector `raw` on each token role (`ROLES`; `roles` one per position), 0 each when
+    `raw` sums to 0: the one role split of every view (the depth comparison merges the template into the prompt)."""
+    raw, roles = np.asarray(raw, dtype=float), np.asarray(roles)
     total = raw.sum()
-    split = {g: 0.0 for g in ("prompt", "reasoning", "answer")}
-    for value, group in zip(raw, roles):
-        split[group] += value
-    return {g: float(v / total) if total > 0 else 0.0 for g, v in split.items()}
+    return {r: float(raw[roles == r].sum() / total) if total > 0 else 0.0 for r in ROLES}
+
+
+def _split(raw, roles) -> dict[str, float]:
+    """Share of `raw` on the prompt (template included), the reasoning and the answer (`role_shares`)."""
+    shares = role_shares(raw, roles)
+    return {"prompt": shares["prompt"] + shares["template"], "reasoning": shares["reasoning"],
+            "answer": shares["answer"]}
 
 
 def _convergence(overlap: list[float]) -> int | None:
@@ -117,7 +125,7 @@ def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> Ho
     """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
     (default: the trace's hop setting)."""
     max_hops = _check_depth_args(trace, max_hops, k)
-    roles = [_ROLE_GROUP[t.role] for t in trace.tokens]
+    roles = [t.role for t in trace.tokens]
     user_prompt = trace.positions("prompt")
     depths = list(range(max_hops + 1))
     final = np.zeros(trace.n_tokens)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..engine.inputs.spans import is_question
 from .check import FAITHFULNESS_KEY, Check, summarise_check
-from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions
+from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions, role_shares, top_k_overlap
 from .gold import gold_positions
 from .schema import Trace
 from .text import distinct_labels
@@ -247,11 +247,7 @@ class TraceFacts:
     def overlap(self, k: int = 10) -> float:
         """Top-k overlap of the prompt tokens between hop 0 and the deepest depth (1.0: the same k tokens)."""
         first, last = self.depths[0].token_shares, self.depths[-1].token_shares
-        k = min(k, len(first))
-        if k == 0:
-            return 1.0
-        top = [set(sorted(range(len(v)), key=lambda j: (-v[j], j))[:k]) for v in (first, last)]
-        return len(top[0] & top[1]) / k
+        return top_k_overlap(first, last, list(range(len(first))), k)
 
     def top_words(self, depth: int = -1, k: int = 8) -> list[Word]:
         """The `k` prompt words with the most attribution at `depth` (default the final one), whole words rather
@@ -306,17 +302,9 @@ def _normalised(rows: np.ndarray) -> np.ndarray:
 
 
 def _splits(trace: Trace, depths: int) -> list[dict[str, float] | None]:
-    roles = np.asarray([t.role for t in trace.tokens])
-    out = []
-    for k in range(depths):
-        if k >= len(trace.hops):
-            out.append(None)
-            continue
-        raw = np.asarray(trace.hops[k].raw, dtype=float)
-        total = raw.sum()
-        out.append({r: float(raw[roles == r].sum() / total) if total > 0 else 0.0
-                    for r in ("prompt", "template", "reasoning", "answer")})
-    return out
+    """Each hop's `role_shares` (None for a depth past where the hops stopped)."""
+    roles = [t.role for t in trace.tokens]
+    return [role_shares(trace.hops[k].raw, roles) if k < len(trace.hops) else None for k in range(depths)]
 
 
 def _punctuation_only(text: str) -> bool:
