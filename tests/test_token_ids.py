@@ -55,3 +55,13 @@ def test_ids_that_do_not_come_back_from_their_text_are_refused(tiny):
     assert tok(tok.decode(split), add_special_tokens=False)["input_ids"] != split  # "apples" is not those pieces
     with pytest.raises(ValueError, match="the response ids do not come back from their text.*pass the text"):
         flashtrace.trace(tiny, PROMPT, split)
+
+
+def test_a_traces_response_start_is_its_sequences(tiny):
+    """One place says where the response starts: `Trace.response_start` agrees with the recorded sequence's,
+    with a chat template and without (issue 47 item 4)."""
+    for chat in (True, False):
+        prepared = flashtrace.prepare(tiny, PROMPT, RESPONSE, chat_template=chat)
+        trace = flashtrace.attribute(prepared, hops=0)
+        assert trace.response_start == prepared.sequence.response_start
+        assert trace.tokens[trace.response_start - 1].role != "reasoning" and trace.tokens[trace.response_start].role in ("reasoning", "answer")

@@ -258,6 +258,12 @@ class Trace(_Strict):
         """The number of tokens."""
         return len(self.tokens)
 
+    @property
+    def response_start(self) -> int:
+        """Index of the first response token (reasoning or answer; the number of tokens when there is none): the
+        trace's counterpart of `TokenSequence.response_start`, for every caller that edits or extends a trace."""
+        return next((i for i, t in enumerate(self.tokens) if t.role in ("reasoning", "answer")), len(self.tokens))
+
     def positions(self, *roles: str) -> list[int]:
         """The positions of the tokens whose role is one of `roles` ("prompt", "reasoning", ...)."""
         return [i for i, t in enumerate(self.tokens) if t.role in roles]

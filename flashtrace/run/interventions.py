@@ -53,10 +53,6 @@ def _segment_map(trace: Trace) -> dict:
     return {s.id: s for s in trace.segments}
 
 
-def _response_start(trace: Trace) -> int:
-    return next((i for i, t in enumerate(trace.tokens) if t.role in ("reasoning", "answer")), len(trace.tokens))
-
-
 def _chosen(trace: Trace, segment_ids: Sequence[str]) -> list:
     segments = _segment_map(trace)
     lo, hi = trace.settings.target
@@ -105,13 +101,13 @@ def edit_ids(trace: Trace, segment_ids: Sequence[str], replacement_ids: Sequence
             out.append(token_id)
     shift[len(ids)] = len(out)
     lo, hi = trace.settings.target
-    return Edited(tuple(out), (shift[lo], shift[lo] + hi - lo), shift[_response_start(trace)],
+    return Edited(tuple(out), (shift[lo], shift[lo] + hi - lo), shift[trace.response_start],
                   tuple(s.id for s in chosen), replacement, kind)
 
 
 def unedited(trace: Trace) -> Edited:
     """The trace's own sequence, as an `Edited` with nothing edited."""
-    return Edited(tuple(t.id for t in trace.tokens), tuple(trace.settings.target), _response_start(trace))
+    return Edited(tuple(t.id for t in trace.tokens), tuple(trace.settings.target), trace.response_start)
 
 
 def _check_model(loaded, trace: Trace) -> None:

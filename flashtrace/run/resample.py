@@ -28,7 +28,7 @@ from ..engine.estimate import generation_seconds, scoring_seconds
 from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from ..analysis.schema import InterventionRecord
 from ..analysis.segments import is_answer_marker
-from .interventions import Edited, Progress, _check_model, _pad_id, _response_start, intervene, score, step_edits
+from .interventions import Edited, Progress, _check_model, _pad_id, intervene, score, step_edits
 from ..base.errors import InputError
 
 SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
@@ -52,7 +52,7 @@ def answer_tail(trace: Trace) -> int:
 
 def default_tokens(trace: Trace) -> int:
     """The default budget: the original response up to the end of its target, plus `SLACK_TOKENS`."""
-    return trace.settings.target[1] - _response_start(trace) + SLACK_TOKENS
+    return trace.settings.target[1] - trace.response_start + SLACK_TOKENS
 
 
 def _cut(tokenizer, ids: list[int], stop: set[int], marker: str) -> tuple[list[int], str]:
@@ -96,7 +96,7 @@ def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]
     for sample in samples:  # a context ends at a step, never after the marker (the marker is no step)
         kept, own = _cut(tok, sample, stop, marker)
         seq = list(context) + kept + ids[tail_at:hi]
-        rows.append(Edited(tuple(seq), (len(seq) - (hi - lo), len(seq)), _response_start(trace), kind="resample"))
+        rows.append(Edited(tuple(seq), (len(seq) - (hi - lo), len(seq)), trace.response_start, kind="resample"))
         matches.append(_norm(own) == wanted if marker else wanted in _norm(own))
     return rows, matches
 
