@@ -14,7 +14,7 @@ import pytest
 from flashtrace.run.tracing import attribute, prepare
 from flashtrace.store import library
 from flashtrace.analysis.schema import TraceValidationError
-from flashtrace.store.library import LIBRARY_ENV, Entry, Library, LibraryError, default_root
+from flashtrace.store.library import LIBRARY_ENV, Library, LibraryError, default_root
 from tests.conftest import _load
 
 
@@ -47,14 +47,6 @@ def test_facets_list_the_models_and_tasks_present(tmp_path, small_trace):
     lib.save(tasked, "tasked")
     (tmp_path / "lib" / "broken.json").write_text("{")
     assert lib.facets() == {"model": ["tiny-llama"], "task": ["needle"]}
-
-
-def test_an_entry_matches_every_word_of_a_query_in_any_field():
-    entry = Entry(name="apples-1", path=Path("apples-1.json"), size=1, modified=0.0, title="Fruit Sums",
-                  model="tiny-llama", method="flashtrace", prompt_head="Ann has 3 apples")
-    assert entry.matches("") and entry.matches("APPLES fruit") and entry.matches("llama ann flashtrace")
-    assert not entry.matches("apples pears") and not entry.matches("needle")
-    assert not entry.matches("xx")  # a word matches the fields' text only
 
 
 def test_a_file_copied_in_by_hand_opens_and_deletes_under_its_own_name(tmp_path, small_trace):

@@ -89,12 +89,6 @@ class Entry:
         """Whether the trace file could be read."""
         return self.error is None
 
-    def matches(self, query: str) -> bool:
-        """Whether every word of `query` occurs (ignoring case) in the name, title, model, method or prompt."""
-        words = query.lower().split()
-        haystack = " ".join((self.name, self.title, self.model, self.method, self.prompt_head)).lower()
-        return all(w in haystack for w in words)
-
 
 class Library:
     """Saved traces in `root` (created on first write). Opening it removes temporary files that killed
