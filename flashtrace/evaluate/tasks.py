@@ -29,7 +29,7 @@ import random
 from pathlib import Path
 from typing import Callable
 
-from .textgen import CharRange, Example, _build, _chars, _Builder, _interleave, filler_sentence
+from .textgen import CharRange, Example, build_prompt, chars_for, PromptBuilder, interleave, filler_sentence
 from .vartrack import VARTRACK_LAYOUTS, vartrack_example
 from ..base.errors import InputError
 
@@ -64,11 +64,11 @@ def _needle(seed: int, length: int | None = None, variant: str | None = None, **
         needles, asked = [(keys[0], values[0]), (keys[1], values[1])], keys[:2]
     rng.shuffle(needles)
     items = [(sentence.format(k, v), "gold" if k in asked else "distractor") for k, v in needles]
-    body = _interleave(rng, items, _chars(length or 512) - 200)
+    body = interleave(rng, items, chars_for(length or 512) - 200)
     header = "Some special magic numbers are hidden inside the following text. Make sure to memorize them."
     question = (f"Question: What {'are all the special magic numbers' if variant == 'multivalue' else 'is the special magic number'}"
                 f" for {' and for '.join(asked)} mentioned in the provided text?")
-    b = _build(header, body, question)
+    b = build_prompt(header, body, question)
     found = [(k, v) for k, v in needles if k in asked]
     if variant == "multiquery":
         found.sort(key=lambda kv: asked.index(kv[0]))
@@ -115,13 +115,13 @@ def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_
             needed.add(pop[country_of[city_of[p]]])
     facts = list(dict.fromkeys([*born.values(), *located.values(), *pop.values()]))
     rng.shuffle(facts)
-    budget = _chars(length or 256) - 200
+    budget = chars_for(length or 256) - 200
     items, used = [], 0
     for f in facts:  # needed facts always, distractor facts while they fit
         if f in needed or used + len(f) < budget:
             items.append((f, "gold" if f in needed else "distractor"))
             used += len(f) + 1
-    body = _interleave(rng, items, budget)
+    body = interleave(rng, items, budget)
     header = "Read the following facts about people, cities and countries."
     if kind == "count":
         p = asked[0]
@@ -137,7 +137,7 @@ def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_
         a, c = (pops[country_of[city_of[q]]] for q in asked)
         lines.append(f"{max(a, c)} million is more than {min(a, c)} million, so the answer is {best}.")
         answer = best
-    b = _build(header, body, question)
+    b = build_prompt(header, body, question)
     return Example(b.text(), "\n".join(lines + [f"Answer: {answer}"]), answer, b.marks["gold"], "multihop",
                    {"kind": kind, "people": asked, "hops": 2 if kind == "count" else 3})
 
@@ -183,10 +183,10 @@ def _arithmetic(seed: int, length: int | None = None, steps: int | None = None, 
     distract = [[(t.format(rng.randint(3, 60)), None)] for t in rng.sample(_DISTRACT, 3)]
     story = sentences + distract
     order = sorted(range(len(story)), key=lambda i: (i if i < len(sentences) else rng.uniform(0, len(sentences))))
-    b = _Builder()
+    b = PromptBuilder()
     b.add("Solve the word problem in the text below.")
     first = True
-    filler_budget = _chars(length or 200) - 250
+    filler_budget = chars_for(length or 200) - 250
     fill_rng = random.Random(f"arithmetic-fill:{seed}")
     for i in order:
         sep = "\n\n" if first else " "

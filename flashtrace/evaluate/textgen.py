@@ -31,7 +31,7 @@ class Example:
         return asdict(self)
 
 
-class _Builder:
+class PromptBuilder:
     """Joins sentences into a prompt while recording the character range of each marked piece."""
 
     def __init__(self) -> None:
@@ -72,11 +72,11 @@ def filler_sentence(rng: random.Random) -> str:
     return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
 
 
-def _chars(length: int) -> int:
+def chars_for(length: int) -> int:
     return int(length * CHARS_PER_TOKEN)
 
 
-def _interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
+def interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
                 filler: Callable[[random.Random], str] = filler_sentence) -> list[tuple[str, str | None]]:
     """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters."""
     used = sum(len(t) + 1 for t, _ in items)
@@ -97,8 +97,8 @@ def _interleave(rng: random.Random, items: list[tuple[str, str | None]], budget:
     return out
 
 
-def _build(header: str, body: list[tuple[str, str | None]], question: str) -> _Builder:
-    b = _Builder()
+def build_prompt(header: str, body: list[tuple[str, str | None]], question: str) -> PromptBuilder:
+    b = PromptBuilder()
     b.add(header)
     first = True
     for text, mark in body:
@@ -108,4 +108,5 @@ def _build(header: str, body: list[tuple[str, str | None]], question: str) -> _B
     return b
 
 
-__all__ = ["CharRange", "CHARS_PER_TOKEN", "Example", "filler_sentence"]
+__all__ = ["CharRange", "CHARS_PER_TOKEN", "Example", "filler_sentence", "PromptBuilder", "build_prompt", "chars_for",
+           "interleave"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from .textgen import Example, _build, _Builder, _chars, _interleave
+from .textgen import Example, build_prompt, PromptBuilder, chars_for, interleave
 from ..base.errors import InputError
 
 VARTRACK_LAYOUTS = ("text", "lines", "words")
@@ -48,8 +48,8 @@ def _said(layout: str, name: str, value: int | None = None, source: str | None =
     return f"VAR {name} = {value}." if source is None else f"VAR {name} = VAR {source}."
 
 
-def _lines_prompt(merged: list[tuple[str, str | None]], target: str) -> _Builder:
-    b = _Builder()
+def _lines_prompt(merged: list[tuple[str, str | None]], target: str) -> PromptBuilder:
+    b = PromptBuilder()
     b.add("Memorize the variable assignments below.")
     for text, mark in merged:
         b.add(text, mark, sep="\n")
@@ -103,7 +103,7 @@ def vartrack_example(seed: int, length: int | None = None, hops: int | None = No
         b = _lines_prompt(merged, target)
     else:
         header, question = _HEADERS[layout]
-        b = _build(header, _interleave(rng, merged, _chars(length or 384) - 160), question.format(target))
+        b = build_prompt(header, interleave(rng, merged, chars_for(length or 384) - 160), question.format(target))
     lines = [_said(layout, vs[i], source=vs[i - 1]) for i in range(len(vs) - 1, 0, -1)]
     lines.append(_said(layout, vs[0], values[0]))
     if layout in _CLOSING:

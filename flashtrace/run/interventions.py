@@ -53,7 +53,7 @@ def _segment_map(trace: Trace) -> dict:
     return {s.id: s for s in trace.segments}
 
 
-def _chosen(trace: Trace, segment_ids: Sequence[str]) -> list:
+def chosen_segments(trace: Trace, segment_ids: Sequence[str]) -> list:
     segments = _segment_map(trace)
     lo, hi = trace.settings.target
     chosen = []
@@ -75,7 +75,7 @@ def _chosen(trace: Trace, segment_ids: Sequence[str]) -> list:
 def fitted_replacement(trace: Trace, segment_ids: Sequence[str], replacement: str) -> str:
     """`replacement` with the first named segment's leading and trailing whitespace (a sentence's space
     before it, a step's line break after it) unless it has its own, so it takes the segment's place."""
-    text = _chosen(trace, segment_ids)[0].text
+    text = chosen_segments(trace, segment_ids)[0].text
     lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()):]
     if replacement[:1].isspace() or not replacement:
         lead = ""
@@ -88,7 +88,7 @@ def edit_ids(trace: Trace, segment_ids: Sequence[str], replacement_ids: Sequence
              replacement: str | None = None, kind: str = "edit") -> Edited:
     """The trace's token ids with `segment_ids` removed, or the first of them replaced by `replacement_ids`
     (the others removed), and the target's and the response's new positions."""
-    chosen = _chosen(trace, segment_ids)
+    chosen = chosen_segments(trace, segment_ids)
     ids = [t.id for t in trace.tokens]
     insert = list(replacement_ids or [])
     cut = {p for seg in chosen for p in range(seg.start, seg.end)}
@@ -110,14 +110,14 @@ def unedited(trace: Trace) -> Edited:
     return Edited(tuple(t.id for t in trace.tokens), tuple(trace.settings.target), trace.response_start)
 
 
-def _check_model(loaded, trace: Trace) -> None:
+def check_model(loaded, trace: Trace) -> None:
     vocab = loaded.model.get_input_embeddings().weight.shape[0]
     if max(t.id for t in trace.tokens) >= vocab:
         raise InputError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model the "
                          f"trace was made with ({trace.model.name})")
 
 
-def _pad_id(loaded) -> int:
+def pad_id(loaded) -> int:
     tok = loaded.tokenizer
     for tid in (tok.pad_token_id, tok.eos_token_id):
         if tid is not None:
@@ -129,7 +129,7 @@ def _pad_id(loaded) -> int:
 def _score_batch(loaded, rows: Sequence[Edited]) -> list[float]:
     """Target log-probability of each row, right-padded into one batch."""
     width = max(len(r.ids) for r in rows)
-    batch = torch.full((len(rows), width), _pad_id(loaded), dtype=torch.long)  # [B, W]
+    batch = torch.full((len(rows), width), pad_id(loaded), dtype=torch.long)  # [B, W]
     mask = torch.zeros(len(rows), width, dtype=torch.long)
     keep = torch.zeros(len(rows), width, dtype=torch.bool)  # positions whose logits predict a target token
     for b, row in enumerate(rows):
@@ -228,7 +228,7 @@ def intervene(loaded, trace: Trace, *, steps: bool = True, sentences: bool = Tru
     """Score the standard interventions (`plan`) on `trace` with `loaded` (the model the trace was made with):
     each reasoning step removed (`steps`), and the top, random and gold prompt sentences removed
     (`sentences`). Returns the record to store with `with_interventions`."""
-    _check_model(loaded, trace)
+    check_model(loaded, trace)
     edits = plan(trace, steps, sentences, n_random, seed)
     start = time.perf_counter()
     values = score(loaded, [unedited(trace), *edits], batch_size, progress)
@@ -238,5 +238,5 @@ def intervene(loaded, trace: Trace, *, steps: bool = True, sentences: bool = Tru
         edits=[EditRecord(kind=e.kind, segments=list(e.segments), logprob=v) for e, v in zip(edits, values[1:])])
 
 
-__all__ = ["Edited", "edit_ids", "fitted_replacement", "unedited", "score", "step_edits", "sentence_edits", "plan",
+__all__ = ["Edited", "check_model", "chosen_segments", "pad_id", "edit_ids", "fitted_replacement", "unedited", "score", "step_edits", "sentence_edits", "plan",
            "estimate_seconds", "intervene", "with_interventions", "EDITABLE", "DEFAULT_RANDOM"]

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from ..analysis.interventions import DEFAULT_NEW_TOKENS
 from ..analysis.schema import Trace
 from ..engine.models.generation import generate_response
-from .interventions import Edited, Progress, _check_model, _chosen, edit_ids, fitted_replacement, score, unedited
+from .interventions import Edited, Progress, check_model, chosen_segments, edit_ids, fitted_replacement, score, unedited
 from .tracing import attribute, prepare
 from ..base.errors import InputError
 
@@ -66,7 +66,7 @@ def _edited_text(text: str, ranges: list[tuple[int, int]], replacement: str | No
 def edited_texts(trace: Trace, segment_ids: Sequence[str], replacement: str | None = None) -> tuple[str, str]:
     """The trace's prompt and response texts with the segments cut (the first replaced by `replacement`,
     fitted with `fitted_replacement`)."""
-    chosen = _chosen(trace, segment_ids)
+    chosen = chosen_segments(trace, segment_ids)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     if any(s.char_start is None or s.char_end is None for s in chosen):
         raise InputError("the edited segments have no character offsets; this trace cannot be re-run as text")
@@ -79,8 +79,8 @@ def edited_texts(trace: Trace, segment_ids: Sequence[str], replacement: str | No
 
 def _answer_prefix(trace: Trace, segment_ids: Sequence[str], replacement: str | None) -> str:
     """The edited response up to the start of the target (what is kept when a reasoning step is edited)."""
-    chosen = [s for s in _chosen(trace, segment_ids) if s.role == "reasoning"]
-    first = _chosen(trace, segment_ids)[0]
+    chosen = [s for s in chosen_segments(trace, segment_ids) if s.role == "reasoning"]
+    first = chosen_segments(trace, segment_ids)[0]
     ranges = [(s.char_start, s.char_end) for s in chosen]
     text, moved = _edited_text(trace.response, ranges, replacement if first.role == "reasoning" else None)
     start = trace.tokens[trace.settings.target[0]].start
@@ -136,11 +136,11 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
     implies `regenerate`), the edited prompt and the new response are traced with the trace's settings.
     `progress(done, total)` hears of the whole run as one count (`_Phases`: the scoring, each generated
     token, the new trace's attribution, weighted by their predicted seconds) and may raise to stop."""
-    _check_model(loaded, trace)
+    check_model(loaded, trace)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
     edited = edit_ids(trace, segment_ids, insert, replacement)
-    steps_edited = any(s.role == "reasoning" for s in _chosen(trace, segment_ids))
+    steps_edited = any(s.role == "reasoning" for s in chosen_segments(trace, segment_ids))
     start = edited.target[0] if steps_edited else edited.response_start
     phases = _phases(loaded, trace, start, max_new_tokens if (regenerate or retrace) else 0, retrace, progress)
     before, after = score(loaded, [unedited(trace), edited], progress=phases.scoring)

@@ -28,7 +28,7 @@ from ..engine.estimate import generation_seconds, scoring_seconds
 from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from ..analysis.schema import InterventionRecord
 from ..analysis.segments import is_answer_marker
-from .interventions import Edited, Progress, _check_model, _pad_id, intervene, score, step_edits
+from .interventions import Edited, Progress, check_model, pad_id, intervene, score, step_edits
 from ..base.errors import InputError
 
 SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
@@ -80,7 +80,7 @@ def _sample(loaded, context: Sequence[int], n: int, seed: int, max_new_tokens: i
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(seed)
         out = loaded.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                    do_sample=True, num_return_sequences=n, pad_token_id=_pad_id(loaded), **options)
+                                    do_sample=True, num_return_sequences=n, pad_token_id=pad_id(loaded), **options)
     return [row.tolist() for row in out[:, ids.shape[1]:]]
 
 
@@ -108,7 +108,7 @@ def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_token
     docstring); `progress(done, total)` hears of each batch of continuations and may raise to stop."""
     if n < 1:
         raise InputError(f"n must be at least 1 to resample, got {n}")
-    _check_model(loaded, trace)
+    check_model(loaded, trace)
     budget = max_new_tokens or default_tokens(trace)
     ids = [t.id for t in trace.tokens]
     steps = [e.segments[0] for e in step_edits(trace)]
