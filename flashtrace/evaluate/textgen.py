@@ -40,6 +40,7 @@ class PromptBuilder:
         self.marks: dict[str, list[CharRange]] = {}
 
     def add(self, text: str, mark: str | None = None, sep: str = " ") -> CharRange:
+        """Append `text` after `sep`; with `mark`, record its character range under that mark. Returns the range."""
         if self.parts and sep:
             self.parts.append(sep)
             self.size += len(sep)
@@ -51,6 +52,7 @@ class PromptBuilder:
         return rng
 
     def text(self) -> str:
+        """The prompt built so far."""
         return "".join(self.parts)
 
 
@@ -73,6 +75,7 @@ def filler_sentence(rng: random.Random) -> str:
 
 
 def chars_for(length: int) -> int:
+    """The characters of about `length` tokens (`CHARS_PER_TOKEN` each)."""
     return int(length * CHARS_PER_TOKEN)
 
 
@@ -98,6 +101,8 @@ def interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: 
 
 
 def build_prompt(header: str, body: list[tuple[str, str | None]], question: str) -> PromptBuilder:
+    """A task prompt: `header`, a blank line, the `body` sentences (each ``(text, mark)``) as one paragraph, a blank
+    line and the `question`; the builder keeps each marked sentence's range."""
     b = PromptBuilder()
     b.add(header)
     first = True

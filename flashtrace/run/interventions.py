@@ -54,6 +54,8 @@ def _segment_map(trace: Trace) -> dict:
 
 
 def chosen_segments(trace: Trace, segment_ids: Sequence[str]) -> list:
+    """The trace's segments named by `segment_ids` (each once, in text order), checked to be editable: an InputError
+    names an unknown id, one that is not a prompt sentence or a reasoning step, or one that overlaps the target."""
     segments = _segment_map(trace)
     lo, hi = trace.settings.target
     chosen = []
@@ -111,6 +113,7 @@ def unedited(trace: Trace) -> Edited:
 
 
 def check_model(loaded, trace: Trace) -> None:
+    """Refuse (InputError) a model whose vocabulary cannot hold the trace's token ids: not the model it was made with."""
     vocab = loaded.model.get_input_embeddings().weight.shape[0]
     if max(t.id for t in trace.tokens) >= vocab:
         raise InputError(f"the trace's token ids do not fit this model's vocabulary ({vocab}); load the model the "
@@ -118,6 +121,7 @@ def check_model(loaded, trace: Trace) -> None:
 
 
 def pad_id(loaded) -> int:
+    """The id that pads a batch of sequences of unequal length: the tokenizer's pad, else its EOS, else 0."""
     tok = loaded.tokenizer
     for tid in (tok.pad_token_id, tok.eos_token_id):
         if tid is not None:
