@@ -69,6 +69,10 @@ with ui.shown_errors("Could not read the results: "):
     if settings:
         shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "score_dtype", "n", "length", "k",
                                                                   "ig_steps", "target", "threads", "seed")}
+        protocol = settings.get("protocol") if isinstance(settings.get("protocol"), dict) else {}
+        if protocol.get("name") in ("paper", "own"):  # who wrote the reasoning, and how many it answered right
+            shown["protocol"] = (f"{protocol['name']} (written by {protocol.get('writer')}: {protocol.get('right')} of "
+                                 f"{protocol.get('written')} right, {protocol.get('kept')} kept)")
         st.caption(ui.plain(" · ".join(f"{k} = {v}" for k, v in shown.items())))
         if settings.get("note"):
             st.caption(ui.plain(str(settings["note"])))
@@ -83,7 +87,9 @@ with ui.shown_errors("Could not read the results: "):
     tok, ex_s = info["tokens"], info["example_seconds"]
     st.markdown(f"**{ui.plain(task)}**: {info['n']:d} examples, {tok['mean']:.0f} ± {tok['std']:.0f} tokens "
                 f"({info['prompt_tokens']['mean']:.0f} prompt tokens)"
-                + (f", {ex_s['mean']:.1f} s per example for all methods and deletion curves" if ex_s["mean"] else ""))
+                + (f", {ex_s['mean']:.1f} s per example for all methods"
+                   + (" (no deletion curves: Recovery only)" if settings.get("k") == 0 else " and deletion curves")
+                   if ex_s["mean"] else ""))
     if not methods:
         st.info("Pick at least one method.")
         st.stop()

@@ -39,7 +39,8 @@ def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
     for m in methods:
         if m not in info:
             continue
-        row = {"method": m, "hops": "–" if info[m]["hops"] is None else str(info[m]["hops"]), "examples": info[m]["rise"]["n"]}
+        examples = max(info[m][metric]["n"] for metric in ("rise", "mas", "recovery", "seconds"))  # k = 0: no RISE
+        row = {"method": m, "hops": "–" if info[m]["hops"] is None else str(info[m]["hops"]), "examples": examples}
         for metric in ("rise", "mas", "recovery", "seconds"):
             row[LABELS[metric]] = info[m][metric]["mean"]
             row[f"± std ({metric})"] = info[m][metric]["std"]
@@ -52,8 +53,10 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
     the level a random ranking reaches and the best any ranking can reach."""
     info = summary["tasks"][task]
     colors = method_colors(methods)
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[LABELS[m] for m in RATE_METRICS], horizontal_spacing=0.07)
-    for col, metric in enumerate(RATE_METRICS, start=1):
+    metrics = [m for m in RATE_METRICS if any(info["methods"].get(x, {}).get(m, {}).get("mean") is not None
+                                              for x in methods)] or list(RATE_METRICS)  # a run without deletion curves: Recovery alone
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[LABELS[m] for m in metrics], horizontal_spacing=0.07)
+    for col, metric in enumerate(metrics, start=1):
         shown = [m for m in methods if m in info["methods"] and info["methods"][m][metric]["mean"] is not None]
         stats = [info["methods"][m][metric] for m in shown]
         fig.add_trace(go.Bar(

@@ -143,3 +143,8 @@ def test_a_run_on_the_models_own_reasoning_opens_split_by_right_and_wrong(open_p
     no_problems(at)
     assert "needle (wrong)" in literal(" ".join(m.value for m in at.markdown))
     assert at.selectbox(key="eval_example_own_needle (wrong)").options == ["needle-0000", "needle-0001"]
+    assert list(at.dataframe[0].value["examples"]) == [2, 2]  # counted from Recovery: there is no RISE here
+    assert "protocol = own (written by tiny-llama: 0 of 2 right, 2 kept)" in literal(" ".join(c.value for c in at.caption))
+    bars = charts(at)["chart0"] if "chart0" in charts(at) else next(iter(charts(at).values()))
+    assert [a["text"] for a in bars["layout"]["annotations"] if a["text"].startswith("Recovery")] and not [
+        a for a in bars["layout"]["annotations"] if a["text"].startswith(("RISE", "MAS"))]  # Recovery's panel alone
