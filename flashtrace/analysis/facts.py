@@ -23,13 +23,13 @@ when each leads the other by more than `MARGIN` at its own depth; otherwise the 
 
 from __future__ import annotations
 
-import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..base.live_cache import LiveCache
 from ..engine.inputs.spans import is_question
 from .check import FAITHFULNESS_KEY, Check, summarise_check
 from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions, role_shares, top_k_overlap
@@ -440,31 +440,15 @@ def _build(trace: Trace) -> TraceFacts:
         additions=additions, _trace=weakref.ref(trace))
 
 
-_CACHE: dict[int, TraceFacts] = {}
-_CACHE_LOCK = threading.Lock()  # the app's sessions run in threads and share this cache
+_ANALYSES: LiveCache[TraceFacts] = LiveCache()
+_CACHE = _ANALYSES.entries  # id of a live trace -> its facts
 
 
 def analyse(trace: Trace) -> TraceFacts:
     """The `TraceFacts` of `trace`, computed once per trace object and kept while the trace lives. A `Trace` is
     immutable (a changed trace is a copy, a new object), so its object is its content's key; the cache is
-    shared by threads under a lock."""
-    with _CACHE_LOCK:
-        hit = _CACHE.get(id(trace))
-        if hit is not None and hit._trace() is trace:
-            return hit
-    facts = _build(trace)
-    with _CACHE_LOCK:
-        hit = _CACHE.get(id(trace))
-        if hit is not None and hit._trace() is trace:  # another thread built it meanwhile: one answer for all
-            return hit
-        _CACHE[id(trace)] = facts
-        weakref.finalize(trace, _forget, id(trace))
-    return facts
-
-
-def _forget(key: int) -> None:
-    with _CACHE_LOCK:
-        _CACHE.pop(key, None)
+    shared by threads (`base.live_cache.LiveCache`)."""
+    return _ANALYSES.get(trace, id(trace), lambda: _build(trace))
 
 
 def with_check(trace: Trace, result: Any) -> TraceFacts:

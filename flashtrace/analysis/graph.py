@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-import weakref
 from dataclasses import dataclass
 from itertools import islice
 
@@ -45,18 +43,14 @@ from .graph_prune import INPUT_ROLES, OTHER, STEPS_ROLE, prune
 from .limits import check_graph_threshold
 from .schema import Trace
 from ..base.errors import InputError
+from ..base.live_cache import LiveCache
 
 _SINK = "__prompt__"
 NODE_FIELDS = ("id", "role", "text", "start", "end", "order")
 EDGE_BUDGET = 20_000  # up to this many edges, `HopGraph.graph` holds them all
 KEEP_EDGES, KEEP_MASS = 8, 0.95  # beyond it: each node's strongest incoming edges, until they carry this much
-_BUILT: dict[tuple[int, float], "HopGraph"] = {}  # (id of a live trace, threshold) -> its graph
-_BUILT_LOCK = threading.Lock()  # shared by the app's session threads
-
-
-def _forget(key: tuple[int, float]) -> None:
-    with _BUILT_LOCK:
-        _BUILT.pop(key, None)
+_GRAPHS: LiveCache["HopGraph"] = LiveCache()
+_BUILT = _GRAPHS.entries  # (id of a live trace, threshold) -> its graph
 
 
 @dataclass(frozen=True)
@@ -142,16 +136,8 @@ class HopGraph:
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
             raise InputError("this trace has no step-level attribution; make it with attribute(..., steps=True)")
-        key = (id(trace), float(threshold))  # a Trace is immutable: its object is its content's key
-        with _BUILT_LOCK:
-            if key in _BUILT:
-                return _BUILT[key]
-        built = cls._build(trace, threshold)  # one build per trace and threshold: every view reads the same graph
-        with _BUILT_LOCK:
-            if key not in _BUILT:
-                _BUILT[key] = built
-                weakref.finalize(trace, _forget, key)
-            return _BUILT[key]
+        # one build per trace and threshold (a Trace is immutable): every view reads the same graph
+        return _GRAPHS.get(trace, (id(trace), float(threshold)), lambda: cls._build(trace, threshold))
 
     @classmethod
     def _build(cls, trace: Trace, threshold: float) -> "HopGraph":
