@@ -13,7 +13,6 @@ The spec is data: it is parsed and validated (`GallerySpecFile`), never executed
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 from typing import Callable
@@ -27,6 +26,7 @@ from ..analysis.failure import edit_result
 from ..store.gallery import write_index
 from ..store.pairs import EDITED_FROM, EDITED_VERSIONS
 from ..base.errors import InputError
+from .protocols import normal_answer
 
 HOPS = 3
 NAME = r"^[a-z0-9][a-z0-9-]{0,60}$"
@@ -104,16 +104,12 @@ def load_spec(path: Path) -> GallerySpecFile:
         raise InputError(f"the gallery spec {path} is not valid: {exc}") from None
 
 
-def _normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text.strip().strip(".,;:!?\"'()[]{}*").casefold().replace(",", ""))
-
-
 value_text = answer_text  # the text of the trace's target: here the answer's value
 
 
 def is_right(trace: Trace, answer: str) -> bool:
     """Whether the traced answer's value is `answer` (case, spaces, thousands commas and edge punctuation aside)."""
-    return _normal(value_text(trace)) == _normal(answer)
+    return normal_answer(value_text(trace)) == normal_answer(answer)
 
 
 def _segment_of(trace: Trace, sentence: str) -> str:

@@ -36,8 +36,9 @@ MAX_RESPONSE_BYTES = 4 << 20  # a kept response file is read only as a bounded r
 _EDGE = ".,;:!?\"'()[]{}*$"
 
 
-def _normal(text: str) -> str:
-    """Lower case, single spaces, no thousands commas or edge punctuation."""
+def normal_answer(text: str) -> str:
+    """An answer as compared with the right one: lower case, single spaces, no thousands commas or edge punctuation
+    ("1,008." is "1008"); the one rule of the evaluation's checker and the gallery's."""
     text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
     return re.sub(r"\s+", " ", text.strip().strip(_EDGE).casefold())
 
@@ -59,11 +60,11 @@ def answer_is_right(response: str, prompt: str, answer: str) -> bool:
     spans = detect_spans(response)
     if spans.answer is None:
         return False
-    parts = [_normal(p) for p in answer.split(",") if _normal(p)] if re.search(r",\s", answer) else [_normal(answer)]
+    pieces = answer.split(",") if re.search(r",\s", answer) else [answer]  # "7590156, 3148322": two parts
+    parts = [normal_answer(p) for p in pieces if normal_answer(p)] if len(pieces) > 1 else [normal_answer(answer)]
+    line = normal_answer(response[spans.answer[0]:spans.answer[1]])
     if len(parts) == 1:
-        return _normal(answer_text(response, prompt)) == parts[0] or _normal(
-            response[spans.answer[0]:spans.answer[1]]) == parts[0]
-    line = _normal(response[spans.answer[0]:spans.answer[1]])
+        return normal_answer(answer_text(response, prompt)) == parts[0] or line == parts[0]
     return all(re.search(rf"(?<!\w){re.escape(p)}(?!\w)", line) for p in parts)
 
 
@@ -184,5 +185,5 @@ def correctness(record: dict) -> str | None:
     return "right" if note.get("correct") else "wrong"
 
 
-__all__ = ["PROTOCOLS", "PAPER_WRITER", "WRITE_TOKENS", "Written", "Applied", "answer_text", "answer_is_right",
+__all__ = ["PROTOCOLS", "PAPER_WRITER", "WRITE_TOKENS", "Written", "Applied", "answer_text", "answer_is_right", "normal_answer",
            "write_response", "write_responses", "cached_responses", "apply_protocol", "correctness"]
