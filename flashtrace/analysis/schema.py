@@ -28,6 +28,7 @@ from ..base.errors import InputError, EXIT_USAGE, FlashTraceError
 from ..base.fileio import NotAFileError, atomic_write_text, read_regular_file
 from ..base.json_budget import JsonBudgetError, check_json_budget, json_text
 from .invariants import check_trace
+from .readonly import ReadOnlyDict
 from .limits import (HOP0_SPANS, MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_FILE_BYTES, MAX_HOPS,  # noqa: F401 - re-exported
                      MAX_STOP_TOKEN_CHARS, MAX_STOP_TOKENS, MAX_TEXT, MAX_TIMINGS, MAX_TITLE, MAX_TOKENS, REL_TOL,
                      RECURSIVE_SPANS, STOP_PRESETS)
@@ -42,29 +43,6 @@ Role = Literal["template", "prompt", "reasoning", "answer"]
 # a JSON array of two integers (a list is taken for the tuple; the model is strict otherwise: no bool or str ints)
 TokenRange = Annotated[tuple[StrictInt, StrictInt], Field(strict=False)]
 Vector = Annotated[list[float], Field(fail_fast=True)]  # fail_fast: one error, not one per value (bounded memory)
-
-
-class ReadOnlyDict(dict):
-    """A trace's ``extra``: a dict that cannot be changed in place (a `Trace` is immutable, so what is derived from
-    it can be kept with it). Read it as any dict; a changed trace is a copy:
-    ``trace.model_copy(update={"extra": {**trace.extra, "key": value}})``."""
-
-    def _refuse(self, *_args, **_kwargs):
-        raise TypeError("a Trace is immutable: make a changed copy, "
-                        "trace.model_copy(update={'extra': {**trace.extra, KEY: VALUE}})")
-
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
-
-    def __reduce__(self):  # pickled (Ray) and copied as a plain dict of the same items
-        return ReadOnlyDict, (dict(self),)
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        import copy
-
-        return ReadOnlyDict(copy.deepcopy(dict(self), memo))
 
 
 class TraceValidationError(FlashTraceError, ValueError):

@@ -19,7 +19,7 @@ from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
 from ..engine.estimate import check_fits, estimate
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
-from ..engine.inputs.ids import is_token_ids, text_of_ids
+from ..engine.inputs.ids import is_token_ids, texts_of_ids
 from ..base.errors import InputError, AnswerGuessedWarning
 from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, answer_value, build_sequence,
                              detect_spans, stop_rule)
@@ -49,17 +49,6 @@ class Prepared:
 
 def _loaded(model: LoadedModel | str) -> LoadedModel:
     return load_model(model) if isinstance(model, str) else model
-
-
-def _from_ids(loaded: LoadedModel, prompt, response, chat_template: bool):
-    """``(prompt, response, chat_template)`` with token ids given as the prompt or the response (`inputs.ids`:
-    a tensor, array or list of ints) turned into their text. Prompt ids are what the model reads, as
-    transformers takes ``input_ids``: no chat template is added around them."""
-    if is_token_ids(prompt):
-        prompt, chat_template = text_of_ids(loaded.tokenizer, prompt, "prompt", add_special_tokens=True), False
-    if response is not None and is_token_ids(response):
-        response = text_of_ids(loaded.tokenizer, response, "response")
-    return prompt, response, chat_template
 
 
 def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = None, *, generate: bool = False,
@@ -94,7 +83,7 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
         raise InputError("do_sample, temperature, top_p, seed and other generation settings apply only with "
                          "generate=True")
     loaded = _loaded(model)
-    prompt, response, chat_template = _from_ids(loaded, prompt, response, chat_template)
+    prompt, response, chat_template = texts_of_ids(loaded.tokenizer, prompt, response, chat_template)
     check_text_size(loaded, prompt_text(prompt), None if generate else response)  # before tokenising
     timings: dict[str, float] = {}
     generation = None

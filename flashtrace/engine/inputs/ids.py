@@ -51,4 +51,14 @@ def text_of_ids(tokenizer, value, what: str = "prompt", add_special_tokens: bool
     return text
 
 
-__all__ = ["is_token_ids", "ids_list", "text_of_ids"]
+def texts_of_ids(tokenizer, prompt, response, chat_template: bool):
+    """``(prompt, response, chat_template)`` with token ids given as the prompt or the response turned into their
+    text (`text_of_ids`); prompt ids are what the model reads, so no chat template is added around them."""
+    if is_token_ids(prompt):
+        prompt, chat_template = text_of_ids(tokenizer, prompt, "prompt", add_special_tokens=True), False
+    if response is not None and is_token_ids(response):
+        response = text_of_ids(tokenizer, response, "response")
+    return prompt, response, chat_template
+
+
+__all__ = ["is_token_ids", "ids_list", "text_of_ids", "texts_of_ids"]
