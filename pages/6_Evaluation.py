@@ -9,7 +9,7 @@ import streamlit as st
 from flashtrace.app import ui
 from flashtrace.app.glossary import help_link
 from flashtrace.evaluate.report import (featured_first, find_eval_folders, group_of, load_records, load_settings,
-                                        summarise)
+                                        settings_line, summarise)
 from flashtrace.viz.compare import deletion_curves, method_table
 from flashtrace.viz.evaluation import example_strips, mean_deletion_curves, metric_bars, summary_columns, summary_rows
 
@@ -67,13 +67,7 @@ with ui.shown_errors("Could not read the results: "):
     summary, records = evaluation(str(folder), signature(folder))
     settings = summary.get("settings") or {}
     if settings:
-        shown = {k: v for k, v in settings.items() if k in ("model", "dtype", "score_dtype", "n", "length", "k",
-                                                                  "ig_steps", "target", "threads", "seed")}
-        protocol = settings.get("protocol") if isinstance(settings.get("protocol"), dict) else {}
-        if protocol.get("name") in ("paper", "own"):  # who wrote the reasoning, and how many it answered right
-            shown["protocol"] = (f"{protocol['name']} (written by {protocol.get('writer')}: {protocol.get('right')} of "
-                                 f"{protocol.get('written')} right, {protocol.get('kept')} kept)")
-        st.caption(ui.plain(" · ".join(f"{k} = {v}" for k, v in shown.items())))
+        st.caption(ui.plain(settings_line(settings)))
         if settings.get("note"):
             st.caption(ui.plain(str(settings["note"])))
     tasks = list(summary["tasks"])

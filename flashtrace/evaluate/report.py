@@ -179,6 +179,20 @@ def group_of(record: dict) -> str:
     return record["task"] if split is None else f"{record['task']} ({split})"
 
 
+SHOWN_SETTINGS = ("model", "dtype", "score_dtype", "n", "length", "k", "ig_steps", "target", "threads", "seed")
+
+
+def settings_line(settings: dict) -> str:
+    """A run's settings in one line (``model = ... · n = 10 · ...``), with who wrote the reasoning under the paper
+    or own protocol and how many of its answers were right and kept."""
+    shown = {k: v for k, v in settings.items() if k in SHOWN_SETTINGS}
+    protocol = settings.get("protocol") if isinstance(settings.get("protocol"), dict) else {}
+    if protocol.get("name") in ("paper", "own"):
+        shown["protocol"] = (f"{protocol['name']} (written by {protocol.get('writer')}: {protocol.get('right')} of "
+                             f"{protocol.get('written')} right, {protocol.get('kept')} kept)")
+    return " · ".join(f"{k} = {v}" for k, v in shown.items())
+
+
 def summarise(records: list[dict], settings: dict | None = None) -> dict:
     """Nested summary: ``tasks[group][method][metric] = {mean, std, n}`` plus per-group example info; a group is
     a task, or a task's right or wrong answers under the ``own`` protocol (`group_of`)."""
@@ -290,4 +304,4 @@ def write_report(out: str | Path, settings: dict | None = None) -> dict:
     return summary
 
 
-__all__ = ["load_records", "load_settings", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "time_parts", "summarise", "markdown", "write_report"]
+__all__ = ["load_records", "load_settings", "settings_line", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "time_parts", "summarise", "markdown", "write_report"]
