@@ -173,3 +173,30 @@ def test_edited_texts_replace_a_step(tiny_llama):
     assert response == RESPONSE.replace("2. Ben has 4 balls.", "2. Ben has 5 balls.")
     result = edit(tiny_llama, tr, ["S1"], "2. Ben has 5 balls.", regenerate=True, max_new_tokens=4)
     assert result.response.startswith("1. Ann has 3 balls.\n2. Ben has 5 balls.\n3. So 3 + 4 = 7.\n")
+
+
+def test_scoring_progress_over_several_batches_counts_every_layer_of_every_row_in_order(tiny_llama):
+    """`intervene`'s bar (and the panel's) counts layers x rows: each batch continues where the last one ended,
+    so the bar never runs backwards between batches."""
+    tr = _trace(tiny_llama)
+    rows = [edit_ids(tr, [s.id]) for s in tr.segments if s.role == "prompt" and s.end <= tr.settings.target[0]]
+    rows = (rows * 4)[:7]
+    seen: list[tuple[int, int]] = []
+    score(tiny_llama, rows, batch_size=3, progress=lambda done, total: seen.append((done, total)))
+    n_layers = len(tiny_llama.spec.decoder_layers(tiny_llama.model))
+    expected = [lo * n_layers + size * i for lo, size in ((0, 3), (3, 3), (6, 1)) for i in range(n_layers)]
+    assert [d for d, _ in seen] == expected + [7 * n_layers]
+    assert {t for _, t in seen} == {7 * n_layers}
+
+
+def test_a_trace_whose_largest_id_is_the_vocabulary_size_asks_for_its_own_model(tiny_llama):
+    """Ids run 0..vocab-1: an id equal to the vocabulary size already does not fit (not torch's index error)."""
+    from flashtrace.base.errors import InputError
+    from flashtrace.run.interventions import check_model
+
+    tr = _trace(tiny_llama)
+    vocab = tiny_llama.model.get_input_embeddings().weight.shape[0]
+    edge = tr.model_copy(update={"tokens": [*tr.tokens[:-1], tr.tokens[-1].model_copy(update={"id": vocab})]})
+    with pytest.raises(InputError, match="load the model the trace was made with"):
+        check_model(tiny_llama, edge)
+    check_model(tiny_llama, tr.model_copy(update={"tokens": [*tr.tokens[:-1], tr.tokens[-1].model_copy(update={"id": vocab - 1})]}))
