@@ -18,7 +18,7 @@ def two_threads():
     torch.set_num_threads(before)
 
 
-def test_the_measurement_is_a_positive_throughput_remembered_per_precision_on_one_thread(two_threads):
+def test_the_measurement_runs_on_one_thread_leaves_the_rng_and_threads_and_is_remembered_per_precision(two_threads):
     torch = two_threads
     torch.manual_seed(7)
     expected = torch.rand(3)
@@ -26,11 +26,32 @@ def test_the_measurement_is_a_positive_throughput_remembered_per_precision_on_on
     throughput._BEST.clear()
     first = throughput.matmul_flops_per_s("float32")
     assert torch.equal(torch.rand(3), expected)  # a seeded run draws the same numbers with or without an estimate
-    assert first > 1e8  # any CPU in use multiplies faster than 0.1 GFLOP/s
     assert throughput.matmul_flops_per_s("float32") == first  # not measured again within the minute
     assert torch.get_num_threads() == 2  # measured on one thread, the process's setting put back
-    assert throughput.matmul_speedup("float32") == 1.0
-    assert throughput.matmul_speedup("bfloat16") > 0
+
+
+def test_the_speed_is_flops_over_the_best_time_and_a_precisions_speedup_is_its_ratio_to_float32(monkeypatch):
+    """Fixed product times stand in for the clock: 2 x rows x inputs x outputs FLOP over the best time, the
+    best kept across measurements, bfloat16's speedup its throughput over float32's."""
+    rows, inputs, outputs = throughput.SHAPE
+    flop = 2 * rows * inputs * outputs
+    times = {"float32": [0.004, 0.002], "bfloat16": [0.001]}
+    calls = []
+
+    def best_seconds(dtype, n_rows, threads, repeats=throughput.REPEATS):
+        calls.append((dtype, n_rows, threads))
+        return times[dtype].pop(0)
+
+    monkeypatch.setattr(throughput, "_best_seconds", best_seconds)
+    monkeypatch.setattr(throughput, "_BEST", {})
+    assert throughput.matmul_flops_per_s("float32") == pytest.approx(flop / 0.004)
+    assert throughput.matmul_speedup("float32") == 1.0 and len(calls) == 1  # float32 against itself: no product
+    assert throughput.matmul_speedup("bfloat16") == pytest.approx((flop / 0.001) / (flop / 0.004))
+    assert calls == [("float32", rows, 1), ("bfloat16", rows, 1)]  # one thread, the SmolLM2-sized rows
+    monkeypatch.setattr(throughput, "REMEASURE_S", 0.0)
+    assert throughput.matmul_flops_per_s("float32") == pytest.approx(flop / 0.002)  # a faster measurement wins
+    times["float32"].append(0.008)
+    assert throughput.matmul_flops_per_s("float32") == pytest.approx(flop / 0.002)  # a slower one does not
 
 
 def test_a_machine_twice_the_reference_halves_the_compute_not_the_fixed_costs(tiny_llama, monkeypatch):

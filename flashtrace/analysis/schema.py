@@ -208,7 +208,7 @@ class Trace(_Strict):
         if isinstance(data, dict) and "schema_version" in data:
             version = data["schema_version"]
             if type(version) is not int or version not in READABLE_VERSIONS:  # 3.0, "3" and true are not 3
-                raise InputError(f"unsupported schema_version {version!r}; this version of FlashTrace reads "
+                raise InputError(f"unsupported schema_version {_short(version)}; this version of FlashTrace reads "
                                  f"versions {', '.join(map(str, READABLE_VERSIONS))}")
             if version == 1:
                 return _migrate_v1(data)
@@ -401,11 +401,27 @@ def _reject_constant(name: str) -> float:
     raise InputError(f"{name} is not allowed in a trace (numbers must be finite)")
 
 
+def _short(value, limit: int = 40) -> str:
+    """`value`'s repr cut to `limit` characters: an error message quotes a bad value, never all of it."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _loc_part(part) -> str:
+    """One step of an error's location as one short printable word: a key written with line breaks or other
+    control characters is shown escaped (``'\\n'``), a long one cut, so the message stays one line."""
+    text = str(part)
+    if not text.isprintable():
+        return _short(text)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "trace"
-        parts.append(f"{loc}: {err['msg']}")
+        loc = ".".join(_loc_part(p) for p in err["loc"]) or "trace"
+        message = err["msg"] if err["msg"].isprintable() else repr(err["msg"])[1:-1]
+        parts.append(f"{loc}: {message[:200]}")
     more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
     return "invalid trace: " + "; ".join(parts) + more
 
