@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from flashtrace.analysis.compare import (CONVERGED_OVERLAP, compare_depths, hop_additions, input_shares,
+from flashtrace.analysis.compare import (CONVERGED_OVERLAP, compare_depths, hop_additions, input_shares, prompt_shares,
                                          reached_input, spearman, top_k_overlap)
 from flashtrace.analysis.schema import Trace
 from flashtrace.analysis.facts import analyse
@@ -128,25 +128,21 @@ def test_hop_additions_are_the_stored_contributions(prepared, three_hops):
     for k, hop in enumerate(tr.hops):
         assert add.added[k] == hop.contribution
     assert np.sum(add.added, axis=0) == pytest.approx(tr.scores.final, rel=1e-6)  # the hops sum to the final (float32)
+    cumulative = np.cumsum(add.added, axis=0)
     for depth in add.hops:  # depth K = the trace with K hops
-        assert add.cumulative(depth) == pytest.approx(attribute(prepared, hops=depth).scores.final, abs=1e-6)
+        assert cumulative[depth] == pytest.approx(attribute(prepared, hops=depth).scores.final, abs=1e-6)
     prompt = tr.positions("prompt")
     assert add.unit == pytest.approx(sum(tr.scores.final[i] for i in prompt))
-    segs = [s for s in tr.segments if s.role == "prompt"]
-    assert [s.id for s in add.segments] == [s.id for s in segs] and len(segs) >= 3
-    for k in add.hops:
-        assert add.segment_added[k] == pytest.approx([sum(tr.hops[k].contribution[s.start:s.end]) for s in segs])
-    assert np.sum(add.segment_added) == pytest.approx(add.unit)  # the segments tile the prompt
-    cum = np.cumsum(add.segment_added, axis=0)
-    assert add.top_segment == [int(np.argmax(row)) for row in cum]
+    shares = prompt_shares(np.asarray(add.added), prompt)  # the per-depth prompt ranking of facts and compare
+    for depth in add.hops:
+        assert shares[depth] == pytest.approx(cumulative[depth][prompt] / cumulative[depth][prompt].sum())
 
 
 def test_hop_additions_as_plain_data(three_hops):
     add = hop_additions(three_hops)
     data = add.to_dict()  # JSON-ready, the same numbers
     assert json.loads(json.dumps(data)) == data and data["added"] == add.added and data["unit"] == add.unit
-    first = add.segments[0]
-    assert data["segments"][0] == {"id": first.id, "text": first.text, "start": first.start, "end": first.end}
+    assert data["reached"] == add.reached and data["hops"] == [0, 1, 2, 3]
 
 
 def test_reached_the_input(prepared, three_hops):
@@ -189,13 +185,15 @@ def test_hop_strip_figures_share_one_scale_and_carry_labels(three_hops):
 
     seg = hop_segment_strips(facts, "added", shared=True, limit=50).to_plotly_json()
     names = list(seg["data"][0]["y"])
-    assert seg["layout"]["meta"]["segments"] == [s.id for s in add.segments]
-    assert len(set(names)) == len(names) and not any(n.startswith(f"{s.id} · ") for n, s in zip(names, add.segments))
+    segs = [s for s in three_hops.segments if s.role == "prompt"]
+    assert seg["layout"]["meta"]["segments"] == [s.id for s in segs] and len(segs) >= 3
+    assert len(set(names)) == len(names) and not any(n.startswith(f"{s.id} · ") for n, s in zip(names, segs))
     with_ids = hop_segment_strips(facts, "added", limit=50, details=True).to_plotly_json()["data"][0]["y"]
-    assert [n.split(" · ")[0] for n in with_ids] == [s.id for s in add.segments]  # ids with Details on
-    assert all(s.text.split()[0] in n for n, s in zip(names, add.segments))  # rows labelled with their text
+    assert [n.split(" · ")[0] for n in with_ids] == [s.id for s in segs]  # ids with Details on
+    assert all(s.text.split()[0] in n for n, s in zip(names, segs))  # rows labelled with their text
     zs = np.asarray(seg["data"][0]["z"])
-    assert zs == pytest.approx(np.asarray(add.segment_added).T / add.unit)
+    by_hand = [[sum(h.contribution[s.start:s.end]) for h in three_hops.hops] for s in segs]  # [segment][hop]
+    assert zs == pytest.approx(np.asarray(by_hand) / add.unit)
     assert seg["data"][0]["zmax"] == pytest.approx(zs.max())
     own = np.asarray(hop_segment_strips(facts, "added", shared=False).to_plotly_json()["data"][0]["z"])
     assert own.max(axis=0) == pytest.approx([1.0] * 4)
@@ -318,13 +316,13 @@ def test_a_depth_that_puts_nothing_on_the_prompt_has_no_top_segment():
     roles = [t[1] for t in tokens]
     first = [10.0 if r == "reasoning" else 0.0 for r in roles]  # hop 0 stays on the reasoning
     second = [1.0 if r in ("prompt", "reasoning") else 0.0 for r in roles]
-    add = hop_additions(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
-    assert [s.id for s in add.segments] == ["P0", "P1"]
-    assert add.top_segment == [None, 1]  # equal shares per token: the longer sentence holds more
-    short = add.segments[0]
+    facts = analyse(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
+    assert [p.key for p in facts.pieces] == ["P0", "P1"]
+    assert [d.top for d in facts.depths] == [None, 1]  # equal shares per token: the longer sentence holds more
+    short = facts.pieces[0]
     second[short.start:short.end] = [9.0] * (short.end - short.start)
-    add = hop_additions(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
-    assert add.top_segment == [None, 0]
+    facts = analyse(make_trace(sentences, ["s1 s2"], "Answer: 7", [first, second]))
+    assert [d.top for d in facts.depths] == [None, 0]
 
 
 def test_a_trace_without_user_prompt_tokens_has_nothing_to_share_out():
@@ -336,5 +334,8 @@ def test_a_trace_without_user_prompt_tokens_has_nothing_to_share_out():
         token["role"] = "template" if token["role"] == "prompt" else token["role"]  # all template around it
     data["scores"]["prompt"] = [0.0] * len(data["tokens"])
     data.pop("segments")
-    add = hop_additions(Trace.from_dict(data))
-    assert add.prompt_positions == [] and add.unit == 0.0 and add.segments == [] and add.top_segment == [None]
+    trace = Trace.from_dict(data)
+    add = hop_additions(trace)
+    assert add.prompt_positions == [] and add.unit == 0.0
+    assert prompt_shares(np.asarray(add.added), add.prompt_positions).shape == (1, 0)
+    assert compare_depths(trace).prompt_scores == [[0.0] * len(data["tokens"])]

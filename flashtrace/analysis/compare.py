@@ -128,16 +128,14 @@ def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> Ho
     roles = [t.role for t in trace.tokens]
     user_prompt = trace.positions("prompt")
     depths = list(range(max_hops + 1))
-    final = np.zeros(trace.n_tokens)
-    scores, mass, rho = [], [], []
-    for depth in depths:
-        ran = depth < len(trace.hops)  # a depth past where the hops stopped repeats the last one
-        hop = trace.hops[min(depth, len(trace.hops) - 1)]
-        if ran:
-            final = final + np.asarray(hop.contribution)
-        mass.append(_split(np.asarray(hop.raw), roles) if ran else None)
-        rho.append(hop.rho)
-        scores.append(normalised(final.tolist(), user_prompt))
+    shares = prompt_shares(_added(trace, max_hops), user_prompt)  # [depths, P]
+    scores = []
+    for row in shares:
+        full = np.zeros(trace.n_tokens)
+        full[user_prompt] = row
+        scores.append(full.tolist())
+    mass = [_split(trace.hops[d].raw, roles) if d < len(trace.hops) else None for d in depths]
+    rho = [trace.hops[min(d, len(trace.hops) - 1)].rho for d in depths]
     ranked = [i for i in user_prompt if any(s[i] > 0 for s in scores)] or user_prompt
     corr = [spearman([scores[d][i] for i in ranked], [scores[d + 1][i] for i in ranked]) for d in depths[:-1]]
     overlap = [top_k_overlap(scores[d], scores[d + 1], ranked, k) for d in depths[:-1]]
@@ -175,18 +173,8 @@ def reached_input(trace: Trace, max_hops: int | None = None, roles: tuple[str, .
 
 
 @dataclass
-class SegmentInfo:
-    """A prompt segment (sentence or line): tokens ``[start, end)``."""
-
-    id: str
-    text: str
-    start: int
-    end: int
-
-
-@dataclass
 class HopAdditions:
-    """What each hop adds to the prompt attribution, on tokens and on prompt segments.
+    """What each hop adds to the prompt attribution, per token.
 
     ``added[k]`` is hop k's stored contribution ``ρ_{k-1}·a_k·obs`` over all positions (raw units, zeros
     for hops that were not run), so ``Σ_k added[k]`` is the trace's final attribution. ``unit`` is the
@@ -197,18 +185,11 @@ class HopAdditions:
     prompt_positions: list[int]  # the user's prompt tokens in text order
     added: list[list[float]]  # [hop][N]
     unit: float
-    segments: list[SegmentInfo]  # the prompt's segments in text order (empty for traces without segments)
-    segment_added: list[list[float]]  # [hop][n_segments]: added summed over each segment's tokens
     input_share: list[float]  # [hop]: share of the target's attribution this hop moved onto the input
     reached: list[float]  # [depth]: cumulative input_share
     rho: list[float]  # [depth]: ρ_K, the share still on generated text after hops 0..K
-    top_segment: list[int | None]  # [depth]: index into segments of the top prompt segment after hops 0..K
     target_label: str = "answer"  # "answer" when the target is the answer span or its value, else "target"
     reached_prompt: list[float] = field(default_factory=list)  # [depth]: the part of `reached` on the prompt
-
-    def cumulative(self, depth: int) -> list[float]:
-        """The attribution after hops ``0..depth`` over all positions (raw units)."""
-        return np.sum(np.asarray(self.added[: depth + 1]), axis=0).tolist()
 
     def to_dict(self) -> dict:
         """The additions as plain JSON-ready data (nested dicts and lists)."""
@@ -220,26 +201,39 @@ def _targets_the_answer(trace: Trace) -> bool:
     return tuple(trace.settings.target) in (tuple(trace.spans.answer or ()), tuple(trace.spans.value or ()))
 
 
+def _added(trace: Trace, max_hops: int) -> np.ndarray:
+    """Each hop's stored contribution over all positions, ``[max_hops + 1, N]``: zeros for a hop that was not
+    run, so the cumulative sum repeats the last depth reached."""
+    n = trace.n_tokens
+    return np.asarray([trace.hops[k].contribution if k < len(trace.hops) else [0.0] * n
+                       for k in range(max_hops + 1)], dtype=float).reshape(max_hops + 1, n)
+
+
+def prompt_shares(added: np.ndarray, positions: list[int]) -> np.ndarray:
+    """After hops ``0..k`` for each k: the cumulative attribution on the user's prompt `positions`, as shares
+    summing to 1 (0 each where it sums to 0), ``[depths, len(positions)]``: the one per-depth prompt
+    ranking of the depth comparison and of `facts`."""
+    return row_shares(np.cumsum(added, axis=0)[:, positions] if len(positions) else np.zeros((len(added), 0)))
+
+
+def row_shares(rows: np.ndarray) -> np.ndarray:
+    """Each row of `rows` scaled to sum 1; a row without mass stays zero."""
+    total = rows.sum(axis=1, keepdims=True)
+    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+
+
 def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
     """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``."""
     max_hops = _check_depth_args(trace, max_hops)
-    n = trace.n_tokens
-    added = np.asarray([trace.hops[k].contribution if k < len(trace.hops) else [0.0] * n
-                        for k in range(max_hops + 1)], dtype=float)  # [hops, N]
+    added = _added(trace, max_hops)  # [hops, N]
     user_prompt = trace.positions("prompt")
     unit = float(added.sum(axis=0)[user_prompt].sum()) if user_prompt else 0.0
-    segments = [SegmentInfo(s.id, s.text, s.start, s.end) for s in trace.segments or [] if s.role == "prompt"]
-    seg_added = np.asarray([[row[s.start:s.end].sum() for s in segments] for row in added]).reshape(
-        len(added), len(segments))  # [hops, S]
-    seg_cum = np.cumsum(seg_added, axis=0)
     rho = [trace.hops[min(k, len(trace.hops) - 1)].rho for k in range(max_hops + 1)]
-    top = [int(np.argmax(row)) if len(segments) and row.max() > 0 else None for row in seg_cum]
     return HopAdditions(hops=list(range(max_hops + 1)), prompt_positions=user_prompt, added=added.tolist(),
-                        unit=unit, segments=segments, segment_added=seg_added.tolist(),
-                        input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
+                        unit=unit, input_share=input_shares(trace, max_hops), reached=reached_input(trace, max_hops),
                         reached_prompt=reached_input(trace, max_hops, ("prompt",)),
-                        rho=rho, top_segment=top, target_label="answer" if _targets_the_answer(trace) else "target")
+                        rho=rho, target_label="answer" if _targets_the_answer(trace) else "target")
 
 
-__all__ = ["HopDepthComparison", "HopAdditions", "SegmentInfo", "compare_depths", "hop_additions", "input_shares",
+__all__ = ["HopDepthComparison", "HopAdditions", "compare_depths", "hop_additions", "prompt_shares", "row_shares", "input_shares",
            "reached_input", "spearman", "top_k", "top_k_overlap", "CONVERGED_OVERLAP"]

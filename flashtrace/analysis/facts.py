@@ -32,7 +32,8 @@ import numpy as np
 from ..base.live_cache import LiveCache
 from ..engine.inputs.spans import is_question
 from .check import FAITHFULNESS_KEY, Check, summarise_check
-from .compare import HopAdditions, HopDepthComparison, compare_depths, hop_additions, role_shares, top_k_overlap
+from .compare import (HopAdditions, HopDepthComparison, compare_depths, hop_additions, prompt_shares, role_shares,
+                      row_shares, top_k_overlap)
 from .gold import gold_positions
 from .schema import Trace
 from .text import distinct_labels
@@ -295,12 +296,6 @@ def _order(shares: np.ndarray) -> tuple[int, ...]:
     return tuple(sorted(range(len(shares)), key=lambda i: (-shares[i], i)))
 
 
-def _normalised(rows: np.ndarray) -> np.ndarray:
-    """Each row scaled to sum 1 (rows without mass stay zero)."""
-    total = rows.sum(axis=1, keepdims=True)
-    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
-
-
 def _splits(trace: Trace, depths: int) -> list[dict[str, float] | None]:
     """Each hop's `role_shares` (None for a depth past where the hops stopped)."""
     roles = [t.role for t in trace.tokens]
@@ -314,13 +309,12 @@ def _punctuation_only(text: str) -> bool:
 def _depths(trace: Trace, additions: HopAdditions, pieces: list[Piece]) -> list[Depth]:
     added = np.asarray(additions.added, dtype=float)  # [depths, N]
     positions = np.asarray(additions.prompt_positions, dtype=np.int64)
-    cum = np.cumsum(added, axis=0)  # [depths, N]
     piece_rows = np.stack([added[:, p.start:p.end].sum(axis=1) for p in pieces], axis=1) if pieces else \
         np.zeros((len(added), 0))  # [depths, pieces]
-    shares = _normalised(np.cumsum(piece_rows, axis=0))
+    shares = row_shares(np.cumsum(piece_rows, axis=0))
     unit = additions.unit
     added_shares = piece_rows / unit if unit > 0 else np.zeros_like(piece_rows)
-    token_shares = _normalised(cum[:, positions]) if len(positions) else np.zeros((len(added), 0))
+    token_shares = prompt_shares(added, additions.prompt_positions)  # [depths, P]: as the depth comparison ranks them
     words = [i for i in range(len(positions)) if not _punctuation_only(trace.tokens[positions[i]].text)]
     splits = _splits(trace, len(added))
     out = []

@@ -31,11 +31,14 @@ def test_hop_depths_show_what_each_hop_adds(open_page):
     seg = found["hop_segment_strips"]
     assert seg["layout"]["meta"]["shared"] is True
     z = np.asarray(seg["data"][0]["z"])
-    rows = [next(j for j, s in enumerate(add.segments) if s.id == sid) for sid in seg["layout"]["meta"]["segments"]]
-    assert z == pytest.approx(np.asarray(add.segment_added)[:, rows].T / add.unit)  # hop K's own contribution
+    by_id = {s.id: s for s in trace.segments if s.role == "prompt"}
+    shown = [by_id[sid] for sid in seg["layout"]["meta"]["segments"]]
+    by_hand = [[sum(h.contribution[s.start:s.end]) for h in trace.hops] for s in shown]  # [segment][hop]
+    assert z == pytest.approx(np.asarray(by_hand) / add.unit)  # hop K's own contribution
     assert seg["data"][0]["zmax"] == pytest.approx(z.max())  # one colour scale across hops
-    for name, j in zip(seg["data"][0]["y"], rows):  # every row is labelled with its sentence
-        assert name == html.escape(facts.pieces[j].label, quote=False)  # its text; the id only with Details on
+    pieces = {p.key: p for p in facts.pieces}
+    for name, s in zip(seg["data"][0]["y"], shown):  # every row is labelled with its sentence
+        assert name == html.escape(pieces[s.id].label, quote=False)  # its text; the id only with Details on
     agreement = found["depth_agreement"]
     comparison = compare_depths(trace, k=10)
     assert agreement["data"][0]["name"] == "rank correlation (Spearman)"

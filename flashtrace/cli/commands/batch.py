@@ -67,7 +67,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from ...run.batch import BatchSettings, run_batch
-    from .trace import _options
+    from .trace import method_options
     from ...engine.inputs import parse_stop_tokens
     from ...base.fileio import check_folder
     from ...store.library import default_root, sanitize_name
@@ -89,7 +89,7 @@ def run(args) -> int:
     out = args.out if args.out is not None else default_root() / sanitize_name(args.collection)
     check_folder(out, "--out" if args.out is not None else "--collection")
     settings = BatchSettings(
-        model=args.model, method=args.method, options=_options(args.option), hops=args.hops, target=args.target,
+        model=args.model, method=args.method, options=method_options(args.option), hops=args.hops, target=args.target,
         recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens),
         hop0=args.hop0, chat_template=not args.no_chat_template, generate=args.generate,
         reasoning_instruction=args.reasoning_instruction,

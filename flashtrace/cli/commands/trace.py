@@ -69,7 +69,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _options(pairs: list[str]) -> dict:
+def method_options(pairs: list[str]) -> dict:
+    """The method options of `--option NAME=VALUE` flags (trace and batch), names and values stripped."""
     out = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -133,7 +134,7 @@ def run(args) -> int:
 
     _check_arguments(args)
     spec = get_method(args.method)
-    options = _options(args.option)
+    options = method_options(args.option)
     if args.threshold is not None:
         options["threshold"] = args.threshold
     spec.resolve_options(options)  # a bad option fails before the model loads
