@@ -4,6 +4,7 @@ folded away; and the top-k table rows for the same view."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -74,6 +75,91 @@ def window_of(windows: list[tuple[int, int]], values: list[float], positions: li
     return next(w for w, (lo, hi) in enumerate(windows) if lo <= best < hi)
 
 
+def _share_of(hop: int | None, values) -> str:
+    """What a hovered value is a share of, named from the view."""
+    if values is not None:
+        return "of the attribution shown"
+    return OF_PROMPT if hop is None else f"of hop {hop}'s attribution"
+
+
+@dataclass(frozen=True)
+class HeatmapLayout:
+    """Where the heatmap draws what (the data, apart from the drawing): the drawn tokens' ``(position, (row,
+    column))``, the folded runs, the grid's width and rows, the target and gold positions, the colour-scale
+    tops and the classes that get a colour key."""
+
+    drawn: list[tuple[int, tuple[int, int]]]
+    folds: list[tuple[int, int, int]]
+    width: int
+    n_rows: int
+    target: range
+    gold: set[int]
+    top: dict[str, float]
+    bars: list[str]
+
+    def cell_class(self, trace: Trace, i: int) -> str:
+        """The class token `i` is drawn in: target, or its role's colour class."""
+        return "target" if i in self.target else token_class(trace.tokens[i].role)
+
+
+def heatmap_layout(trace: Trace, values: list[float], width: int, token_range: tuple[int, int],
+                   keep: set[int] | None, top: dict[str, float] | None) -> HeatmapLayout:
+    """The `HeatmapLayout` of `values` over `token_range` (`heatmap_cells`), scale tops `top` or the view's own."""
+    cells, folds = heatmap_cells(trace, width, token_range, keep)
+    drawn = [(i, rc) for i, rc in enumerate(cells, start=token_range[0]) if rc is not None]
+    top = scale_maxima(trace, values=values) if top is None else top
+    facts = analyse(trace)
+    layout = HeatmapLayout(drawn, folds, width, max((rc[0] for _i, rc in drawn), default=-1) + 1,
+                           target_positions(trace), set(facts.gold.positions) if facts.gold else set(), top, [])
+    drawn_classes = {layout.cell_class(trace, i) for i, _rc in drawn}
+    layout.bars.extend(c for c, _label, _scale in _CLASSES if c in drawn_classes and c in SCALED and top.get(c, 0) > 0)
+    return layout
+
+
+def _class_heatmap(trace: Trace, values: list[float], layout: HeatmapLayout, cls: str, label: str, scale,
+                   share_of: str) -> go.Heatmap | None:
+    """The heatmap trace of one colour class (None when no drawn token is in it): its tokens' values at their
+    cells, labels and hover details."""
+    rows, width = layout.n_rows, layout.width
+    z, text, custom = ([[blank] * width for _ in range(rows)] for blank in (None, "", None))
+    mine = [(i, rc) for i, rc in layout.drawn if layout.cell_class(trace, i) == cls]
+    if not mine:
+        return None
+    for i, (r, c) in mine:
+        tok = trace.tokens[i]
+        z[r][c], text[r][c], custom[r][c] = values[i], plotly_text(visible_label(tok.text, LABEL_CHARS)), \
+            _hover(i, tok, layout.target)
+    keyed = cls in layout.bars
+    return go.Heatmap(
+        z=z, text=text, customdata=custom, name=cls, texttemplate="%{text}", textfont={"size": 11},
+        colorscale=scale, zmin=0.0, zmax=layout.top.get(cls) or 1.0, xgap=1, ygap=1, hoverongaps=False,
+        showscale=keyed, colorbar=_colorbar(label, layout.bars.index(cls) if keyed else 0),
+        hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
+                      f"%{{z:.2%}} {plotly_text(share_of)}<extra></extra>")
+
+
+def _fold_lines(layout: HeatmapLayout) -> list[dict]:
+    return [{"type": "line", "xref": "paper", "x0": -0.04, "x1": 1.0, "y0": row - 0.5, "y1": row - 0.5,
+             "line": {"color": "#9ca3af", "width": 1, "dash": "dot"}} for _a, _b, row in layout.folds]
+
+
+def _row_axis(layout: HeatmapLayout, details: bool) -> dict:
+    """The y axis: rows top down, ``⋯`` after a fold, each row's first position with `details`."""
+    first_in_row: dict[int, int] = {}
+    for i, (r, _c) in layout.drawn:
+        first_in_row.setdefault(r, i)
+    after_fold = {row for _a, _b, row in layout.folds}
+    ticks = [("⋯ " if r in after_fold else "") + (f"#{p}" if details else "") for r, p in first_in_row.items()]
+    return {"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row), "ticktext": ticks,
+            "tickfont": {"size": 9}, "fixedrange": True}
+
+
+def _heading(trace: Trace, hop: int | None, title: str | None, lo: int, hi: int) -> str:
+    view = "combined (final prompt attribution)" if hop is None else f"hop {hop} (share of the hop's mass)"
+    view = view if title is None else title
+    return view + (f" · tokens {lo}-{hi - 1} of {trace.n_tokens}" if (lo, hi) != (0, trace.n_tokens) else "")
+
+
 def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: str | None = None,
                   values: list[float] | None = None, token_range: tuple[int, int] | None = None,
                   top: dict[str, float] | None = None, keep: set[int] | None = None, details: bool = False,
@@ -93,69 +179,32 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     by default named from the view: of the prompt's attribution, of hop k's, of the shown attribution), as the
     tables do, never a raw score.
     """
-    share_of = share_of or (OF_PROMPT if hop is None and values is None else
-                            f"of hop {hop}'s attribution" if values is None else "of the attribution shown")
+    share_of = share_of or _share_of(hop, values)
     values = view_values(trace, hop) if values is None else list(values)
     if len(values) != trace.n_tokens:
         raise InputError(f"{len(values)} values for {trace.n_tokens} tokens")
     lo, hi = token_range or (0, trace.n_tokens)
     if not 0 <= lo < hi <= trace.n_tokens:
         raise InputError(f"token range {lo}:{hi} is outside the {trace.n_tokens} tokens")
-    cells, folds = heatmap_cells(trace, width, (lo, hi), keep)
-    drawn = [(i, rc) for i, rc in enumerate(cells, start=lo) if rc is not None]
-    n_rows = max((rc[0] for _i, rc in drawn), default=-1) + 1
-    top = scale_maxima(trace, values=values) if top is None else top
-    target = target_positions(trace)
+    layout = heatmap_layout(trace, values, width, (lo, hi), keep, top)
     fig = go.Figure()
-    classes = _CLASSES + (("target", "target", [[0.0, TARGET_FILL], [1.0, TARGET_FILL]]),)
-    classes_drawn = {"target" if i in target else token_class(trace.tokens[i].role) for i, _rc in drawn}
-    bars = [cls for cls, _label, _scale in _CLASSES if cls in classes_drawn and cls in SCALED and top.get(cls, 0) > 0]
-    for cls, label, scale in classes:
-        z = [[None] * width for _ in range(n_rows)]
-        text = [[""] * width for _ in range(n_rows)]
-        custom = [[None] * width for _ in range(n_rows)]
-        present = False
-        for i, (r, c) in drawn:
-            tok = trace.tokens[i]
-            if ("target" if i in target else token_class(tok.role)) != cls:
-                continue
-            present = True
-            z[r][c] = values[i]
-            text[r][c] = plotly_text(visible_label(tok.text, LABEL_CHARS))
-            custom[r][c] = _hover(i, tok, target)
-        if not present:
-            continue
-        fig.add_trace(go.Heatmap(
-            z=z, text=text, customdata=custom, name=cls, texttemplate="%{text}", textfont={"size": 11},
-            colorscale=scale, zmin=0.0, zmax=top.get(cls) or 1.0, xgap=1, ygap=1, hoverongaps=False,
-            showscale=cls in bars, colorbar=_colorbar(label, bars.index(cls) if cls in bars else 0),
-            hovertemplate="#%{customdata[0]} %{customdata[2]}<br>token %{customdata[1]}<br>"
-                          f"%{{z:.2%}} {plotly_text(share_of)}<extra></extra>"))
-    gold = set(analyse(trace).gold.positions) if analyse(trace).gold else set()
-    shapes = _target_outlines(drawn, target) + _target_outlines(drawn, gold, GOLD, "dot") + [
-        {"type": "line", "xref": "paper", "x0": -0.04, "x1": 1.0, "y0": row - 0.5, "y1": row - 0.5,
-         "line": {"color": "#9ca3af", "width": 1, "dash": "dot"}} for _a, _b, row in folds]
-    first_in_row: dict[int, int] = {}
-    for i, (r, _c) in drawn:
-        first_in_row.setdefault(r, i)
-    after_fold = {row for _a, _b, row in folds}
-    view = "combined (final prompt attribution)" if hop is None else f"hop {hop} (share of the hop's mass)"
-    view = view if title is None else title
-    if (lo, hi) != (0, trace.n_tokens):
-        view += f" · tokens {lo}-{hi - 1} of {trace.n_tokens}"
-    key_px = BAR_BAND_PX if bars else 0
+    for cls, label, scale in _CLASSES + (("target", "target", [[0.0, TARGET_FILL], [1.0, TARGET_FILL]]),):
+        heat = _class_heatmap(trace, values, layout, cls, label, scale, share_of)
+        if heat is not None:
+            fig.add_trace(heat)
+    shapes = (_target_outlines(layout.drawn, layout.target) + _target_outlines(layout.drawn, layout.gold, GOLD, "dot")
+              + _fold_lines(layout))
+    key_px = BAR_BAND_PX if layout.bars else 0
     fig.update_layout(
-        title={"text": view, "font": {"size": 14}, "y": 1.0, "yref": "paper", "yanchor": "bottom",
-               "pad": {"b": key_px - 12 if key_px else 10}}, shapes=shapes,
-        height=max(160, n_rows * ROW_PX + 70 + key_px), margin={"l": 50, "r": 10, "t": 40 + key_px, "b": 10},
+        title={"text": _heading(trace, hop, title, lo, hi), "font": {"size": 14}, "y": 1.0, "yref": "paper",
+               "yanchor": "bottom", "pad": {"b": key_px - 12 if key_px else 10}}, shapes=shapes,
+        height=max(160, layout.n_rows * ROW_PX + 70 + key_px), margin={"l": 50, "r": 10, "t": 40 + key_px, "b": 10},
         xaxis={"visible": False, "range": [-0.5, width - 0.5], "fixedrange": True},
-        yaxis={"autorange": "reversed", "tickmode": "array", "tickvals": list(first_in_row),
-               "ticktext": [("⋯ " if r in after_fold else "") + (f"#{p}" if details else "") for r, p in first_in_row.items()],
-               "tickfont": {"size": 9}, "fixedrange": True},
+        yaxis=_row_axis(layout, details),
         meta={"view": "token_heatmap", "hop": hop, "width": width, "range": [lo, hi],
-              "gold": sorted(g for g in gold if lo <= g < hi),
-              "folded": [[a, b] for a, b, _row in folds], "keep": None if keep is None else sorted(keep),
-              "top": {k: v for k, v in top.items()}},
+              "gold": sorted(g for g in layout.gold if lo <= g < hi),
+              "folded": [[a, b] for a, b, _row in layout.folds], "keep": None if keep is None else sorted(keep),
+              "top": dict(layout.top)},
     )
     return fig
 
