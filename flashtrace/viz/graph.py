@@ -8,6 +8,8 @@ and dark backgrounds). Nodes carry their id as customdata so a click selects the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 import textwrap
 import weakref
@@ -248,54 +250,79 @@ def figure_height(n_inputs: int) -> int:
     return max(400, min(560, 30 * n_inputs + 110)) if n_inputs <= 15 else 15 * n_inputs + 110
 
 
-def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None,
-                     ids: bool = False) -> go.Figure:
-    """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
-    the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id
-    (hovers name node ids only with `ids`: the app's Details)."""
+@dataclass(frozen=True)
+class GraphDrawing:
+    """What the hop graph draws, apart from the drawing: the graph (pruned when too large), node positions,
+    influence and hop depths, the prompt segments' share of the final prompt attribution (with a trace), the
+    gold sentences, the influence that sizes the largest node, and the number of input rows."""
+
+    graph: HopGraph
+    pos: dict
+    influence: dict
+    depths: dict
+    mass: dict
+    gold: set
+    top: float
+    n_inputs: int
+
+    @property
+    def label_size(self) -> int:
+        return 12 if self.n_inputs <= 15 else 10
+
+
+def graph_drawing(graph: HopGraph, trace: Trace | None = None) -> GraphDrawing:
+    """The `GraphDrawing` of `graph` (pruned first when it has more than `MAX_DRAWN_NODES` nodes: thousands of
+    nodes cannot be read, nor drawn quickly)."""
     if graph.pruning is None and graph.graph.number_of_nodes() > MAX_DRAWN_NODES:
-        graph = graph.pruned()  # thousands of nodes cannot be read (nor drawn quickly): draw what explains most
-    pos = layout_positions(graph)
-    influence = graph.influence()
-    depths = graph.hop_depths()
-    mass = segment_mass(trace) if trace is not None else {}
+        graph = graph.pruned()
+    pos, influence = layout_positions(graph), graph.influence()
     facts = analyse(trace) if trace is not None else None
     gold = {p.key for p in facts.pieces if p.gold} if facts is not None and facts.piece_kind == "sentence" else set()
     top = max((v for n, v in influence.items() if n != graph.answer), default=0.0) or 1.0
-    n_inputs = sum(1 for n in pos if pos[n][0] == 0.0)
-    fig = go.Figure(_edge_traces(graph, pos, ids))
-    fig.add_traces(_path_traces(graph, pos, trace))
-    label_size = 12 if n_inputs <= 15 else 10
-    for role in ("template", "prompt", "other", "reasoning", STEPS_ROLE, "answer"):
-        nodes = [n for n in graph.nodes(role) if n in pos]
-        if not nodes:
-            continue
-        if role == "answer":
-            sizes = [28] * len(nodes)
-            labels = ["<br>".join(plain(line) for line in textwrap.wrap(short_label(graph.graph.nodes[n]["text"], 60), 22))
-                      for n in nodes]
-        else:
-            sizes = [7 + 27 * math.sqrt(min(influence.get(n, 0.0) / top, 1.0)) for n in nodes]
-            labels = [plain(node_label(graph, n)) for n in nodes]
-        fig.add_trace(go.Scatter(
-            x=[pos[n][0] for n in nodes], y=[pos[n][1] for n in nodes], mode="markers+text",
-            name=ROLE_NAMES[role], meta=role,
-            text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
-            textposition={"reasoning": "middle right", STEPS_ROLE: "middle right",
-                          "answer": "bottom center"}.get(role, "middle left"),
-            textfont={"size": label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
-            customdata=nodes, hovertext=[_hover(graph, n, influence, depths, mass, ids)
-                                         + ("<br><b>known evidence (gold)</b>" if n in gold else "") for n in nodes],
-            hovertemplate="%{hovertext}<extra></extra>",
-            marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role in ("other", STEPS_ROLE) else "circle",
-                    "line": {"width": [5 if n == selected else 3 if n in gold else 1 for n in nodes],
-                             "color": [SELECTED_COLOR if n == selected else GOLD if n in gold else "rgba(255,255,255,0.7)"
-                                       for n in nodes]}}))
-    if gold & set(pos):
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="known evidence (gold)", hoverinfo="skip",
-                                 marker={"size": 12, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": GOLD}}))
-    fig.update_layout(
-        height=figure_height(n_inputs), margin={"l": 250 if n_inputs <= 15 else 230, "r": 70, "t": 44, "b": 36},
+    return GraphDrawing(graph, pos, influence, graph.hop_depths(), segment_mass(trace) if trace is not None else {},
+                        gold, top, sum(1 for n in pos if pos[n][0] == 0.0))
+
+
+_TEXT_POSITION = {"reasoning": "middle right", STEPS_ROLE: "middle right", "answer": "bottom center"}
+
+
+def _sizes_and_labels(d: GraphDrawing, role: str, nodes: list[str]) -> tuple[list[float], list[str]]:
+    """Marker sizes (by influence; the answer fixed) and labels (the answer's text wrapped) of one role's nodes."""
+    if role == "answer":
+        return [28] * len(nodes), ["<br>".join(plain(line) for line in textwrap.wrap(
+            short_label(d.graph.graph.nodes[n]["text"], 60), 22)) for n in nodes]
+    return ([7 + 27 * math.sqrt(min(d.influence.get(n, 0.0) / d.top, 1.0)) for n in nodes],
+            [plain(node_label(d.graph, n)) for n in nodes])
+
+
+def _outline(n: str, selected: str | None, gold: set) -> tuple[int, str]:
+    """A node's outline width and colour: selected, gold, or a thin halo."""
+    if n == selected:
+        return 5, SELECTED_COLOR
+    return (3, GOLD) if n in gold else (1, "rgba(255,255,255,0.7)")
+
+
+def _role_trace(d: GraphDrawing, role: str, nodes: list[str], selected: str | None, ids: bool) -> go.Scatter:
+    """The scatter of one role's nodes: sized, labelled, hovered, the selected one outlined and bold."""
+    sizes, labels = _sizes_and_labels(d, role, nodes)
+    outlines = [_outline(n, selected, d.gold) for n in nodes]
+    hovers = [_hover(d.graph, n, d.influence, d.depths, d.mass, ids)
+              + ("<br><b>known evidence (gold)</b>" if n in d.gold else "") for n in nodes]
+    return go.Scatter(
+        x=[d.pos[n][0] for n in nodes], y=[d.pos[n][1] for n in nodes], mode="markers+text",
+        name=ROLE_NAMES[role], meta=role,
+        text=[f"<b>{lab}</b>" if n == selected else lab for n, lab in zip(nodes, labels)],
+        textposition=_TEXT_POSITION.get(role, "middle left"),
+        textfont={"size": d.label_size, "shadow": "auto"}, cliponaxis=False,  # a halo: legible over edges
+        customdata=nodes, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+        marker={"size": sizes, "color": NODE_COLORS[role], "symbol": "square" if role in ("other", STEPS_ROLE) else "circle",
+                "line": {"width": [w for w, _c in outlines], "color": [c for _w, c in outlines]}})
+
+
+def _graph_layout(d: GraphDrawing) -> dict:
+    graph, wide = d.graph, d.n_inputs <= 15
+    return dict(
+        height=figure_height(d.n_inputs), margin={"l": 250 if wide else 230, "r": 70, "t": 44, "b": 36},
         title={"text": "What the answer rests on: input → reasoning steps → answer", "font": {"size": 14},
                "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 6}},  # clear of the column labels
         xaxis={"visible": False, "range": [-0.03, 1.06], "fixedrange": True},
@@ -304,9 +331,26 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
                 "yanchor": "bottom", "font": {"size": 11}},
         clickmode="event+select", dragmode=False, hoverlabel={"align": "left"},
         meta={"view": "hop_graph", "threshold": graph.threshold, "edges": graph.graph.number_of_edges(),
-              "inputs": n_inputs, "folded": len(graph.graph.nodes[OTHER]["folded"]) if OTHER in graph.graph else 0,
-              "pruning": graph.pruning, "gold": sorted(gold & set(pos))},
-    )
+              "inputs": d.n_inputs, "folded": len(graph.graph.nodes[OTHER]["folded"]) if OTHER in graph.graph else 0,
+              "pruning": graph.pruning, "gold": sorted(d.gold & set(d.pos))})
+
+
+def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str | None = None,
+                     ids: bool = False) -> go.Figure:
+    """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
+    the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id
+    (hovers name node ids only with `ids`: the app's Details)."""
+    d = graph_drawing(graph, trace)
+    fig = go.Figure(_edge_traces(d.graph, d.pos, ids))
+    fig.add_traces(_path_traces(d.graph, d.pos, trace))
+    for role in ("template", "prompt", "other", "reasoning", STEPS_ROLE, "answer"):
+        nodes = [n for n in d.graph.nodes(role) if n in d.pos]
+        if nodes:
+            fig.add_trace(_role_trace(d, role, nodes, selected, ids))
+    if d.gold & set(d.pos):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="known evidence (gold)", hoverinfo="skip",
+                                 marker={"size": 12, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": GOLD}}))
+    fig.update_layout(**_graph_layout(d))
     for x, label in ((0.0, "input"), (0.4, "reasoning steps"), (1.0, "answer")):
         fig.add_annotation(x=x, y=-0.1, text=f"<b>{label}</b>", showarrow=False, yanchor="bottom",
                            xanchor="right" if x == 0.0 else "left" if x == 0.4 else "center")
