@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 import plotly.graph_objects as go
 
@@ -103,6 +105,52 @@ def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
                      max_height_px=max_height_px, css_class="ft-prompt")
 
 
+@dataclass(frozen=True)
+class PieceRows:
+    """The bars of `pieces_figure`, apart from the drawing: the pieces in order, each bar's note, how many
+    trailing rows are asked questions, whether the gold piece was added below the ranking, and the key of
+    the edited (suspect) sentence."""
+
+    rows: list
+    notes: list[str]
+    n_asked: int
+    gold_added: bool
+    flagged: str | None
+
+    @property
+    def wide(self) -> bool:
+        """Whether the bars need room for a longer note (an added gold, asked or suspect row)."""
+        return self.gold_added or self.n_asked > 0 or self.flagged is not None
+
+
+def piece_rows(pieces: list[Ranked], gold: dict | None = None, asked: list[Ranked] | None = None,
+               suspect: Ranked | None = None) -> PieceRows:
+    """The ranked pieces, then the gold piece when it ranks below them (noted with its rank), the suspect
+    sentence when it is not among them, then the asked questions not yet shown; every gold, suspect and asked
+    row noted."""
+    rows = list(pieces)
+    gold_added = gold is not None and gold["piece"].key not in {p.key for p in pieces}
+    if gold_added:
+        rows.append(gold["piece"])
+    if suspect is not None and suspect.key not in {p.key for p in rows}:
+        rows.append(suspect)
+    flagged = suspect.key if suspect is not None else None
+    notes = []
+    for p in rows:
+        note = f" · gold, ranked {gold['ranked']}" if gold_added and p.key == gold["piece"].key else \
+            " · gold" if p.piece.gold else ""
+        notes.append(note + (" · the edited sentence" if p.key == flagged else ""))
+    questions = [q for q in asked or [] if q.key not in {p.key for p in rows}]
+    return PieceRows(rows + questions, notes + [" · asked"] * len(questions), len(questions), gold_added, flagged)
+
+
+def _ring(p: Ranked, flagged: str | None) -> tuple[str, int]:
+    """A bar's outline: red for the edited sentence, gold for known evidence, none otherwise."""
+    if p.key == flagged:
+        return SUSPECT, 3
+    return (GOLD, 3) if p.piece.gold else ("rgba(0,0,0,0)", 0)
+
+
 def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None = None,
                   asked: list[Ranked] | None = None, suspect: Ranked | None = None,
                   share_of: str = OF_PROMPT) -> go.Figure:
@@ -112,35 +160,21 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
     ranks below the listed pieces, it is added as a bar with its rank, so the gold shows even when it ranks low. `asked` (the question
     sentences, kept out of the ranking) come last, grey and marked "asked", with their shares. `suspect` (an
     honest failure's edited sentence) is ringed in red and marked, added when it is not among the pieces."""
-    rows = list(pieces)
-    extra = gold is not None and gold["piece"].key not in {p.key for p in pieces}
-    if extra:
-        rows.append(gold["piece"])
-    if suspect is not None and suspect.key not in {p.key for p in rows}:
-        rows.append(suspect)
-    notes = [" · gold" if p.piece.gold else "" for p in rows]
-    if extra:
-        notes[rows.index(gold["piece"])] = f" · gold, ranked {gold['ranked']}"
-    flagged = suspect.key if suspect is not None else None
-    notes = [note + (" · the edited sentence" if p.key == flagged else "") for p, note in zip(rows, notes)]
-    questions = [q for q in asked or [] if q.key not in {p.key for p in rows}]
-    rows += questions
-    notes += [" · asked" for _ in questions]
-    colours = [PROMPT] * (len(rows) - len(questions)) + [TEMPLATE] * len(questions)
+    bars = piece_rows(pieces, gold, asked, suspect)
+    rows = bars.rows
+    rings = [_ring(p, bars.flagged) for p in rows]
     fig = go.Figure(go.Bar(
-        y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h", marker_color=colours,
-        marker_line={"color": [SUSPECT if p.key == flagged else GOLD if p.piece.gold else "rgba(0,0,0,0)"
-                               for p in rows],
-                     "width": [3 if p.piece.gold or p.key == flagged else 0 for p in rows]},
-        text=[pct(p.share) + note for p, note in zip(rows, notes)], textposition="outside", cliponaxis=False,
+        y=[_escaped(p.label) for p in rows], x=[p.share for p in rows], orientation="h",
+        marker_color=[PROMPT] * (len(rows) - bars.n_asked) + [TEMPLATE] * bars.n_asked,
+        marker_line={"color": [c for c, _w in rings], "width": [w for _c, w in rings]},
+        text=[pct(p.share) + note for p, note in zip(rows, bars.notes)], textposition="outside", cliponaxis=False,
         customdata=[_escaped(" ".join(p.text.split())[:300]) for p in rows],
         hovertemplate=f"%{{customdata}}<br>%{{x:.1%}} {share_of}<extra></extra>"))
     top = max((p.share for p in rows), default=1.0)
     # the axis title gets 24 px more below it than _LAYOUT gives: a taller fallback font (a machine without
     # Liberation or Open Sans) still fits inside a PNG/SVG export
     fig.update_layout(title={"text": title, "font": {"size": 14}}, height=94 + 44 * max(len(rows), 1),
-                      xaxis={"range": [0, top * (1.6 if extra or questions or flagged else 1.35)],
-                             "tickformat": ".0%",
+                      xaxis={"range": [0, top * (1.6 if bars.wide else 1.35)], "tickformat": ".0%",
                              "fixedrange": True,
                              "automargin": True, "title": {"text": f"share {share_of}", "font": {"size": 12}}},
                       yaxis={"autorange": "reversed", "automargin": True, "fixedrange": True},
