@@ -172,20 +172,7 @@ def markdown_table(results: list[dict]) -> str:
              + "| load 1-min before → after |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---|" if gpu else "") + "---|"]
     for (n_p, n_r), modes in sorted(groups.items()):
-        fwd, ft, ifr, row = (modes.get(m) for m in MODES)
-        both = _ok(ft) and _ok(fwd)
-        cells = [str(n_p), str(n_r), str(n_p + n_r),
-                 f"{fwd['forward_s']:.2f}" if _ok(fwd) else "–",
-                 f"{ft['total_s']:.2f} ({ft['record_s']:.2f} + {ft['attribution_s']:.2f})" if _ok(ft) else "–",
-                 f"**{_ratio(ft['attribution_s'], fwd['forward_s'])}**" if both else "–",
-                 _ratio(ft["total_s"], fwd["forward_s"]) if both else "–",
-                 _attr(ifr), _attr(row),
-                 _ratio(ifr["attribution_s"], ft["attribution_s"], None) if _ok(ifr) and _ok(ft) else "–",
-                 _ratio(row["attribution_s"], ft["attribution_s"], None) if _ok(row) and _ok(ft) else "–",
-                 " / ".join(_gib(m["peak_rss_bytes"]) if _ok(m) else "–" for m in (fwd, ft, ifr)),
-                 *([" / ".join(_gib(m["peak_gpu_bytes"]) if _ok(m) else "–" for m in (fwd, ft))] if gpu else []),
-                 _loads(list(modes.values()))]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join([str(n_p), str(n_r), str(n_p + n_r), *_row_cells(modes, gpu)]) + " |")
     lines.append("")
     lines.append("Times in seconds (wall), memory = peak resident set of the cell's own process (model included). "
                  "**FT attr / forward** = FlashTrace attribution (hops, recording excluded) over one plain SDPA "
@@ -197,6 +184,28 @@ def markdown_table(results: list[dict]) -> str:
                  "1-minute load average before / after the row's cells; `!` = a cell started on a busy machine."
                  + (" Peak GPU = `torch.cuda.max_memory_allocated` of the timed phases." if gpu else ""))
     return "\n".join(lines) + "\n"
+
+
+def _either(ok: bool, text) -> str:
+    """`text()` when `ok`, else a dash (the cell's run failed or was not made)."""
+    return text() if ok else "–"
+
+
+def _row_cells(modes: dict, gpu: bool) -> list[str]:
+    """One size's cells after its sizes: times, the ratios that matter, peak memory and the load."""
+    fwd, ft, ifr, row = (modes.get(m) for m in MODES)
+    both = _ok(ft) and _ok(fwd)
+    return [
+        _either(_ok(fwd), lambda: f"{fwd['forward_s']:.2f}"),
+        _either(_ok(ft), lambda: f"{ft['total_s']:.2f} ({ft['record_s']:.2f} + {ft['attribution_s']:.2f})"),
+        _either(both, lambda: f"**{_ratio(ft['attribution_s'], fwd['forward_s'])}**"),
+        _either(both, lambda: _ratio(ft["total_s"], fwd["forward_s"])),
+        _attr(ifr), _attr(row),
+        _either(_ok(ifr) and _ok(ft), lambda: _ratio(ifr["attribution_s"], ft["attribution_s"], None)),
+        _either(_ok(row) and _ok(ft), lambda: _ratio(row["attribution_s"], ft["attribution_s"], None)),
+        " / ".join(_either(_ok(m), lambda m=m: _gib(m["peak_rss_bytes"])) for m in (fwd, ft, ifr)),
+        *([" / ".join(_either(_ok(m), lambda m=m: _gib(m["peak_gpu_bytes"])) for m in (fwd, ft))] if gpu else []),
+        _loads(list(modes.values()))]
 
 
 def _protocol(cells: list[dict]) -> str:
