@@ -191,6 +191,22 @@ def estimate_seconds(task: Task, loaded) -> float:
     return once * (2 if task.edit else 1)
 
 
+def _build_one(task: Task, loaded, out: Path, log: Callable[[str], None]) -> list[Path]:
+    """Build one task into `out` (the edited trace saved first: an original on disk means the task is whole) and
+    log whether the model answered right; returns the files written."""
+    start = time.perf_counter()
+    traces = build_task(task, loaded)
+    written = []
+    for trace in reversed(traces):
+        name = task.name if EDITED_FROM not in trace.extra else f"{task.name}-edited"
+        written.append(trace.save(out / f"{name}.json"))
+    right = traces[0].extra["gallery"]["correct"]
+    after = f"; after the edit {value_text(traces[1])!r}" if len(traces) > 1 else ""
+    log(f"{task.name}: {'right' if right else 'wrong'} ({value_text(traces[0])!r}; right: {task.answer!r}), "
+        f"{traces[0].n_tokens} tokens, {time.perf_counter() - start:.0f} s{after}")
+    return written[::-1]
+
+
 def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = None, *,
                     load: Callable[[str], object] | None = None, log: Callable[[str], None] = print,
                     bar: Callable[..., object] | None = None) -> list[Path]:
@@ -215,15 +231,7 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
         f"{sum(planned.values()) / 60:.0f} min predicted (if every task writes its max_new_tokens)")
     progress = bar(total=round(sum(planned.values()))) if bar else None
     for task in tasks:
-        start = time.perf_counter()
-        traces = build_task(task, loaded_models[task.model])
-        for trace in reversed(traces):  # the edited one first: an original on disk means the task is whole
-            name = task.name if EDITED_FROM not in trace.extra else f"{task.name}-edited"
-            written.append(trace.save(out / f"{name}.json"))
-        right = traces[0].extra["gallery"]["correct"]
-        log(f"{task.name}: {'right' if right else 'wrong'} ({value_text(traces[0])!r}; right: {task.answer!r}), "
-            f"{traces[0].n_tokens} tokens, {time.perf_counter() - start:.0f} s"
-            + (f"; after the edit {value_text(traces[1])!r}" if len(traces) > 1 else ""))
+        written += _build_one(task, loaded_models[task.model], out, log)
         if progress is not None:
             progress.update(round(planned[task.name]))
     if progress is not None:

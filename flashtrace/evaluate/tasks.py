@@ -24,6 +24,8 @@ the same arguments always give the same example.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import json
 import random
 from pathlib import Path
@@ -90,30 +92,67 @@ _COUNTRIES = ["Zandoria", "Ostrava", "Pelland", "Kyrenia", "Valdor", "Mirethia",
               "Belgrast"]
 
 
+@dataclass(frozen=True)
+class _World:
+    """A multihop task's facts: where each person was born, each city's country, each country's population."""
+
+    people: list[str]
+    city_of: dict[str, str]
+    country_of: dict[str, str]
+    pops: dict[str, int]
+
+    def born(self, p: str) -> str:
+        return f"{p} was born in {self.city_of[p]}."
+
+    def located(self, c: str) -> str:
+        return f"{c} is a city in {self.country_of[c]}."
+
+    def pop(self, k: str) -> str:
+        return f"{k} has a population of {self.pops[k]} million."
+
+    def home(self, p: str) -> str:
+        """The country `p` was born in."""
+        return self.country_of[self.city_of[p]]
+
+    def chain(self, p: str, kind: str) -> list[str]:
+        """The facts that answer for `p`: birth city, its country, and (comparing) that country's population."""
+        return [self.born(p), self.located(self.city_of[p])] + ([self.pop(self.home(p))] if kind == "compare" else [])
+
+
+def _world(rng: random.Random) -> _World:
+    people, cities, countries = rng.sample(_PEOPLE, 12), rng.sample(_CITIES, 10), rng.sample(_COUNTRIES, 6)
+    city_of = {p: rng.choice(cities) for p in people}
+    country_of = {c: rng.choice(countries) for c in cities}
+    return _World(people, city_of, country_of, dict(zip(countries, rng.sample(range(2, 90), len(countries)))))
+
+
+def _multihop_reasoning(world: _World, kind: str, asked: list[str]) -> tuple[str, str, list[str]]:
+    """The question, the answer and the templated reasoning lines of a count or compare question."""
+    if kind == "count":
+        p = asked[0]
+        country, answer = world.home(p), str(len(world.home(p)))
+        return (f"Question: How many letters are in the name of the country where {p} was born?", answer,
+                world.chain(p, kind) + [f"The name {country} has {answer} letters."])
+    best = max(asked, key=lambda q: world.pops[world.home(q)])
+    a, c = (world.pops[world.home(q)] for q in asked)
+    lines = [line for q in asked for line in world.chain(q, kind)]
+    lines.append(f"{max(a, c)} million is more than {min(a, c)} million, so the answer is {best}.")
+    return f"Question: Who was born in the country with the larger population, {asked[0]} or {asked[1]}?", best, lines
+
+
 def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_) -> Example:
     rng = random.Random(f"multihop:{seed}")
     kind = kind or ("count", "compare")[seed % 2]
     if kind not in ("count", "compare"):
         raise InputError(f"multihop kind must be 'count' or 'compare', got {kind!r}")
-    people, cities, countries = rng.sample(_PEOPLE, 12), rng.sample(_CITIES, 10), rng.sample(_COUNTRIES, 6)
-    city_of = {p: rng.choice(cities) for p in people}
-    country_of = {c: rng.choice(countries) for c in cities}
-    pops = dict(zip(countries, rng.sample(range(2, 90), len(countries))))
+    world = _world(rng)
+    people = world.people
+    asked = [people[0]]
     if kind == "compare":  # two people born in different countries
-        p1 = people[0]
-        p2 = next(p for p in people[1:] if country_of[city_of[p]] != country_of[city_of[p1]])
-        asked = [p1, p2]
-    else:
-        asked = [people[0]]
-    born = {p: f"{p} was born in {city_of[p]}." for p in people}
-    located = {c: f"{c} is a city in {country_of[c]}." for c in cities}
-    pop = {k: f"{k} has a population of {pops[k]} million." for k in countries}
-    needed = set()
-    for p in asked:
-        needed |= {born[p], located[city_of[p]]}
-        if kind == "compare":
-            needed.add(pop[country_of[city_of[p]]])
-    facts = list(dict.fromkeys([*born.values(), *located.values(), *pop.values()]))
+        asked.append(next(p for p in people[1:] if world.home(p) != world.home(people[0])))
+    needed = {line for p in asked for line in world.chain(p, kind)}
+    facts = list(dict.fromkeys([*map(world.born, people), *map(world.located, world.country_of),
+                                *map(world.pop, world.pops)]))
     rng.shuffle(facts)
     budget = chars_for(length or 256) - 200
     items, used = [], 0
@@ -122,22 +161,8 @@ def _multihop(seed: int, length: int | None = None, kind: str | None = None, **_
             items.append((f, "gold" if f in needed else "distractor"))
             used += len(f) + 1
     body = interleave(rng, items, budget)
-    header = "Read the following facts about people, cities and countries."
-    if kind == "count":
-        p = asked[0]
-        country = country_of[city_of[p]]
-        question = f"Question: How many letters are in the name of the country where {p} was born?"
-        answer = str(len(country))
-        lines = [born[p], located[city_of[p]], f"The name {country} has {answer} letters."]
-    else:
-        lines, best = [], max(asked, key=lambda q: pops[country_of[city_of[q]]])
-        for q in asked:
-            lines += [born[q], located[city_of[q]], pop[country_of[city_of[q]]]]
-        question = (f"Question: Who was born in the country with the larger population, {asked[0]} or {asked[1]}?")
-        a, c = (pops[country_of[city_of[q]]] for q in asked)
-        lines.append(f"{max(a, c)} million is more than {min(a, c)} million, so the answer is {best}.")
-        answer = best
-    b = build_prompt(header, body, question)
+    question, answer, lines = _multihop_reasoning(world, kind, asked)
+    b = build_prompt("Read the following facts about people, cities and countries.", body, question)
     return Example(b.text(), "\n".join(lines + [f"Answer: {answer}"]), answer, b.marks["gold"], "multihop",
                    {"kind": kind, "people": asked, "hops": 2 if kind == "count" else 3})
 
