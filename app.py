@@ -32,6 +32,46 @@ def gallery_cards(items) -> None:
                              icon=":material/call_split:", query_params={"trace": f"gallery:{name}"})
 
 
+_GALLERY_SECTIONS = (
+    ("Reasoning the model wrote itself",
+     "Tasks written for this project; a built-in Qwen2.5-Coder model wrote its own reasoning and answer (greedy), "
+     "and the answer's value was traced with 3 hops."),
+    ("Where the model went wrong, and the edit that tests it",
+     "Wrong answers, kept: each card names the sentence suspected of misleading the model and what the model "
+     "answered once that sentence was removed and it reasoned again (the edited version)."),
+    ("Synthetic benchmark traces",
+     "SmolLM2-135M reading reasoning that the task generators templated (the model did not write it): the "
+     "evaluation's task families, a hand-written prompt and a long trace."),
+)
+
+
+def gallery_sections(items) -> None:
+    """The gallery's cards in three sections: reasoning a model wrote itself and got right (or unchecked), its
+    honest failures, and the synthetic benchmark traces; an edited version opens from its original's card."""
+    cards = [it for it in items if it.edited_from is None]
+    groups = ([it for it in cards if it.written and it.correct is not False],
+              [it for it in cards if it.written and it.correct is False],
+              [it for it in cards if not it.written])
+    for (title, caption), group in zip(_GALLERY_SECTIONS, groups):
+        if group:
+            st.subheader(title, anchor=False)
+            st.caption(caption)
+            gallery_cards(group)
+
+
+def recent_traces() -> None:
+    """Links to the five newest readable traces in the library, and to the library."""
+    with ui.shown_errors():
+        recent = [e for e in library().entries() if e.readable][:5]
+        if not recent:
+            st.caption("Nothing saved yet. Traces you run are saved to the library.")
+        for entry in recent:
+            st.page_link(ui.PAGES["explore"], icon=":material/description:",
+                         label=f"{ui.plain(entry.name)} · {ui.plain(entry.model)} · {entry.n_tokens:,} tokens",
+                         query_params={"trace": f"lib:{entry.name}"})
+        st.page_link(ui.PAGES["library"], label="Open the library", icon=":material/folder_open:")
+
+
 def home() -> None:
     st.title("FlashTrace Studio")
     st.markdown("**Why did the model say that?** FlashTrace attributes a model's whole answer to the prompt tokens "
@@ -45,40 +85,12 @@ def home() -> None:
         st.page_link(ui.PAGES["trace"], label="Start a new trace", icon=":material/play_arrow:")
     st.page_link(ui.PAGES["evaluation"], label="Is it faithful? Deletion tests against the baselines",
                  icon=":material/fact_check:")
-
     st.header("Gallery")
     if not items:
         st.info("The gallery is empty. Rebuild it with `flashtrace gallery`.")
-    cards = [it for it in items if it.edited_from is None]  # an edited version opens from its original's card
-    written = [it for it in cards if it.written and it.correct is not False]
-    failures = [it for it in cards if it.written and it.correct is False]
-    synthetic = [it for it in cards if not it.written]
-    if written:
-        st.subheader("Reasoning the model wrote itself", anchor=False)
-        st.caption("Tasks written for this project; a built-in Qwen2.5-Coder model wrote its own reasoning and "
-                   "answer (greedy), and the answer's value was traced with 3 hops.")
-        gallery_cards(written)
-    if failures:
-        st.subheader("Where the model went wrong, and the edit that tests it", anchor=False)
-        st.caption("Wrong answers, kept: each card names the sentence suspected of misleading the model and what "
-                   "the model answered once that sentence was removed and it reasoned again (the edited version).")
-        gallery_cards(failures)
-    if synthetic:
-        st.subheader("Synthetic benchmark traces", anchor=False)
-        st.caption("SmolLM2-135M reading reasoning that the task generators templated (the model did not write "
-                   "it): the evaluation's task families, a hand-written prompt and a long trace.")
-        gallery_cards(synthetic)
-
+    gallery_sections(items)
     st.header("Recent traces")
-    with ui.shown_errors():
-        recent = [e for e in library().entries() if e.readable][:5]
-        if not recent:
-            st.caption("Nothing saved yet. Traces you run are saved to the library.")
-        for entry in recent:
-            st.page_link(ui.PAGES["explore"], icon=":material/description:",
-                         label=f"{ui.plain(entry.name)} · {ui.plain(entry.model)} · {entry.n_tokens:,} tokens",
-                         query_params={"trace": f"lib:{entry.name}"})
-        st.page_link(ui.PAGES["library"], label="Open the library", icon=":material/folder_open:")
+    recent_traces()
 
 
 ui.page_setup("Home")

@@ -73,14 +73,9 @@ def hop_depths(trace) -> None:
         mass.plotly_chart(mass_per_hop(facts), key="mass", config=CHART)
 
 
-def methods(ref, trace) -> None:
-    """The methods tab: methods run live on this trace one at a time (progress, elapsed time, cancel), with the
-    warm-up timed apart; then time and deletion-curve faithfulness side by side."""
+def _method_choice(trace) -> tuple[list[str], str]:
+    """The methods chosen (the slow ones offered only when asked for) and the deletion scoring precision."""
     ss = st.session_state
-    st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and "
-               "target, then deletes prompt tokens in 20 steps to measure faithfulness (each deletion state is one "
-               "model run, shared by the methods that reach it). The warm-up (model load, forward pass, first-use "
-               "setup) runs once per trace and is timed apart from every method.")
     slow = st.checkbox("Offer the slow methods (IG and segment ablation run the model many times: minutes on long "
                        "traces)", key="methods_slow")
     options = [*app_methods.FAST_METHODS, *(app_methods.SLOW_METHODS if slow else ())]
@@ -92,9 +87,13 @@ def methods(ref, trace) -> None:
         horizontal=True, key="methods_precision",
         help="A copy of the model whose matrix products run in bfloat16 scores the deletion curves ~1.7x faster "
              "on this processor; float32 scores them in the model itself (docs/evaluation.md compares the two).")
-    key = (*app_methods.stamp(ref), precision)
-    if ss.get("methods_key") != key:  # results of one trace and precision at a time
-        ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
+    return chosen, precision
+
+
+def _run_pending(trace, key: tuple, chosen: list[str], precision: str) -> None:
+    """The estimate, the Run button and the live run of the chosen methods not run yet (or the word that it was
+    cancelled)."""
+    ss = st.session_state
     results = ss["methods_results"]
     pending = [m for m in chosen if m not in results]
     plan = app_methods.comparison_plan(trace, pending, first=not results, warm=app_methods.is_warm(key[:3]),
@@ -112,7 +111,12 @@ def methods(ref, trace) -> None:
     elif pending and ss.get("methods_cancelled"):
         st.info("Cancelled. " + ("Shown: what finished; run" if any(m in results for m in chosen) else "Run")
                 + " the comparison again for the rest.")
-    record = app_methods.combined(results, chosen)
+
+
+def _method_results(chosen: list[str]) -> None:
+    """What the runs gave: the warm-up and timing captions, the table, the deletion curves and the strips."""
+    ss = st.session_state
+    record = app_methods.combined(ss["methods_results"], chosen)
     if ss.get("methods_warmup"):
         st.caption("Warm-up, once for this trace and in no method's time: "
                    + " · ".join(f"{step} {sec:.1f} s" for step, sec in ss["methods_warmup"].items()))  # md-ok
@@ -123,6 +127,22 @@ def methods(ref, trace) -> None:
         st.caption(app_methods.precision_caption(record))  # md-ok: a constant sentence or an escaped dtype name
         st.plotly_chart(deletion_curves(record), key="deletion", config=CHART)
         st.plotly_chart(method_strips(record), key="method_strips", config=CHART)
+
+
+def methods(ref, trace) -> None:
+    """The methods tab: methods run live on this trace one at a time (progress, elapsed time, cancel), with the
+    warm-up timed apart; then time and deletion-curve faithfulness side by side."""
+    ss = st.session_state
+    st.caption(f"Runs each method live with **{ui.plain(trace.model.name)}** on this trace's prompt, response and "
+               "target, then deletes prompt tokens in 20 steps to measure faithfulness (each deletion state is one "
+               "model run, shared by the methods that reach it). The warm-up (model load, forward pass, first-use "
+               "setup) runs once per trace and is timed apart from every method.")
+    chosen, precision = _method_choice(trace)
+    key = (*app_methods.stamp(ref), precision)
+    if ss.get("methods_key") != key:  # results of one trace and precision at a time
+        ss["methods_key"], ss["methods_results"], ss["methods_warmup"], ss["methods_timing"] = key, {}, None, None
+    _run_pending(trace, key, chosen, precision)
+    _method_results(chosen)
 
 
 picked = ui.trace_page("Compare")
