@@ -232,7 +232,7 @@ def _speeds(threads: int, gpu: bool, slow: float, n_layers: int) -> tuple[float,
     cores = min(threads, os.cpu_count() or 1)
     machine = GPU_SPEEDUP if gpu else machine_speed()
     speed = cores ** 0.7 * machine / slow
-    # on a CPU, layers run side by side, one per thread (span.LAYER_THREADS_CPU): 2 threads measured 2.1× one
+    # on a CPU, layers run side by side, one per thread (span_aggregate's layer_threads): 2 threads measured 2.1× one
     return speed, speed if gpu else min(cores, n_layers) * machine / slow
 
 

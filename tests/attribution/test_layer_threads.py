@@ -1,4 +1,4 @@
-"""Layers side by side on Python threads (CPU, `span.LAYER_THREADS_CPU`): the same scores as one torch
+"""Layers side by side on Python threads (CPU, `span_aggregate(layer_threads=True)`, the default): the same scores as one torch
 thread, bit for bit; torch's thread count and the worker threads are back to normal after every sweep,
 including one a caller cancels."""
 
@@ -67,11 +67,9 @@ def test_layer_threads_give_the_scores_of_one_torch_thread_bit_for_bit(recording
 def test_one_torch_thread_or_the_switch_off_keeps_layers_on_the_callers_thread(recording, two_threads, monkeypatch):
     w = weights(recording.n_tokens)
     names = layer_thread_names(monkeypatch)
-    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", False)
-    off = span_aggregate(recording, w).scores
+    off = span_aggregate(recording, w, layer_threads=False).scores
     torch.set_num_threads(1)
-    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", True)
-    one = span_aggregate(recording, w).scores
+    one = span_aggregate(recording, w, layer_threads=True).scores
     assert set(names) == {threading.current_thread().name}
     torch.testing.assert_close(off, one, rtol=1e-5, atol=1e-7)  # two threads inside ops: another order of sums
 

@@ -117,15 +117,13 @@ def test_proximities_from_values_equal_the_formula_where_parts_overshoot(seed):
 
 def test_span_aggregate_through_the_gpu_kernels_matches_reference(monkeypatch):
     """The paths other devices take (head values + torch proximity, four-pass softmax), run here."""
-    import flashtrace.engine.attribution.span as span_module
     import flashtrace.engine.models.attention as attention_module
 
-    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
     monkeypatch.setattr(attention_module, "FUSED_CPU", False)
     rec = random_recording(residual=-0.3, seed=14, window=6)
     w = torch.zeros(rec.n_tokens)
     w[8:] = torch.linspace(0.1, 1.0, rec.n_tokens - 8)
-    got = span_aggregate(rec, w).scores[0]
+    got = span_aggregate(rec, w, value_kernel=False).scores[0]
     assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
 
 
@@ -324,22 +322,17 @@ def test_per_head_scores_are_kept_only_when_asked_and_work_for_one_layer():
 def test_the_head_value_path_in_small_source_chunks_matches_the_reference(monkeypatch):
     """Other devices form head values a chunk of sources at a time, as many as the budget holds: with room for
     three sources per chunk the scores are the reference's."""
-    import flashtrace.engine.attribution.span as span_module
-
-    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
     rec = random_recording(seed=21)
     w = torch.zeros(rec.n_tokens)
     w[15:] = 1.0
     per_source = 4 * 4 * 16  # heads x model width, float32
-    got = span_aggregate(rec, w, budget_bytes=2 * per_source * 3).scores[0]
+    got = span_aggregate(rec, w, budget_bytes=2 * per_source * 3, value_kernel=False).scores[0]
     assert torch.allclose(got.double(), reference_span_scores(rec, w), atol=1e-5)
 
 
 def test_more_layers_than_threads_run_in_a_pipeline_to_the_same_scores(monkeypatch):
     """Four layers on two threads: two run at a time, each next layer starts when one is consumed; the scores
     equal one layer at a time, bit for bit."""
-    import flashtrace.engine.attribution.span as span_module
-
     rec = random_recording(n_layers=4, seed=8)
     w = torch.zeros(rec.n_tokens)
     w[18:] = 1.0
@@ -350,5 +343,4 @@ def test_more_layers_than_threads_run_in_a_pipeline_to_the_same_scores(monkeypat
         piped = span_aggregate(rec, w, on_layer=seen.append).scores
     finally:
         torch.set_num_threads(before)
-    monkeypatch.setattr(span_module, "LAYER_THREADS_CPU", False)
-    assert seen == [0, 1, 2, 3] and torch.equal(piped, span_aggregate(rec, w).scores)
+    assert seen == [0, 1, 2, 3] and torch.equal(piped, span_aggregate(rec, w, layer_threads=False).scores)

@@ -87,13 +87,10 @@ def test_bad_weights_are_refused_saying_what_is_wrong(bad, words):
 def test_scores_are_on_the_cpu_and_the_same_whatever_torchs_default_device(value_kernel, monkeypatch):
     """A notebook that set ``torch.set_default_device`` elsewhere still gets its scores and per-head shares on
     the CPU, equal to those without that default (the weights may be a plain list)."""
-    import flashtrace.engine.attribution.span as span_module
-
-    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", value_kernel)
     rec = random_recording(seed=1, window=5, post_norm=True, bias=True)
-    plain = span_aggregate(rec, torch.ones(24), per_head=True)
+    plain = span_aggregate(rec, torch.ones(24), per_head=True, value_kernel=value_kernel)
     with torch.device("meta"):
-        elsewhere = span_aggregate(rec, [1.0] * 24, per_head=True)
+        elsewhere = span_aggregate(rec, [1.0] * 24, per_head=True, value_kernel=value_kernel)
     assert elsewhere.scores.device.type == "cpu" and elsewhere.heads.device.type == "cpu"
     assert torch.equal(elsewhere.scores, plain.scores) and torch.equal(elsewhere.heads, plain.heads)
 
@@ -101,10 +98,7 @@ def test_scores_are_on_the_cpu_and_the_same_whatever_torchs_default_device(value
 @pytest.mark.parametrize("value_kernel", [True, False], ids=["CPU value kernel set", "head values"])
 def test_a_recording_on_a_gpu_gives_the_cpus_scores_on_the_cpu(value_kernel, monkeypatch):
     """A recording on a (stand-in) GPU: the weights are moved to it, the head-value path runs there whatever
-    VALUE_KERNEL_CPU says (the value kernel is for CPU tensors), and the scores come back to the CPU."""
-    import flashtrace.engine.attribution.span as span_module
-
-    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", value_kernel)
+    `value_kernel` says (the value kernel is for CPU tensors), and the scores come back to the CPU."""
     rec = random_recording(seed=1, window=5, post_norm=True, bias=True)
     w = torch.ones(24)
     want = span_aggregate(rec, w, per_head=True)
@@ -112,7 +106,7 @@ def test_a_recording_on_a_gpu_gives_the_cpus_scores_on_the_cpu(value_kernel, mon
     with fake_cuda():
         on_gpu = [dataclasses.replace(layer, **{f: getattr(layer, f).cuda() for f in fields
                                                 if getattr(layer, f) is not None}) for layer in rec.layers]
-        got = span_aggregate(dataclasses.replace(rec, layers=on_gpu), w, per_head=True)
+        got = span_aggregate(dataclasses.replace(rec, layers=on_gpu), w, per_head=True, value_kernel=value_kernel)
     assert got.scores.device.type == "cpu" and got.heads.device.type == "cpu"
     assert torch.allclose(got.scores, want.scores, atol=1e-6) and torch.allclose(got.heads, want.heads, atol=1e-6)
 
@@ -158,11 +152,8 @@ def test_the_memory_budget_bounds_each_chunk_of_head_values(sources_held, monkey
     """Where head values are formed (other devices than the CPU), they are formed a chunk of sources at a
     time: each chunk (float32, heads × sources × model width) fits half the budget and holds as many sources as
     fit (below one source's worth: one at a time); the chunks cover every source once, in order, per layer."""
-    import flashtrace.engine.attribution.span as span_module
-
-    monkeypatch.setattr(span_module, "VALUE_KERNEL_CPU", False)
     rec, w = random_recording(seed=6), _target_weights()
-    plain = span_aggregate(rec, w).scores
+    plain = span_aggregate(rec, w, value_kernel=False).scores
     per_source = 4 * 4 * 16  # 4 heads × model width 16, float32
     budget = max(1, 2 * per_source * sources_held)
     chunks = []
@@ -174,7 +165,7 @@ def test_the_memory_budget_bounds_each_chunk_of_head_values(sources_held, monkey
         return out
 
     monkeypatch.setattr(LayerRecord, "head_values", spy)
-    scores = span_aggregate(rec, w, budget_bytes=budget).scores
+    scores = span_aggregate(rec, w, budget_bytes=budget, value_kernel=False).scores
     size, n = max(1, sources_held), rec.n_tokens
     want = [(s, min(s + size, n)) for s in range(0, n, size)]
     assert [(start, stop) for start, stop, _ in chunks] == want * len(rec.layers)

@@ -66,7 +66,6 @@ def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypat
     weights = torch.zeros(2, recording.n_tokens)
     weights[0, 30:] = weights[1, 25:32] = 1.0
     for threads in (False, True):  # one layer at a time, and layers side by side on serial twins
-        monkeypatch.setattr(span, "LAYER_THREADS_CPU", threads)
-        span.span_aggregate(recording, weights)
+        span.span_aggregate(recording, weights, layer_threads=threads)
     assert {(name, serial) for name, serial, _ in calls} == {(name, serial) for name, serial, _ in warmed}
     assert calls <= warmed

@@ -27,11 +27,6 @@ from ..kernels.proximity import head_proximities, proximity, value_proximities
 from ...base.errors import InputError
 
 DEFAULT_BUDGET = 256 * 2**20
-VALUE_KERNEL_CPU = True  # proximities from values on CPU tensors; False forms the head values as on GPUs (and as
-# IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both ways)
-LAYER_THREADS_CPU = True  # CPU: layers side by side on the torch threads' count of Python threads (`_each_layer`);
-# False: one layer at a time, each op on all torch threads. Measured 1.5× faster on 2 cores
-# (torch's OpenMP workers and numba's pool took turns on every block)
 _THREADS_SECTION = threading.Lock()  # one CPU sweep at a time (`_each_layer`)
 CACHE_BYTES = 8 * 2**20  # GPU path: head values per source chunk (written by the bmm, read back while still cached)
 
@@ -67,11 +62,20 @@ def span_aggregate(
     per_head: bool = False,
     budget_bytes: int = DEFAULT_BUDGET,
     on_layer: Callable[[int], None] | None = None,
+    layer_threads: bool = True,
+    value_kernel: bool = True,
 ) -> SpanAttribution:
     """Attribution scores ``[B, N]`` for the weight vectors ``[B, N]`` (or ``[N]``) over target positions.
 
     `threshold` (τ, off by default) zeroes a (head, source) proximity whose share of its layer's total
     is below τ, then renormalises over what is left. `on_layer(l)` is called after each layer.
+
+    Two CPU choices, per call: `layer_threads` runs layers side by side on as many Python threads as torch
+    has threads (`_each_layer`; measured 1.5× faster on 2 cores, where torch's OpenMP workers and numba's pool
+    took turns on every block), False one layer at a time with each op on all torch threads. `value_kernel`
+    computes proximities from the values on CPU tensors; False forms the per-head value vectors as on GPUs (and
+    as IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both ways). Either way the
+    scores agree (~1e-6 relative); neither matters on other devices.
     """
     n = recording.n_tokens
     w = normalise_weights(weights, n)
@@ -81,7 +85,7 @@ def span_aggregate(
     w_rows = w[:, rows]  # [B, r]
     scores = torch.zeros(n_spans, n, device="cpu")
     heads = torch.zeros(n_spans, len(recording.layers), recording.layers[0].n_heads, device="cpu") if per_head else None
-    each_layer = _each_layer(recording, rows, w_rows, n_src, budget_bytes)
+    each_layer = _each_layer(recording, rows, w_rows, n_src, budget_bytes, layer_threads, value_kernel)
     try:
         for l, (p, r) in enumerate(each_layer):  # [B, H, n_src], [B]
             if threshold:
@@ -98,25 +102,26 @@ def span_aggregate(
     return SpanAttribution(scores=scores, heads=heads)
 
 
-def _each_layer(recording, rows, w_rows, n_src, budget_bytes) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def _each_layer(recording, rows, w_rows, n_src, budget_bytes, layer_threads: bool = True,
+                value_kernel: bool = True) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """`_layer_proximities` of every layer, in order. On the CPU with several torch threads, layers run
     side by side on that many Python threads, each op single-threaded; results are consumed in layer
     order and at most one layer per thread waits in memory. Their scores equal those of one torch thread
     bit for bit (several threads inside one op add in another order: ~1e-8 relative)."""
     layers = list(recording.layers)
-    cpu = bool(layers) and LAYER_THREADS_CPU and layers[0].q.device.type == "cpu"
+    cpu = bool(layers) and layer_threads and layers[0].q.device.type == "cpu"
     with _THREADS_SECTION if cpu else nullcontext():  # CPU sweeps take turns: each sets torch's thread count
         workers = _layer_workers(layers[0], w_rows.shape[0], n_src, budget_bytes, len(layers)) if cpu else 1
         if workers <= 1:
             for layer in layers:
-                yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes)
+                yield _layer_proximities(layer, rows, w_rows, n_src, budget_bytes, value_kernel)
             return
         threads = torch.get_num_threads()
         share = max(1, budget_bytes // workers)
 
         def work(layer):
             with serial_kernels():
-                return _layer_proximities(layer, rows, w_rows, n_src, share)
+                return _layer_proximities(layer, rows, w_rows, n_src, share, value_kernel)
 
         pool = ThreadPoolExecutor(workers, thread_name_prefix="flashtrace-layer")
         try:
@@ -148,7 +153,7 @@ def layer_bytes(n_heads: int, n_spans: int, n_src: int) -> int:
     return 4 * n_heads * n_src * (LSE_BLOCK + 3 * n_spans)
 
 
-def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
+def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes, value_kernel: bool = True):
     """Per-(span, head, source) proximities ``p [B, H, n_src]`` and residual proximity ``r [B]``."""
     n_spans, n_heads = w_rows.shape[0], layer.n_heads
     dev = layer.q.device
@@ -162,7 +167,7 @@ def _layer_proximities(layer, rows, w_rows, n_src, budget_bytes):
     else:  # rebuilt from ᾱ: the same sum up to rounding (decomposition identity)
         y = residual + layer.attention_sum(abar, coef.sum(1))
     r = proximity(residual, y)  # [B]
-    if dev.type == "cpu" and VALUE_KERNEL_CPU:  # no head values formed (kernels.py)
+    if dev.type == "cpu" and value_kernel:  # no head values formed (kernels.py)
         return value_proximities(layer.v[:, :n_src], layer.w_o, abar, y), r
     d_model = y.shape[1]
     per_source = 4 * n_heads * d_model

@@ -22,8 +22,10 @@ def tokenwise_rows(
     batched: bool = True,
     budget_bytes: int = DEFAULT_BUDGET,
     on_rows: Callable[[int], None] | None = None,
+    value_kernel: bool = True,
 ) -> torch.Tensor:
-    """IFR rows ``[M, N]`` for target positions `targets` (each row: Σ over layers, not normalised)."""
+    """IFR rows ``[M, N]`` for target positions `targets` (each row: Σ over layers, not normalised);
+    `value_kernel` as in `span_aggregate`."""
     targets = torch.as_tensor(targets, dtype=torch.long).flatten()
     n = recording.n_tokens
     layer = recording.layers[0]
@@ -34,7 +36,8 @@ def tokenwise_rows(
         chunk = targets[start : start + group]
         onehot = torch.zeros(chunk.numel(), n)
         onehot[torch.arange(chunk.numel()), chunk] = 1.0
-        rows[start : start + chunk.numel()] = span_aggregate(recording, onehot, budget_bytes=budget_bytes).scores
+        rows[start : start + chunk.numel()] = span_aggregate(recording, onehot, budget_bytes=budget_bytes,
+                                                                    value_kernel=value_kernel).scores
         if on_rows:
             on_rows(chunk.numel())
     return rows

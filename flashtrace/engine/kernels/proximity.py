@@ -8,7 +8,7 @@ that only dimensions with ``ᾱ|f_d| > |y_d|`` can carry. Cauchy–Schwarz, ``|f
 bounds which those can be: the dimensions are sorted by ``|y_d| / ‖W_O[:, d]‖`` once per span and head,
 and only the prefix below ``ᾱ‖v‖`` is computed exactly. The result is the same formula, not an
 approximation. `head_proximities` takes ready head values: the torch formula on GPUs, a numba kernel
-on the CPU (the paper protocol's baseline, `span.VALUE_KERNEL_CPU = False`).
+on the CPU (the paper protocol's baseline, `span_aggregate(..., value_kernel=False)`).
 """
 
 from __future__ import annotations

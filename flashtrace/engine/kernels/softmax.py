@@ -57,7 +57,7 @@ def in_serial_kernels() -> bool:
 @contextmanager
 def serial_kernels():
     """In this thread, `run_kernel` calls each kernel's single-threaded twin: for work split over
-    Python threads (``span.LAYER_THREADS_CPU``), where one numba pool would take one kernel at a time."""
+    Python threads (``span_aggregate``'s ``layer_threads``), where one numba pool would take one kernel at a time."""
     before = getattr(_local, "serial", False)
     _local.serial = True
     try:

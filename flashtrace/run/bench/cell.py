@@ -107,10 +107,7 @@ def run_cell(spec: dict) -> dict:
         sync()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    if spec.get("head_values"):  # form the per-head value vectors, as IFR and the authors' code do (no value kernel)
-        import flashtrace.engine.attribution.span as span_module
-
-        span_module.VALUE_KERNEL_CPU = False
+    value_kernel = not spec.get("head_values")  # else form the per-head value vectors, as IFR and the authors' code do
     repeats = max(1, int(spec.get("repeats") or 1))
     n_target = int(spec.get("target_tokens") or 0)  # 0: the whole response is hop 0's target and the span G
     if mode == "forward":
@@ -134,7 +131,7 @@ def run_cell(spec: dict) -> dict:
             sync()
             record_runs.append(time.perf_counter() - start)
             start = time.perf_counter()
-            recursive_hops(lambda w: span_aggregate(rec, w).scores, weights, generated,
+            recursive_hops(lambda w: span_aggregate(rec, w, value_kernel=value_kernel).scores, weights, generated,
                            torch.arange(n) < n_prompt, hops=spec.get("hops", 1))
             sync()
             attribution_runs.append(time.perf_counter() - start)
@@ -157,19 +154,19 @@ def run_cell(spec: dict) -> dict:
             result["attribution_s"] = 0.0
         elif mode == "ifr-rowwise" and spec.get("sample_rows"):
             positions = spread_positions(int(targets[0]), n_rows, spec["sample_rows"])
-            tokenwise_rows(rec, positions[:1], batched=False)  # warm-up, not timed
+            tokenwise_rows(rec, positions[:1], batched=False, value_kernel=value_kernel)  # warm-up, not timed
             sync()
             row_seconds = []
             for p in positions:
                 tick = time.perf_counter()
-                tokenwise_rows(rec, [p], batched=False)
+                tokenwise_rows(rec, [p], batched=False, value_kernel=value_kernel)
                 sync()
                 row_seconds.append(time.perf_counter() - tick)
             result.update(row_positions=positions, row_seconds=row_seconds, rows_timed=len(positions),
                           extrapolated=len(positions) < n_rows, attribution_s=extrapolate_rows(row_seconds, n_rows))
         else:
             timed = targets[: spec["max_rows"]] if spec.get("max_rows") else targets
-            tokenwise_rows(rec, timed, batched=(mode == "ifr"))
+            tokenwise_rows(rec, timed, batched=(mode == "ifr"), value_kernel=value_kernel)
             sync()
             elapsed = time.perf_counter() - start
             result["rows_timed"] = int(timed.numel())
