@@ -1,5 +1,6 @@
 """Names a package loads on first use (`flashtrace.base.lazy`): the right object, kept once loaded, listed by
-dir(), and an unknown name refused with Python's usual message."""
+dir(), and an unknown name refused with Python's usual message; every lazy name resolves, on a floor its package
+may import (the import linter cannot see string imports)."""
 
 import importlib
 
@@ -39,3 +40,45 @@ def test_flashtrace_trace_has_the_real_signature():
         return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
 
     assert shape(flashtrace.trace) == shape(real)
+
+
+def _floors() -> list[set[str]]:
+    """The layers of `.importlinter`'s floors contract, top first: each a set of package names."""
+    import configparser
+    from pathlib import Path
+
+    config = configparser.ConfigParser()
+    config.read(Path(__file__).resolve().parents[1] / ".importlinter")
+    lines = config["importlinter:contract:floors"]["layers"].split("\n")
+    return [{name.strip() for name in line.split("|")} for line in lines if line.strip()]
+
+
+def _floor_of(module: str, floors: list[set[str]]) -> int | None:
+    return next((i for i, layer in enumerate(floors) for p in layer if module == p or module.startswith(p + ".")),
+                None)
+
+
+def test_every_lazy_name_resolves_and_lives_on_its_packages_floor_or_below():
+    """The import linter cannot see a name loaded by a string (`lazy_exports`): every such name is resolved
+    here, and its module must be one the package may import under the floors contract (the root package, the
+    public API above every floor, may name any)."""
+    import ast
+    from pathlib import Path
+
+    floors, root, checked = _floors(), Path(__file__).resolve().parents[1], 0
+    for init in sorted((root / "flashtrace").rglob("__init__.py")):
+        tree = ast.parse(init.read_text())
+        if "lazy_exports" not in init.read_text():
+            continue
+        package = ".".join(init.relative_to(root).parent.parts)
+        mapping = next(ast.literal_eval(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                       and isinstance(node.value, ast.Dict) and node.value.keys
+                       and any(isinstance(t, ast.Name) and t.id in ("_WHERE", "_LAZY") for t in node.targets))
+        module = importlib.import_module(package)
+        for name, where in mapping.items():
+            target = importlib.util.resolve_name(where, package)
+            assert getattr(importlib.import_module(target), name) is getattr(module, name), (package, name)
+            mine, theirs = _floor_of(package, floors), _floor_of(target, floors)
+            assert mine is None or theirs >= mine, f"{package}.{name} loads {target}, a floor above it"
+            checked += 1
+    assert checked >= 30  # the root package's API and the engine's two packages
