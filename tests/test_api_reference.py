@@ -76,3 +76,34 @@ def test_the_reference_builds_with_no_warning(tmp_path):
     for name in ("flashtrace.trace", "flashtrace.Trace", "flashtrace.engine.models.loading.load_model",
                  "flashtrace.run.tracing.attribute"):
         assert f'id="{name}"' in page, f"{name} is not in the API reference"
+
+
+def _top_level_block(text: str, key: str) -> str:
+    """The lines of the top-level YAML key `key` in `text` (its line and the indented lines under it)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{key}:"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()
+                and not lines[i].startswith("#")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_a_link_to_a_missing_heading_fails_the_strict_build_and_github_style_anchors_resolve(tmp_path):
+    """With the site's own link validation and heading anchors: a link to a heading that does not exist fails
+    `mkdocs build --strict`, and a link written with GitHub's anchor (``--`` where a "→" was) resolves."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "b.md").write_text("# B\n\n## Pages and Compare → Methods (issue 28)\n\ntext\n")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+
+    def build(link: str) -> subprocess.CompletedProcess:
+        (docs / "index.md").write_text(f"# A\n\nSee [there]({link}).\n")
+        (tmp_path / "mkdocs.yml").write_text("site_name: t\nstrict: true\n" + _top_level_block(config, "validation")
+                                             + "\n" + _top_level_block(config, "markdown_extensions") + "\n")
+        return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    good = build("b.md#pages-and-compare--methods-issue-28")
+    assert good.returncode == 0, good.stderr[-2000:]
+    bad = build("b.md#no-such-heading")
+    assert bad.returncode != 0 and "no-such-heading" in bad.stderr

@@ -69,10 +69,11 @@ def _json_escape(exc: UnicodeEncodeError) -> tuple[str, int]:
 codecs.register_error("flashtrace-json-escape", _json_escape)
 
 
-def json_text(data: bytes) -> bytes:
+def json_text(data: bytes) -> bytes | bytearray:
     """`data` (UTF-8) as ASCII bytes: every character beyond ASCII written as a JSON ``\\uXXXX`` escape
     (a surrogate pair beyond the BMP). Decoded a chunk at a time; `UnicodeDecodeError` for bytes that are
-    not UTF-8."""
+    not UTF-8. ASCII `data` comes back as it is; other text as the `bytearray` it was written into (a copy to
+    `bytes` would hold the escaped text twice: 6 times the size of a file of emoji, where this holds ~3.4)."""
     if data.isascii():
         return data
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
@@ -80,7 +81,7 @@ def json_text(data: bytes) -> bytes:
     for start in range(0, len(data), CHUNK):
         part = decoder.decode(data[start:start + CHUNK], final=start + CHUNK >= len(data))
         out += part.encode("ascii", "flashtrace-json-escape")
-    return bytes(out)
+    return out
 
 
 def _chunk_end(data: bytes, start: int, end: int) -> int:

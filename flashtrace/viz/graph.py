@@ -267,6 +267,7 @@ class GraphDrawing:
 
     @property
     def label_size(self) -> int:
+        """Node label font size: smaller once more than 15 inputs share the column."""
         return 12 if self.n_inputs <= 15 else 10
 
 
