@@ -8,6 +8,8 @@ Quick start::
     tr.top_prompt_tokens(10)
 """
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
 from .base.install import version as _version
@@ -18,6 +20,11 @@ _LAZY = {"LoadedModel": ".engine.models", "ModelLoadError": ".engine.models", "U
          "load_model": ".engine.models", "record_forward": ".engine.models", "Prepared": ".run.tracing",
          "attribute": ".run.tracing", "prepare": ".run.tracing", "notebook_figures": ".viz.notebook"}
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
+if TYPE_CHECKING:  # for the annotations only: the engine loads on first use
+    from transformers import GenerationConfig
+
+    from .engine.models import LoadedModel
 
 
 def _notebook_view(name: str):
@@ -42,23 +49,64 @@ register_views(**{view: _notebook_view(function) for view, function in (
     ("to_pandas", "to_pandas"), ("show", "show"))})
 
 
-def trace(model, prompt, response=None, *, generate=False, max_new_tokens=256, chat_template=True,
-          reasoning_instruction=False, do_sample=False, temperature=None, top_p=None, seed=None, generation_config=None,
-          **options):
+def trace(model: "LoadedModel | str", prompt: "str | list | Sequence[int]", response: "str | list | None" = None, *,
+          hops: int = 1, target: "str | tuple[int, int]" = "value", method: str = "flashtrace",
+          steps: bool = False, stop_tokens: "str | list[str]" = "paper", hop0: str = "answer",
+          recursive: str = "reasoning+answer", threshold: float | None = None, title: str = "",
+          options: dict | None = None, generate: bool = False, max_new_tokens: int = 256,
+          chat_template: bool = True, reasoning_instruction: bool = False, do_sample: bool = False,
+          temperature: float | None = None, top_p: float | None = None, seed: int | None = None,
+          generation_config: "GenerationConfig | dict | None" = None, **generate_kwargs: Any) -> "Trace | list[Trace]":
     """Prepare and attribute in one call (`flashtrace.run.tracing.trace`; imports the engine on first use).
 
-    `model`: a `LoadedModel` or a name for `load_model`. `prompt`: a string, token ids (a tensor, array or list
-    of ints), a chat-messages list, or a list of strings or messages lists (then `response` is a list too, or
-    None to generate, and a list of Traces is returned).
-    `generate=True` lets the model write the response (greedy, or sampled with ``do_sample=True`` and
-    `temperature`, `top_p`, `seed`; at most `max_new_tokens`; any other setting of transformers' ``generate``
-    as `generation_config` or as a keyword: ``top_k``, ``num_beams``, ...). `options` that `attribute` takes go
-    to it: ``hops``, ``target``, ``method``, ``steps``, ``stop_tokens``, ``hop0``, ``title``, ``options``, ... ."""
+    Args:
+        model: A `LoadedModel`, or a name for `load_model` (a built-in model, a tiny-<family> test model, a
+            folder with config.json).
+        prompt: A string, token ids (a tensor, array or list of ints), a chat-messages list, or a list of
+            strings or messages lists (then `response` is a list too, or None to generate, and a list of
+            Traces is returned).
+        response: The text to explain, teacher-forced; None with ``generate=True``.
+        hops: Recursive hops K (0-8): how far attribution is carried back through the reasoning.
+        target: What is explained: ``"value"`` (the answer's number or short phrase), ``"answer"`` (the answer
+            line), ``"response"``, or token positions ``(start, end)``.
+        method: A registered attribution method (``flashtrace``, ``ifr``, ``attention``, ``ig``, ...; captum's
+            and inseq's names are aliases).
+        steps: Also attribute every reasoning step (the hop graph's data).
+        stop_tokens: A preset (``paper``, ``punctuation``, ``none``) or a list of token texts given weight 0.
+        hop0: ``answer`` (the target at hop 0, the paper's formulation) or ``generation`` (the whole response).
+        recursive: Which generated tokens later hops re-attribute.
+        threshold: The method's proximity threshold τ (None: off).
+        title: A title stored in the trace.
+        options: The method's declared options (checked before anything runs).
+        generate: Let the model write the response.
+        max_new_tokens: The most tokens generation may write.
+        chat_template: Wrap the prompt in the model's chat template.
+        reasoning_instruction: Ask for step-by-step reasoning and an "Answer:" line.
+        do_sample: Sample instead of greedy decoding (with `temperature`, `top_p`, `seed`).
+        temperature: Sampling temperature.
+        top_p: Nucleus sampling mass.
+        seed: Random seed of the sampling.
+        generation_config: A transformers ``GenerationConfig`` (or dict) for ``generate``.
+        **generate_kwargs: Any other setting of transformers' ``generate`` (``top_k``, ``num_beams``, ...),
+            validated by transformers and recorded in the trace; `attribute`'s other keywords
+            (``target_chars``, ``segment_boundaries``, ``progress``) go to it.
+
+    Returns:
+        A `Trace` (a list of them for a list of prompts).
+
+    Raises:
+        InputError: A bad argument (empty prompt, a target outside the response, hops outside 0-8, an unknown
+            generation setting, ...), before the model runs.
+        ResourceError: The sequence does not fit in memory (checked before the forward pass).
+        ModelLoadError: `model` names a model that cannot be loaded.
+    """
     from .run.tracing import trace as run
 
     return run(model, prompt, response, generate=generate, max_new_tokens=max_new_tokens,
                chat_template=chat_template, reasoning_instruction=reasoning_instruction, do_sample=do_sample,
-               temperature=temperature, top_p=top_p, seed=seed, generation_config=generation_config, **options)
+               temperature=temperature, top_p=top_p, seed=seed, generation_config=generation_config,
+               hops=hops, target=target, method=method, steps=steps, stop_tokens=stop_tokens, hop0=hop0,
+               recursive=recursive, threshold=threshold, title=title, options=options, **generate_kwargs)
 
 
 __version__ = _version()  # from the installed metadata (pyproject.toml is the one source)

@@ -107,3 +107,23 @@ def test_a_link_to_a_missing_heading_fails_the_strict_build_and_github_style_anc
     assert good.returncode == 0, good.stderr[-2000:]
     bad = build("b.md#no-such-heading")
     assert bad.returncode != 0 and "no-such-heading" in bad.stderr
+
+
+def test_flashtrace_trace_names_attributes_options_with_the_same_defaults():
+    """`flashtrace.trace` shows `hops`, `target` and the rest in its signature (not hidden in ``**options``), each
+    with `attribute`'s own default and its generation keywords with `prepare`'s, and documents every one."""
+    import inspect
+
+    from flashtrace.run.tracing import attribute, prepare
+
+    mine = inspect.signature(flashtrace.trace).parameters
+    for source, names in ((attribute, ("hops", "target", "method", "steps", "stop_tokens", "hop0", "recursive",
+                                       "threshold", "title", "options")),
+                          (prepare, ("max_new_tokens", "chat_template", "reasoning_instruction", "do_sample",
+                                     "temperature", "top_p", "seed"))):
+        theirs = inspect.signature(source).parameters
+        for name in names:
+            assert mine[name].default == theirs[name].default, name
+    documented = flashtrace.trace.__doc__
+    assert all(f"        {name}:" in documented or name == "generate_kwargs" for name in mine)
+    assert "Returns:" in documented and "Raises:" in documented

@@ -30,16 +30,20 @@ def test_dir_lists_loaded_and_lazy_names_and_unknown_names_are_refused():
         package.nope  # noqa: B018
 
 
-def test_flashtrace_trace_has_the_real_signature():
+def test_flashtrace_trace_takes_every_parameter_of_the_real_one_with_its_default():
+    """The top-level `trace` (lazy: the engine loads on first use) names what `run.tracing.trace` names, with the
+    same kinds and defaults; it also names `attribute`'s keywords the real one takes through ``**options``."""
     import inspect
 
     import flashtrace
     from flashtrace.run.tracing import trace as real
 
-    def shape(function):
-        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
-
-    assert shape(flashtrace.trace) == shape(real)
+    mine = inspect.signature(flashtrace.trace).parameters
+    for name, p in inspect.signature(real).parameters.items():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            assert any(q.kind is inspect.Parameter.VAR_KEYWORD for q in mine.values())
+            continue
+        assert (mine[name].kind, mine[name].default) == (p.kind, p.default), name
 
 
 def _floors() -> list[set[str]]:
