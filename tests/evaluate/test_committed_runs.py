@@ -10,7 +10,7 @@ import pytest
 from flashtrace.evaluate.report import load_records, load_settings, markdown, summarise
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-RUNS = sorted(p.parent for p in RESULTS.glob("eval_qwen*/run.json"))
+RUNS = sorted(p.parent for p in RESULTS.glob("eval_*/run.json"))
 
 
 def test_there_is_a_committed_run_on_a_models_own_reasoning():
@@ -31,3 +31,22 @@ def test_a_committed_summary_is_rebuilt_from_its_records(folder):
     for record in records:  # the response each example was traced on is the one the writer wrote
         written = json.loads((folder / "responses" / f"{record['id']}.json").read_text())["written"]
         assert record["response"] == written["response"] and record["meta"]["protocol"]["correct"] == written["correct"]
+
+
+def test_the_side_by_side_table_is_rebuilt_from_the_committed_runs_and_is_the_one_in_the_docs():
+    """benchmarks/eval_side_by_side.py recomputes every number from the runs' records: the committed JSON and
+    Markdown are what it makes now, and docs/evaluation.md shows that Markdown between its markers."""
+    import importlib.util
+
+    root = RESULTS.parents[1]
+    spec = importlib.util.spec_from_file_location("side_by_side", root / "benchmarks" / "eval_side_by_side.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    table = json.loads(json.dumps(script.build()))
+    assert table == json.loads((RESULTS / "side_by_side.json").read_text())
+    text = script.markdown(table) + "\n\n**Which tokens hop 0 explains**\n\n" + script.spans_markdown(table)
+    assert text + "\n" == (RESULTS / "side_by_side.md").read_text()
+    doc = (root / "docs" / "evaluation.md").read_text()
+    shown = doc.split("<!-- side-by-side:start -->\n", 1)[1].split("<!-- side-by-side:end -->", 1)[0]
+    assert shown.strip() == text.strip()
+    assert {run["folder"].rsplit("/", 1)[1] for run in table["runs"]} >= {"eval_smollm2_paper", "eval_qwen05_own_recovery"}
