@@ -33,6 +33,8 @@ RUNS = (
     ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_recovery"),
 )
 METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "perturbation")
+SPANS = ("flashtrace-k0", "flashtrace-k0-gen", "flashtrace-k1", "flashtrace-k1-gen")  # hop 0 over the answer, or
+# over reasoning + answer (the app's choice so far: analysis.limits.APP_HOP0)
 SHORT = {"flashtrace-k0": "FT K=0", "flashtrace-k1": "FT K=1", "flashtrace-k2": "FT K=2", "ifr": "IFR",
          "attention": "attention", "perturbation": "perturbation"}
 METRICS = ("recovery", "rise", "mas")
@@ -82,6 +84,13 @@ def run_table(folder: Path) -> dict:
                                                  [round(x, 4) for x in v] if isinstance(v, list) else v)
                                              for k, v in diff.items()}
             entry["methods"][method] = cells
+        spans = {m: _cell([_value(r, m, "recovery") for r in rows]) for m in SPANS}
+        if spans["flashtrace-k1-gen"]:
+            diff = paired_difference([_value(r, "flashtrace-k1-gen", "recovery") for r in rows],
+                                     [_value(r, "flashtrace-k1", "recovery") for r in rows])
+            entry["hop0_spans"] = {**spans, "k1_gen_minus_answer": None if diff is None else {
+                k: (round(v, 4) if isinstance(v, float) else [round(x, 4) for x in v] if isinstance(v, list) else v)
+                for k, v in diff.items()}}
         out[task] = entry
     return out
 
@@ -123,6 +132,24 @@ def markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+def spans_markdown(table: dict) -> str:
+    """Recovery@10% with hop 0 over the answer and over reasoning + answer, per run and task (runs that have
+    both), and K = 1's paired difference."""
+    lines = ["| setting | task | n | answer, K=0 | generation, K=0 | answer, K=1 | generation, K=1 | "
+             "generation - answer, K=1 (paired) |", "|---|---|---|---|---|---|---|---|"]
+    for run in table["runs"]:
+        for task, info in run["tasks"].items():
+            spans = info.get("hop0_spans")
+            if not spans:
+                continue
+            diff = spans["k1_gen_minus_answer"]
+            paired = "–" if diff is None else (f"{diff['mean']:+.3f} [{diff['interval'][0]:+.2f}, "
+                                               f"{diff['interval'][1]:+.2f}]" + (" tie" if diff["tie"] else ""))
+            lines.append(f"| {run['label']} | {task} | {info['n']} | "
+                         + " | ".join(_fmt(spans[m]) for m in SPANS) + f" | {paired} |")
+    return "\n".join(lines)
+
+
 def build() -> dict:
     runs = []
     for label, name in RUNS:
@@ -140,7 +167,7 @@ def build() -> dict:
 def main() -> int:
     table = build()
     OUT.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
-    text = markdown(table)
+    text = markdown(table) + "\n\n**Which tokens hop 0 explains**\n\n" + spans_markdown(table)
     OUT.with_suffix(".md").write_text(text + "\n")
     print(text)
     return 0

@@ -148,11 +148,12 @@ stop_tokens = (c_stops.text_input("Stop-token list, separated by spaces", ", .",
                if stop_choice == "list" else stop_choice)
 hop0 = c_hop0.selectbox("Hop 0 covers", HOP0_SPANS, index=HOP0_SPANS.index(APP_HOP0), key="hop0",
                         format_func={"answer": "the answer (the paper's formulation)",
-                                     "generation": "reasoning + answer (finds the gold evidence best)"}.get,
-                        help="generation (the app's default): hop 0 reads the reasoning and the answer, whatever "
-                             "the target, as the code behind the paper's tables did; on the committed evaluation it "
-                             "recovers the known evidence best on 4 of 5 task sets. answer: hop 0 reads the target "
-                             "span only (the paper's formulation, the API's default).")
+                                     "generation": "reasoning + answer (as the gallery's traces)"}.get,
+                        help="answer (the default, as in the API): hop 0 reads the target span only, the paper's "
+                             "formulation; on the Qwen models' own reasoning it recovers the known evidence best on "
+                             "average (far better on arithmetic and the needle). generation: hop 0 reads the "
+                             "reasoning and the answer, as the code behind the paper's tables did and the gallery's "
+                             "traces were made; better on variable tracking (docs/evaluation.md).")
 title = st.text_input("Save as (library name)", key="title", placeholder="defaults to the prompt's first line",
                       max_chars=MAX_TITLE)
 

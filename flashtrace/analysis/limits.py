@@ -28,7 +28,9 @@ REL_TOL = 1e-4  # relative tolerance of a trace's sum invariants (6-significant-
 
 RECURSIVE_SPANS = ("reasoning+answer", "reasoning")  # the span G re-attributed by hops >= 1 (first: default)
 HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whole generation (first: the API's default)
-APP_HOP0 = "generation"  # the app's and the gallery's default: best Recovery@10% on 4 of 5 task sets (docs/evaluation.md)
+APP_HOP0 = "answer"  # the app's default, as the API's: the best mean Recovery@10% on the Qwen models' own reasoning
+# (docs/evaluation.md, "Defaults, decided on the models' own reasoning"; tests/evaluate/test_defaults_decision.py)
+GALLERY_HOP0 = "generation"  # the committed gallery was built with hop 0 over reasoning + answer; each trace says so
 DEFAULT_HOPS = 1
 GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1 (1 would drop every edge)
 METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
@@ -36,7 +38,7 @@ METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
            "MAX_STOP_TOKENS", "MAX_STOP_TOKEN_CHARS", "MAX_TIMINGS", "MAX_SCORE", "MAX_EXTRA_DEPTH", "MAX_EXTRA_NODES",
            "REL_TOL",
-           "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
+           "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "GALLERY_HOP0", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
            "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
            "check_options"]
 

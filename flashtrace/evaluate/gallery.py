@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..analysis.limits import APP_HOP0
+from ..analysis.limits import GALLERY_HOP0
 from ..analysis.schema import Trace
 from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
@@ -45,7 +45,7 @@ class GallerySpec:
     options: dict = field(default_factory=dict)
     prompt: str | None = None
     response: str | None = None
-    hop0: str = APP_HOP0
+    hop0: str = GALLERY_HOP0
 
 
 GALLERY: tuple[GallerySpec, ...] = (

@@ -19,7 +19,7 @@ from typing import Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..analysis.limits import APP_HOP0, HOP0_SPANS, MAX_HOPS
+from ..analysis.limits import GALLERY_HOP0, HOP0_SPANS, MAX_HOPS
 from ..analysis.diff import answer_text
 from ..analysis.schema import Trace
 from ..analysis.failure import edit_result
@@ -57,7 +57,7 @@ class Task(BaseModel):
     max_new_tokens: int = Field(default=384, ge=16, le=2048)
     reasoning_instruction: bool = True
     hops: int = Field(default=HOPS, ge=0, le=MAX_HOPS)
-    hop0: str = APP_HOP0
+    hop0: str = GALLERY_HOP0
     edit: Edit | None = None
 
     @field_validator("hop0")
