@@ -34,7 +34,7 @@ FREE_FORM_RESPONSE = ("<think>\nThe train leaves at 3 pm.\nThe trip takes 2 hour
 @dataclass(frozen=True)
 class GallerySpec:
     """How one gallery trace is made: a task example (`task`, `seed`, `length`, `options`) or a
-    free-form `prompt` + `response`; `hop0` is the app's default unless a trace shows the other span."""
+    free-form `prompt` + `response`; `hop0` is the span the gallery was built with (`GALLERY_HOP0`)."""
 
     name: str
     title: str
