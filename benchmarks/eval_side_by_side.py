@@ -23,14 +23,16 @@ from flashtrace.evaluate.stats import bootstrap_interval, paired_difference
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OUT = RESULTS / "side_by_side"
-# (label, folder): the runs compared, in the table's order
+# (label, folder, metrics it contributes): the runs compared, in the table's order. The RISE/MAS run holds the
+# same multihop reasoning as the 0.5B's Recovery run, so only its deletion-curve metrics are shown
+ALL = ("recovery", "rise", "mas")
 RUNS = (
-    ("SmolLM2-135M, templated reasoning", "eval_smollm2_paper"),
-    ("SmolLM2-135M, the 1.5B's right reasoning (paper)", "eval_smollm2_paper_protocol"),
-    ("Qwen2.5-Coder-0.5B, the 1.5B's right reasoning (paper)", "eval_qwen05_paper_recovery"),
-    ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_recovery"),
-    ("Qwen2.5-Coder-0.5B, its own reasoning (own), RISE/MAS", "eval_qwen05_own_rise"),
-    ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_recovery"),
+    ("SmolLM2-135M, templated reasoning", "eval_smollm2_paper", ALL),
+    ("SmolLM2-135M, the 1.5B's right reasoning (paper)", "eval_smollm2_paper_protocol", ALL),
+    ("Qwen2.5-Coder-0.5B, the 1.5B's right reasoning (paper)", "eval_qwen05_paper_recovery", ALL),
+    ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_recovery", ALL),
+    ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_rise", ("rise", "mas")),
+    ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_recovery", ALL),
 )
 METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "perturbation")
 SPANS = ("flashtrace-k0", "flashtrace-k0-gen", "flashtrace-k1", "flashtrace-k1-gen")  # hop 0 over the answer, or
@@ -61,7 +63,7 @@ def _cell(values: list) -> dict | None:
             "interval": [round(x, 4) for x in interval] if interval else None}
 
 
-def run_table(folder: Path) -> dict:
+def run_table(folder: Path, metrics: tuple[str, ...] = METRICS) -> dict:
     """Per task: n, how many answers were right (own/paper), and per method and metric the pooled mean, interval
     and (for K > 0) the paired difference to K = 0."""
     records = load_records(folder)
@@ -72,11 +74,11 @@ def run_table(folder: Path) -> dict:
         entry = {"n": len(rows), "right": sum(bool(n.get("correct")) for n in notes) if any(notes) else None,
                  "methods": {}}
         for method in METHODS:
-            cells = {m: _cell([_value(r, method, m) for r in rows]) for m in METRICS}
+            cells = {m: _cell([_value(r, method, m) for r in rows]) if m in metrics else None for m in METRICS}
             if not any(cells.values()):
                 continue
             if method != "flashtrace-k0" and method.startswith("flashtrace-k"):
-                for m in METRICS:
+                for m in metrics:
                     diff = paired_difference([_value(r, method, m) for r in rows],
                                              [_value(r, "flashtrace-k0", m) for r in rows])
                     if diff and cells[m]:
@@ -85,7 +87,7 @@ def run_table(folder: Path) -> dict:
                                              for k, v in diff.items()}
             entry["methods"][method] = cells
         spans = {m: _cell([_value(r, m, "recovery") for r in rows]) for m in SPANS}
-        if spans["flashtrace-k1-gen"]:
+        if spans["flashtrace-k1-gen"] and "recovery" in metrics:
             diff = paired_difference([_value(r, "flashtrace-k1-gen", "recovery") for r in rows],
                                      [_value(r, "flashtrace-k1", "recovery") for r in rows])
             entry["hop0_spans"] = {**spans, "k1_gen_minus_answer": None if diff is None else {
@@ -152,7 +154,7 @@ def spans_markdown(table: dict) -> str:
 
 def build() -> dict:
     runs = []
-    for label, name in RUNS:
+    for label, name, metrics in RUNS:
         folder = RESULTS / name
         if not (folder / "examples").is_dir():
             continue
@@ -160,7 +162,7 @@ def build() -> dict:
         runs.append({"label": label, "folder": f"benchmarks/results/{name}", "model": settings.get("model"),
                      "protocol": (settings.get("protocol") or {}).get("name", "templated")
                      if isinstance(settings.get("protocol"), dict) else "templated",
-                     "k": settings.get("k"), "tasks": run_table(folder)})
+                     "k": settings.get("k"), "metrics": list(metrics), "tasks": run_table(folder, metrics)})
     return {"issue": 46, "what": __doc__.split("\n\n")[0], "runs": runs, "paper": PAPER}
 
 
