@@ -154,6 +154,11 @@ WRITERS = {  # every command that writes a file named on its command line: the f
     "export --json": lambda tmp, out: ["export", str(tmp / "t.json"), "--json", out],
     "export --html": lambda tmp, out: ["export", str(tmp / "t.json"), "--html", out],
     "intervene --out": lambda tmp, out: ["intervene", str(tmp / "t.json"), "--no-progress", "--out", out],
+    # the commands that write into a folder: each refuses a file, a pipe, a device or a link to one as the folder
+    "batch --out": lambda tmp, out: ["batch", str(tmp / "t.json"), "--model", "tiny-llama", "--no-progress", "--out", out],
+    "eval --out": lambda tmp, out: ["eval", "--model", "tiny-llama", "--task", "needle", "--n", "1", "--k", "0",
+                                    "--methods", "ifr", "--no-plots", "--no-progress", "--out", out],
+    "gallery --out": lambda tmp, out: ["gallery", "--model", "tiny-llama", "--out", out],
 }
 
 

@@ -252,8 +252,9 @@ def _evaluate(args, loaded, examples, methods) -> dict[str, str]:
 def run(args) -> int:
     """Run the faithfulness evaluation (or only rewrite its report), print the summary; returns the exit code."""
     from ...evaluate.report import markdown, write_report
-    from ...base.fileio import atomic_write_text
+    from ...base.fileio import atomic_write_text, check_folder
 
+    check_folder(args.out, "--out")  # a file, a named pipe, a device or a link to one: refused before any work
     if args.report_only:
         summary = write_report(args.out)
         _write_charts(args, summary)

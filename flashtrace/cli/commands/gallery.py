@@ -43,6 +43,10 @@ def run(args) -> int:
         for it in items:
             print(f"{it.name:<16} {it.task:<11} {it.model:<14} {it.n_tokens:>6} tokens  hops {it.hops}  {it.title}")
         return 0
+    if args.out is not None:  # a file, a named pipe, a device or a link to one: refused before any model loads
+        from ...base.fileio import check_folder
+
+        check_folder(args.out, "--out")
     if args.threads:
         import torch
 
