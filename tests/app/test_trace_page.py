@@ -145,3 +145,17 @@ def test_an_answer_that_is_only_its_value_keeps_the_answer_as_the_target(open_pa
     tr = Library(library_dir).open(entry.name)
     assert tuple(tr.settings.target) == tuple(tr.spans.answer)  # the value is the whole answer: nothing narrowed
     assert "".join(t.text for t in tr.tokens[slice(*tr.settings.target)]).strip() == "8"
+
+
+def test_a_trace_made_with_the_page_defaults_explains_the_answer_at_hop_0_as_the_api_does(open_page, library_dir):
+    """Issue 46's decision: the Trace page's hop-0 span is the API's (`answer`), with the API's depth."""
+    import inspect
+
+    from flashtrace.run.tracing import attribute
+
+    at = _fill(open_page(TRACE))
+    assert at.selectbox(key="hop0").value == inspect.signature(attribute).parameters["hop0"].default == "answer"
+    at.button(key="run").click().run()
+    no_problems(at)
+    saved = Library(library_dir).open(Library(library_dir).entries()[0].name)
+    assert saved.settings.hop0 == "answer"
