@@ -401,7 +401,7 @@ def _reject_constant(name: str) -> float:
     raise InputError(f"{name} is not allowed in a trace (numbers must be finite)")
 
 
-def _short(value, limit: int = 40) -> str:
+def _short(value, limit: int = 80) -> str:
     """`value`'s repr cut to `limit` characters: an error message quotes a bad value, never all of it."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -412,7 +412,7 @@ def _loc_part(part) -> str:
     control characters is shown escaped (``'\\n'``), a long one cut, so the message stays one line."""
     text = str(part)
     if not text.isprintable():
-        return _short(text)
+        return _short(text, 40)
     return text if len(text) <= 40 else text[:39] + "…"
 
 
