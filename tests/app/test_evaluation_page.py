@@ -148,3 +148,18 @@ def test_a_run_on_the_models_own_reasoning_opens_split_by_right_and_wrong(open_p
     bars = charts(at)["chart0"] if "chart0" in charts(at) else next(iter(charts(at).values()))
     assert [a["text"] for a in bars["layout"]["annotations"] if a["text"].startswith("Recovery")] and not [
         a for a in bars["layout"]["annotations"] if a["text"].startswith(("RISE", "MAS"))]  # Recovery's panel alone
+
+
+@pytest.mark.parametrize("run", sorted(p.parent.name for p in (ROOT / "benchmarks" / "results").glob("eval_*/run.json")))
+def test_each_committed_run_on_a_models_reasoning_opens_with_its_table_and_protocol(open_page, monkeypatch, run):
+    """Every committed issue-46 run (own, paper, RISE/MAS) opens on the page: its summary table, and the caption
+    naming who wrote the reasoning and how many answers were right and kept."""
+    monkeypatch.delenv("FLASHTRACE_EVAL_ROOT", raising=False)
+    at = open_page(EVALUATION)
+    at.selectbox(key="qp_run").set_value(run).run()
+    no_problems(at)
+    assert at.dataframe and len(at.dataframe[0].value) >= 1
+    settings = json.loads((ROOT / "benchmarks" / "results" / run / "settings.json").read_text())
+    protocol = settings["protocol"]
+    caption = literal(" ".join(c.value for c in at.caption))
+    assert f"protocol = {protocol['name']} (written by {protocol['writer']}: {protocol['right']} of " in caption
