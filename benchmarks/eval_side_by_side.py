@@ -63,6 +63,12 @@ def _cell(values: list) -> dict | None:
             "interval": [round(x, 4) for x in interval] if interval else None}
 
 
+def _rounded(diff: dict) -> dict:
+    """A `paired_difference` with its numbers (and its interval's) to 4 decimals."""
+    return {k: (round(v, 4) if isinstance(v, float) else [round(x, 4) for x in v] if isinstance(v, list) else v)
+            for k, v in diff.items()}
+
+
 def run_table(folder: Path, metrics: tuple[str, ...] = METRICS) -> dict:
     """Per task: n, how many answers were right (own/paper), and per method and metric the pooled mean, interval
     and (for K > 0) the paired difference to K = 0."""
@@ -82,17 +88,13 @@ def run_table(folder: Path, metrics: tuple[str, ...] = METRICS) -> dict:
                     diff = paired_difference([_value(r, method, m) for r in rows],
                                              [_value(r, "flashtrace-k0", m) for r in rows])
                     if diff and cells[m]:
-                        cells[m]["vs_k0"] = {k: (round(v, 4) if isinstance(v, float) else
-                                                 [round(x, 4) for x in v] if isinstance(v, list) else v)
-                                             for k, v in diff.items()}
+                        cells[m]["vs_k0"] = _rounded(diff)
             entry["methods"][method] = cells
         spans = {m: _cell([_value(r, m, "recovery") for r in rows]) for m in SPANS}
         if spans["flashtrace-k1-gen"] and "recovery" in metrics:
             diff = paired_difference([_value(r, "flashtrace-k1-gen", "recovery") for r in rows],
                                      [_value(r, "flashtrace-k1", "recovery") for r in rows])
-            entry["hop0_spans"] = {**spans, "k1_gen_minus_answer": None if diff is None else {
-                k: (round(v, 4) if isinstance(v, float) else [round(x, 4) for x in v] if isinstance(v, list) else v)
-                for k, v in diff.items()}}
+            entry["hop0_spans"] = {**spans, "k1_gen_minus_answer": None if diff is None else _rounded(diff)}
         out[task] = entry
     return out
 
