@@ -15,6 +15,14 @@ after every example (a partial run survives; a rerun resumes). Intervals: 95 % p
 examples (10,000 resamples, seeded). Rank correlations: Spearman between the steps' drops and their hop-graph
 influence, over examples with at least 3 steps, once over every step before the answer and once without the
 "Answer:" marker line (the reasoning segment holding only the marker before the answer tokens).
+
+With ``--responses FOLDER`` (an ``flashtrace eval --protocol own`` output folder, issue 46 item 4) the examples are
+that run's: the same tasks, seeds and lengths, each with the response its model wrote itself (read back from
+``FOLDER/responses/``, never generated here), right and wrong answers both kept and marked (``correct``). The
+model is the folder's. Each sentence removal (top, the first random one, gold) is also re-scored as an answer:
+the reasoning is kept as written, the answer is re-generated greedily after the edit (at most 16 tokens) and
+compared with the one written (``answer_changed``); the whole response is not re-generated (on a 2-core CPU a
+1.5B model writes ~0.3 s a token).
 """
 
 from __future__ import annotations
@@ -49,8 +57,9 @@ def _rho(drops, graph) -> float | None:
     return spearman(drops, graph) if len(drops) >= 3 else None
 
 
-def example_record(loaded, task: str, seed: int, args) -> dict:
-    """Trace one example, run the standard interventions, and keep what the summary needs."""
+def example_record(loaded, task: str, seed: int, args, written=None) -> dict:
+    """Trace one example (the task's templated one, or `written`: an example with the response its model wrote),
+    run the standard interventions, and keep what the summary needs."""
     from flashtrace.analysis.facts import analyse
     from flashtrace.analysis.interventions import sentence_removal
     from flashtrace.evaluate.tasks import make_example
@@ -58,7 +67,7 @@ def example_record(loaded, task: str, seed: int, args) -> dict:
     from flashtrace.run.tracing import attribute, prepare
 
     start = time.perf_counter()
-    ex = make_example(task, seed, args.length)
+    ex = make_example(task, seed, args.length) if written is None else written
     trace = attribute(prepare(loaded, ex.prompt, ex.response), hops=args.hops, steps=True)
     trace = trace.model_copy(update={"extra": {**trace.extra, "gold": [list(g) for g in ex.gold]}})
     traced = time.perf_counter() - start
@@ -84,8 +93,42 @@ def example_record(loaded, task: str, seed: int, args) -> dict:
         "spearman_all": _rho([s["drop"] for s in steps], [s["graph"] for s in steps]),
         "spearman_content": _rho([s["drop"] for s in content], [s["graph"] for s in content]),
         "top_step_is_marker": bool(steps) and max(steps, key=lambda s: s["drop"])["marker"],
-        "trace_s": traced, "intervene_s": record.seconds, "total_s": time.perf_counter() - start,
+        "trace_s": traced, "intervene_s": record.seconds, **_own_fields(loaded, trace, record, written),
+        "total_s": time.perf_counter() - start,
     }
+
+
+ANSWER_TOKENS = 16  # new tokens for a re-generated answer (the values are numbers or short names)
+
+
+def _own_fields(loaded, trace, record, written) -> dict:
+    """For a response the model wrote itself: whether it was right, and whether each sentence removal (top, the
+    first random, gold) changes the answer re-generated after the kept reasoning (None: the templated examples)."""
+    if written is None:
+        return {}
+    from flashtrace.evaluate.protocols import normal_answer
+
+    lo, hi = trace.settings.target
+    value = normal_answer("".join(t.text for t in trace.tokens[lo:hi]))
+    firsts = {}
+    for e in record.edits:
+        if e.kind in ("top", "random", "gold") and e.kind not in firsts:
+            firsts[e.kind] = e.segments
+    changed = {kind: _answer_changed(loaded, trace, ids, value) for kind, ids in firsts.items()}
+    return {"correct": bool(written.meta["protocol"]["correct"]), "answer_value": value, "answer_changed": changed}
+
+
+def _answer_changed(loaded, trace, segment_ids, value: str) -> bool:
+    """Remove `segment_ids`, keep everything before the answer's value as written, let the model write the value
+    again (greedy): whether it differs from `value` (compared as the evaluation's checker compares answers)."""
+    from flashtrace.engine.models.generation import generate_response
+    from flashtrace.evaluate.protocols import normal_answer
+    from flashtrace.run.interventions import edit_ids
+
+    edited = edit_ids(trace, list(segment_ids))
+    text = generate_response(loaded, list(edited.ids[:edited.target[0]]), max_new_tokens=ANSWER_TOKENS).text
+    again = normal_answer(text)
+    return not re.match(re.escape(value) + r"(?![\w.])", again) and again != value
 
 
 def annotate_tops(examples: list[dict], length: int) -> None:
@@ -143,7 +186,21 @@ def task_summary(examples: list[dict]) -> dict:
         "content_max_graph": bootstrap([max(s["graph"] for s in e["steps"] if not s["marker"]) for e in examples
                                         if any(not s["marker"] for s in e["steps"])]),
         "top_step_is_marker": float(np.mean([e["top_step_is_marker"] for e in examples if e["steps"]] or [0.0])),
+        **_own_summary(examples),
     }
+
+
+def _own_summary(examples: list[dict]) -> dict:
+    """For responses the model wrote itself: how many were right, ρ over the right ones alone, and how often each
+    removal changed the re-generated answer (count of examples with that removal)."""
+    if not any("correct" in e for e in examples):
+        return {}
+    right = [e for e in examples if e["correct"]]
+    changed = {kind: [e["answer_changed"][kind] for e in examples if kind in e["answer_changed"]]
+               for kind in ("top", "random", "gold")}
+    return {"right": len(right),
+            "spearman_content_right": bootstrap([e["spearman_content"] for e in right]),
+            "answer_changed": {k: {"changed": int(sum(v)), "n": len(v)} for k, v in changed.items()}}
 
 
 def _ci(cell: dict | None, digits: int = 2) -> str:
@@ -176,6 +233,44 @@ def marker_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def own_examples(folder: Path) -> dict:
+    """The examples of an ``eval --protocol own`` folder, rebuilt as that run built them (its tasks, seeds,
+    length; vartrack in words) with each response its model wrote read back from ``folder/responses/``:
+    ``{"model", "length", "seeds", "examples": {id: Example}}``. Nothing is generated."""
+    from flashtrace.evaluate.protocols import apply_protocol, write_responses
+    from flashtrace.evaluate.tasks import TASKS, make_example
+
+    settings = json.loads((folder / "settings.json").read_text())
+    protocol = settings["protocol"]
+    if protocol["name"] != "own":
+        raise SystemExit(f"{folder} is a {protocol['name']!r} run; --responses reads an 'own' one")
+    seeds = list(range(settings["seed"], settings["seed"] + settings["n"]))
+    tasks = list(TASKS) if settings["source"] == "all" else settings["source"].split(",")
+    examples = [(f"{t}-{seed:04d}", make_example(t, seed, length=settings["length"] or None,
+                                                 **({"layout": "words"} if t == "vartrack" else {})))
+                for seed in seeds for t in tasks]
+    kept = {ex_id for ex_id, _ in examples if (folder / "responses" / f"{ex_id}.json").exists()}
+    examples = [(ex_id, ex) for ex_id, ex in examples if ex_id in kept]
+    written = write_responses(None, examples, folder, protocol["writer"], protocol["max_new_tokens"])
+    applied = apply_protocol("own", examples, written)
+    return {"model": settings["model"], "length": settings["length"], "seeds": seeds,
+            "examples": dict(applied.examples)}
+
+
+def own_table(summary: dict) -> str:
+    """Right answers, ρ on them, and answer changes per removal (the own-reasoning runs)."""
+    lines = ["| task | right / n | ρ without 'Answer:', right answers (n) | answer changed: top | random | gold |",
+             "|---|---|---|---|---|---|"]
+    for task, s in summary.items():
+        if "right" not in s:
+            continue
+        rho = s["spearman_content_right"]
+        ch = {k: f"{v['changed']} of {v['n']}" for k, v in s["answer_changed"].items()}
+        lines.append(f"| {task} | {s['right']} / {s['n']} | {_ci(rho)} ({rho['n'] if rho else 0}) | {ch['top']} | "
+                     f"{ch['random']} | {ch['gold']} |")
+    return "\n".join(lines)
+
+
 def summarise(examples: list[dict], tasks: list[str]) -> dict:
     return {t: task_summary(rows) for t in tasks if (rows := [e for e in examples if e["task"] == t])}
 
@@ -199,10 +294,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--responses", type=Path, default=None,
+                        help="an `eval --protocol own` folder: its examples with the responses its model wrote")
     parser.add_argument("--report-only", action="store_true", help="print the table of an existing --out")
     args = parser.parse_args()
     from flashtrace.evaluate.tasks import TASKS
 
+    own = own_examples(args.responses) if args.responses else None
+    if own is not None:
+        args.model, args.length = own["model"], own["length"]
     tasks = list(TASKS) if args.tasks == "all" else args.tasks.split(",")
     stored = json.loads(args.out.read_text()) if args.out.exists() else {}
     done = stored.get("examples", [])
@@ -217,10 +317,12 @@ def main() -> None:
                         interval="95% percentile bootstrap over examples, 10,000 resamples")
         have = {e["id"] for e in done}
         loaded = load_model(args.model, dtype=args.dtype)
-        for seed in range(args.n):
+        seeds = own["seeds"][:args.n] if own else range(args.n)
+        for seed in seeds:
             for task in tasks:
-                if f"{task}-{seed}" not in have:
-                    done.append(example_record(loaded, task, seed, args))
+                written = own["examples"].get(f"{task}-{seed:04d}") if own else None
+                if f"{task}-{seed}" not in have and (own is None or written is not None):
+                    done.append(example_record(loaded, task, seed, args, written))
                     _save(args.out, settings, done, tasks)
         settings["load_end"] = os.getloadavg()[0]
         _save(args.out, settings, done, tasks)
@@ -231,6 +333,9 @@ def main() -> None:
     print(table(summary))
     print()
     print(marker_table(summary))
+    if any("right" in s for s in summary.values()):
+        print()
+        print(own_table(summary))
 
 
 if __name__ == "__main__":
