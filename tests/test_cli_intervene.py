@@ -61,8 +61,9 @@ def test_bad_usage_is_one_line_exit_2(saved, capsys, extra, message):
 @pytest.mark.parametrize("extra, message", [
     (["--resample", "1001"], "--resample must be at most 1,000"),
     (["--remove", "P1", "--replace", "x" * 20_001], "--replace is 20,001 characters; at most 20,000"),
-    (["--remove", "P1", "--regenerate", "--max-new-tokens", "1000000000"], "tiny-llama reads at most 4,096"),
-    (["--remove", "P1", "--replace", "x1 " * 4000], "shorten --replace"),  # 12,000 characters, 8,001 tokens
+    (["--remove", "P1", "--regenerate", "--max-new-tokens", "1000000000"],
+     "with 1,000,000,000 new tokens that exceeds the 4,096 tokens tiny-llama reads"),
+    (["--remove", "P1", "--replace", "x1 " * 4000], "but tiny-llama reads at most 4,096; shorten the replacement (--replace)"),  # 12,000 characters, 8,001 tokens
 ])
 def test_an_edit_too_large_for_the_model_is_refused_before_any_work(saved, capsys, monkeypatch, extra, message):
     """Issue 48 M3 and L3: `intervene` bounded as `trace` is; nothing is scored or generated first."""

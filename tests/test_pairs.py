@@ -1,8 +1,9 @@
 """Linked pairs in the library (store.pairs): an original and its edited version reload from the library, and
 opening either finds the other."""
 
+from flashtrace.analysis.schema import EditRecord, InterventionRecord
 from flashtrace.store.library import Library
-from flashtrace.store.pairs import linked, save_pair
+from flashtrace.store.pairs import linked, save_pair, store_interventions
 
 from .trace_factory import make_trace, vector
 
@@ -77,24 +78,51 @@ def _add_an_edit(barrier, root: str, i: int) -> None:
               "ignored", original_name="orig")
 
 
-def test_eight_processes_adding_edits_to_one_original_keep_every_link(tmp_path):
-    """Issue 48 L6 repro: two pair saves at once lost a link in 6 of 15 rounds (each read the original, added its
-    edit and wrote it back, the second over the first). 8 processes released together now keep all 8."""
+def _record(i: int) -> InterventionRecord:
+    return InterventionRecord(before=-float(i), model="m", seed=i, seconds=0.0,
+                              edits=[EditRecord(kind="step", segments=["S0"], logprob=-float(i) - 1)])
+
+
+def _store_a_step_influence(barrier, root: str, i: int) -> None:
+    barrier.wait()
+    store_interventions(Library(root), "orig", _record(i))
+
+
+def _eight_at_once(root, targets) -> None:
     import multiprocessing
 
-    Library(tmp_path).save(_traces()[0], "orig")
     ctx = multiprocessing.get_context("fork")
-    barrier = ctx.Barrier(8)
-    procs = [ctx.Process(target=_add_an_edit, args=(barrier, str(tmp_path), i)) for i in range(8)]
+    barrier = ctx.Barrier(len(targets))
+    procs = [ctx.Process(target=target, args=(barrier, str(root), i)) for i, target in enumerate(targets)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
+
+
+def test_eight_processes_adding_edits_to_one_original_keep_every_link(tmp_path):
+    """Issue 48 L6 repro: two pair saves at once lost a link in 6 of 15 rounds (each read the original, added its
+    edit and wrote it back, the second over the first). 8 processes released together now keep all 8."""
+    Library(tmp_path).save(_traces()[0], "orig")
+    _eight_at_once(tmp_path, [_add_an_edit] * 8)
     lib = Library(tmp_path)
     link = linked(lib, lib.open("orig"))
     assert len(link.others) == 8 == len(set(link.others)) and link.missing == ()
     assert sorted(lib.open(n).title for n in link.others) == sorted(f"edit {i}" for i in range(8))
+
+
+def test_step_influence_saves_racing_pair_saves_keep_every_link_and_one_whole_record(tmp_path):
+    """Issue 48 L6 and item 3: the step-influence save had the same stale-copy pattern as the pair save. 4 processes
+    add edits while 4 store a step influence (the app's save, `store_interventions`), all released together: the 4
+    links stay, and the stored record is one of the 4 whole, never a mixture."""
+    Library(tmp_path).save(_traces()[0], "orig")
+    _eight_at_once(tmp_path, [_add_an_edit, _store_a_step_influence] * 4)
+    lib = Library(tmp_path)
+    stored = lib.open("orig")
+    link = linked(lib, stored)
+    assert sorted(lib.open(n).title for n in link.others) == ["edit 0", "edit 2", "edit 4", "edit 6"]
+    assert stored.interventions in [_record(i) for i in (1, 3, 5, 7)]
 
 
 def test_an_update_changes_the_trace_on_disk_not_a_copy_read_before(tmp_path):

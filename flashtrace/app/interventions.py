@@ -14,6 +14,7 @@ from ..analysis.schema import InterventionRecord, Trace
 from ..base.units import time_range
 from . import state as app_state, ui
 from .live import cancellable
+from ..store.pairs import store_interventions
 
 RUN, CANCELLED, SAVED = "interventions_run", "interventions_cancelled", "interventions_saved"
 
@@ -81,10 +82,7 @@ def _save(ref, shown: Trace) -> str:
     """Store the computed interventions: in the library trace itself, or (a gallery trace) in a library copy."""
     lib = app_state.library()
     if ref.source == "lib":
-        collection, sep, name = ref.name.rpartition("/")
-        interventions = shown.interventions  # onto the trace as it is now: a link saved meanwhile stays
-        (lib.collection(collection) if sep else lib).update(
-            name, lambda current: current.model_copy(update={"interventions": interventions}))
+        store_interventions(lib, ref.name, shown.interventions)  # onto the trace as it is now: a link saved meanwhile stays
         return f"Stored in the trace {ui.code_text(ref.name)}."
     name = lib.save(shown, ref.name)
     return f"Saved a copy with it to the library as {ui.code_text(name)}."

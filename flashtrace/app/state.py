@@ -206,16 +206,6 @@ def trace_choices() -> dict[str, str]:
     return out
 
 
-def cost_estimate(loaded: LoadedModel, n_tokens: int, hops: int, n_target: int | None = None,
-                  n_recursive: int | None = None, steps: bool = True):
-    """`flashtrace.engine.estimate.check_fits` (an `Estimate` with ``seconds``, ``range()``, ``peak_bytes``,
-    ``describe()``): the whole run (warm-up on this server's first run, the step sweep with `steps`, the
-    machine's load). Raises the estimator's error when the run would not fit."""
-    from ..engine.estimate import check_fits
-
-    return check_fits(loaded, n_tokens, hops, n_target, n_recursive=n_recursive, steps=steps)
-
-
 class Progress:
     """Adapts ``attribute(progress=...)`` callbacks to a Streamlit progress bar (throttled), with the time left
     when the part's estimate (`estimate_s`) is given. Each call is a point where Streamlit can stop the run."""
@@ -287,17 +277,16 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
     tokenising), the sequence against the model's context, the target (a non-empty span of the response),
     the memory the run needs."""
-    from ..run.prechecks import check_context
+    from ..engine.estimate import check_run
     from ..run.tracing import resolve_target
 
     if target_chars is not None and target_chars[0] >= target_chars[1]:
         raise InputError("the character range is empty: select at least one character of the response")
     check_text_size(loaded, prompt, response)  # a bound on characters, before tokenising
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template, spans=spans)
-    check_context(loaded, len(sequence))
     lo, hi = resolve_target(sequence, "answer" if target == "character range" else target, target_chars)
-    estimate = cost_estimate(loaded, len(sequence), hops, n_target=hi - lo,
-                             n_recursive=len(sequence.positions("reasoning", "answer")), steps=steps)
+    estimate = check_run(loaded, len(sequence), hops=hops, n_target=hi - lo,  # the CLI's and the API's check
+                         n_recursive=len(sequence.positions("reasoning", "answer")), steps=steps)
     return len(sequence), estimate
 
 

@@ -202,11 +202,14 @@ def _attribution_seconds(s: Shape, n: int, rows_per_sweep: list[int], gpu: bool,
     return total
 
 
-def _peak_bytes(s: Shape, n: int, gpu: bool, threads: int) -> tuple[int, int]:
-    """``(recording, peak)`` bytes: what the recording keeps, and the process's predicted peak."""
+def _peak_bytes(s: Shape, n: int, gpu: bool, threads: int, rows: int = 1) -> tuple[int, int]:
+    """``(recording, peak)`` bytes: what the recording keeps, and the process's predicted peak (`rows` sequences
+    side by side in the forward pass, each with its key/value cache, when more than one)."""
     per_token = s.hidden + s.n_heads * s.head_dim + 2 * s.n_kv_heads * s.head_dim  # x_prev, q, k, v
     recording = s.n_layers * n * per_token * s.dtype_bytes
     forward_transient = n * (3 * s.intermediate + 6 * s.hidden) * 4 + s.vocab * 4
+    if rows > 1:
+        forward_transient = rows * (forward_transient + s.n_layers * n * 2 * s.n_kv_heads * s.head_dim * s.dtype_bytes)
     block = min(128, n)
     attribution_transient = 4 * (3 * block * s.n_heads * n + 3 * s.n_heads * n + s.n_heads * 256 * s.hidden * 2)
     if not gpu:  # layers side by side, one per thread, as many as the sweep's memory budget holds
@@ -238,11 +241,13 @@ def _speeds(threads: int, gpu: bool, slow: float, n_layers: int) -> tuple[float,
 
 def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
              device: str = "cpu", threads: int | None = None, steps: bool = False, load: bool = False,
-             warm: bool | None = None, slowdown: float | None = None) -> Estimate:
+             warm: bool | None = None, slowdown: float | None = None, rows: int = 1) -> Estimate:
     """Predict a FlashTrace run over `n_tokens` with a target of `n_target` tokens (default: the last half)
     and `hops` hops over `n_recursive` generated tokens (default: the target); with `steps`, the step
     sweep; with `load`, loading the model first. `warm` (default: whether this process has run a forward
-    pass) drops the warm-up; `slowdown` (default: `cpu_slowdown` now, 1 on a GPU) scales every part."""
+    pass) drops the warm-up; `slowdown` (default: `cpu_slowdown` now, 1 on a GPU) scales every part.
+    `rows`: sequences run side by side (the interventions' scoring batches, sampled continuations): the peak
+    counts the forward's buffers and a key/value cache once per row (the seconds are those of one row)."""
     s = shape_of(model)
     n = int(n_tokens)
     m = int(n_target if n_target is not None else max(1, n // 2))
@@ -255,7 +260,7 @@ def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n
     overhead_s = (RUN_OVERHEAD_S + PER_TOKEN_OVERHEAD_S * n * (hops + 1)) * slow
     if not gpu and slowdown is None:
         overhead_s += thread_wait_s(s.n_layers, threads)
-    recording, peak = _peak_bytes(s, n, gpu, threads)
+    recording, peak = _peak_bytes(s, n, gpu, threads, max(int(rows), 1))
     return Estimate(n_tokens=n, n_target=m, hops=hops, forward_s=forward_flops(s, n) / FORWARD_FLOPS_PER_S / speed,
                     attribution_s=_attribution_seconds(s, n, [m] + [g] * hops, gpu, attr_speed),
                     recording_bytes=recording, peak_bytes=peak, overhead_s=overhead_s, slowdown=slow,
@@ -336,13 +341,13 @@ def generation_note(loaded, prompt: Prompt, max_new_tokens: int, chat_template: 
             f"{'' if took.startswith('under') else 'about '}{took} (less if the model stops sooner).")
 
 
-def max_tokens_fitting(model, budget_bytes: int, hops: int = 1) -> int:
+def max_tokens_fitting(model, budget_bytes: int, hops: int = 1, rows: int = 1) -> int:
     """The longest sequence whose predicted allocation beyond what is resident (`Estimate.run_bytes`) stays
     within `budget_bytes` (binary search)."""
     lo, hi = 0, 1 << 22
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate(model, mid, hops, threads=1, warm=True, slowdown=1.0).run_bytes <= budget_bytes:
+        if estimate(model, mid, hops, threads=1, warm=True, slowdown=1.0, rows=rows).run_bytes <= budget_bytes:
             lo = mid
         else:
             hi = mid - 1
@@ -357,12 +362,38 @@ def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None,
     est = estimate(model, n_tokens, hops, n_target, **kwargs)
     budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
     if est.run_bytes > budget:
-        fit = max_tokens_fitting(model, budget, hops)
+        rows = kwargs.get("rows", 1)
+        fit = max_tokens_fitting(model, budget, hops, rows)
         context = _context(model)
         fit = min(fit, context) if context else fit
-        raise ResourceError(f"{n_tokens} tokens need ~{est.run_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB "
-                            f"is available; at most ~{fit} tokens would fit")
+        size = f"{n_tokens} tokens" if rows <= 1 else f"{rows} sequences of {n_tokens} tokens side by side"
+        raise ResourceError(f"{size} need ~{est.run_bytes / 2**30:.1f} GiB but ~{budget / 2**30:.1f} GiB is available; "
+                            f"at most ~{fit} tokens would fit" + ("" if rows <= 1 else f" in {rows} sequences (or "
+                                                                     "use fewer side by side: a smaller batch)"))
     return est
+
+
+def check_run(loaded, n_tokens: int, *, new_tokens: int = 0, hops: int = 0, n_target: int | None = None,
+              n_recursive: int | None = None, rows: int = 1, steps: bool = False, memory: bool = True,
+              what: str = "the sequence", advice: str = "shorten the prompt or response") -> Estimate:
+    """The one check every command that runs a model makes before its first forward pass (issue 48 item 5):
+    ``trace`` and the API's ``prepare`` (so ``batch``, ``eval`` and ``gallery`` too), ``intervene`` in every mode
+    (the standard set, resampling, a removal or replacement, re-generating, re-tracing) and the app's Run, Re-run
+    and step influence.
+
+    - **context**: the longest sequence the run holds, `n_tokens` plus the `new_tokens` it may generate, against
+      the model's context (`InputError` naming `what` and the `advice`);
+    - **memory** (unless `memory` is False): what the run still has to allocate for `rows` sequences side by side
+      (with `hops`, `n_target`, `n_recursive`, `steps` as `estimate` takes them) against the memory available
+      (`ResourceError`, `check_fits`).
+
+    Returns the estimate, for the caller to show."""
+    from .models.generation import check_context
+
+    check_context(loaded, n_tokens, new_tokens, what, advice)
+    total = int(n_tokens) + int(new_tokens)
+    size = dict(n_target=n_target, n_recursive=n_recursive, steps=steps, rows=rows, device=str(loaded.device))
+    return check_fits(loaded, total, hops, **size) if memory else estimate(loaded, total, hops, **size)
 
 
 def _context(model) -> int | None:

@@ -27,7 +27,7 @@ from ..analysis.facts import analyse
 from ..analysis.interventions import DEFAULT_RANDOM, with_interventions  # noqa: F401 - re-exported
 from ..analysis.schema import EditRecord, InterventionRecord, Trace
 from ..analysis.segments import steps_before_target
-from ..engine.estimate import generation_seconds, scoring_seconds
+from ..engine.estimate import check_run, generation_seconds, scoring_seconds
 from ..engine.models.progress import each_layer
 from ..base.errors import InputError
 
@@ -227,13 +227,21 @@ def estimate_seconds(model, trace: Trace, n_edits: int, new_tokens: int = 0) -> 
     return seconds
 
 
+def check_standard_set(loaded, trace: Trace, n_edits: int, batch_size: int = 8) -> None:
+    """What `intervene` checks before scoring `n_edits` edits: the model is the trace's (`check_model`) and the run
+    fits (`check_run`: the trace in the context, a batch of rows in memory; removals only shorten it)."""
+    check_model(loaded, trace)
+    check_run(loaded, trace.n_tokens, rows=min(batch_size, n_edits + 1), what="the trace",
+              advice="load the model the trace was made with")
+
+
 def intervene(loaded, trace: Trace, *, steps: bool = True, sentences: bool = True, n_random: int = DEFAULT_RANDOM,
               seed: int = 0, batch_size: int = 8, progress: Progress | None = None) -> InterventionRecord:
     """Score the standard interventions (`plan`) on `trace` with `loaded` (the model the trace was made with):
     each reasoning step removed (`steps`), and the top, random and gold prompt sentences removed
     (`sentences`). Returns the record to store with `with_interventions`."""
-    check_model(loaded, trace)
     edits = plan(trace, steps, sentences, n_random, seed)
+    check_standard_set(loaded, trace, len(edits), batch_size)
     start = time.perf_counter()
     values = score(loaded, [unedited(trace), *edits], batch_size, progress)
     return InterventionRecord(
@@ -243,4 +251,4 @@ def intervene(loaded, trace: Trace, *, steps: bool = True, sentences: bool = Tru
 
 
 __all__ = ["Edited", "check_model", "chosen_segments", "pad_id", "edit_ids", "fitted_replacement", "unedited", "score", "step_edits", "sentence_edits", "plan",
-           "estimate_seconds", "intervene", "with_interventions", "EDITABLE", "DEFAULT_RANDOM"]
+           "estimate_seconds", "check_standard_set", "intervene", "with_interventions", "EDITABLE", "DEFAULT_RANDOM"]

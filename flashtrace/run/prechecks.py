@@ -5,9 +5,12 @@
 - `max_input_chars` / `check_text_size`: a character bound from the model's context (no token is longer
   than the tokenizer's longest vocabulary entry), so a 16 MB prompt is refused before it is tokenised;
   the app uses `max_input_chars` as its text areas' ``max_chars``;
-- `context_length` / `check_context`: the token count against the model's context.
+- `context_length`: the model's context from its config.
 
-The limits themselves (and option checks that need no model) are in `flashtrace.analysis.limits`.
+Once the text is tokenised, every command that runs a model makes one check before its first forward pass:
+`flashtrace.engine.estimate.check_run` (the sequence, with any new tokens, against the context; the memory the
+run needs against what is available). The limits themselves (and option checks that need no model) are in
+`flashtrace.analysis.limits`.
 """
 
 from __future__ import annotations
@@ -89,11 +92,3 @@ def check_text_size(loaded, prompt: str, response: str | None = None) -> None:
                          f"{context:,} tokens can hold (at most ~{context * max_token_chars(loaded.tokenizer):,} "
                          "characters); shorten them")
 
-
-def check_context(loaded, n_tokens: int) -> None:
-    """`ValueError` when `n_tokens` exceed the model's context (generation checks its own, prompt plus
-    new tokens, in `models.generation.generate`)."""
-    context = context_length(loaded)
-    if context and n_tokens > context:
-        raise InputError(f"the sequence has {n_tokens} tokens but {loaded.name} reads at most {context}; "
-                         "shorten the prompt or response")

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 
 from ..analysis.interventions import DEFAULT_NEW_TOKENS
 from ..analysis.schema import Trace
+from ..engine.estimate import check_run
 from ..engine.models.generation import generate_response
 from .interventions import Edited, Progress, check_model, chosen_segments, edit_ids, fitted_replacement, score, unedited
 from .tracing import attribute, prepare
@@ -127,6 +128,23 @@ def _phases(loaded, trace: Trace, start: int, new_tokens: int, retrace: bool, pr
     return _Phases(weights, new_tokens, progress)
 
 
+def checked_edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
+                 regenerate: bool = False, retrace: bool = False,
+                 max_new_tokens: int = DEFAULT_NEW_TOKENS) -> tuple[Edited, str | None]:
+    """``(the edited ids, the replacement as it will be put in)`` once `edit` with these arguments is known to fit
+    (`check_run`: the edited trace and the new tokens in the model's context; the scoring, and with `retrace` the
+    new trace, in memory); what `edit` checks first, for a caller to check before saying how long it will take."""
+    check_model(loaded, trace)
+    replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
+    insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
+    edited = edit_ids(trace, segment_ids, insert, replacement)
+    check_run(loaded, len(edited.ids), new_tokens=max_new_tokens if (regenerate or retrace) else 0, rows=2,
+              hops=trace.settings.hops if retrace else 0, steps=retrace and trace.steps is not None,
+              what="the edited trace",
+              advice="shorten the replacement (--replace) or ask for fewer new tokens (--max-new-tokens)")
+    return edited, replacement
+
+
 def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
          regenerate: bool = False, retrace: bool = False, max_new_tokens: int = DEFAULT_NEW_TOKENS,
          progress: Progress | None = None) -> EditResult:
@@ -136,10 +154,8 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
     implies `regenerate`), the edited prompt and the new response are traced with the trace's settings.
     `progress(done, total)` hears of the whole run as one count (`_Phases`: the scoring, each generated
     token, the new trace's attribution, weighted by their predicted seconds) and may raise to stop."""
-    check_model(loaded, trace)
-    replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
-    insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
-    edited = edit_ids(trace, segment_ids, insert, replacement)
+    edited, replacement = checked_edit(loaded, trace, segment_ids, replacement, regenerate=regenerate, retrace=retrace,
+                                       max_new_tokens=max_new_tokens)
     steps_edited = any(s.role == "reasoning" for s in chosen_segments(trace, segment_ids))
     start = edited.target[0] if steps_edited else edited.response_start
     phases = _phases(loaded, trace, start, max_new_tokens if (regenerate or retrace) else 0, retrace, progress)
@@ -161,4 +177,4 @@ def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | No
     return EditResult(edited, before, after, generated, prompt, response, new_trace)
 
 
-__all__ = ["EditResult", "edit", "edited_texts", "DEFAULT_NEW_TOKENS"]
+__all__ = ["EditResult", "edit", "checked_edit", "edited_texts", "DEFAULT_NEW_TOKENS"]

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..analysis.schema import ResampledStep, ResampleRecord, Trace
-from ..engine.estimate import generation_seconds, scoring_seconds
+from ..engine.estimate import check_run, generation_seconds, scoring_seconds
 from ..analysis.interventions import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 from ..analysis.schema import InterventionRecord
 from ..analysis.segments import is_answer_marker
@@ -101,15 +101,24 @@ def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]
     return rows, matches
 
 
+def check_resampling(loaded, trace: Trace, n: int, max_new_tokens: int | None = None, batch_size: int = 8) -> int:
+    """The new-token budget of `resample_steps`, once the run is known to fit (`check_run`: the trace and the budget
+    in the context, `n` continuations sampled side by side in memory)."""
+    if n < 1:
+        raise InputError(f"n must be at least 1 to resample, got {n}")
+    check_model(loaded, trace)
+    budget = max_new_tokens or default_tokens(trace)
+    check_run(loaded, trace.n_tokens, new_tokens=budget, rows=max(n, batch_size), what="the trace",
+              advice="resample fewer new tokens (max_new_tokens, --resample-tokens)")
+    return budget
+
+
 def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_tokens: int | None = None,
                    temperature: float | None = DEFAULT_TEMPERATURE, top_p: float | None = DEFAULT_TOP_P,
                    batch_size: int = 8, progress: StepProgress | None = None) -> ResampleRecord:
     """`n` continuations per reasoning step before the target, with the step kept and removed (see the module
     docstring); `progress(done, total)` hears of each batch of continuations and may raise to stop."""
-    if n < 1:
-        raise InputError(f"n must be at least 1 to resample, got {n}")
-    check_model(loaded, trace)
-    budget = max_new_tokens or default_tokens(trace)
+    budget = check_resampling(loaded, trace, n, max_new_tokens, batch_size)
     ids = [t.id for t in trace.tokens]
     steps = [e.segments[0] for e in step_edits(trace)]
     seg = {s.id: s for s in trace.segments or []}
@@ -137,10 +146,13 @@ def intervene_and_resample(loaded, trace: Trace, n: int = 0, *, resample_options
     one), stored in the record's `resampled`."""
     if n < 0:
         raise InputError(f"n must be at least 0, got {n}")
-    record = intervene(loaded, trace, progress=progress, **options)
-    if not n or not options.get("steps", True):
-        return record
     chosen = {"seed": options.get("seed", 0), "batch_size": options.get("batch_size", 8), **(resample_options or {})}
+    resampling = bool(n) and options.get("steps", True)
+    if resampling:  # refused before the standard set's minutes, not after
+        check_resampling(loaded, trace, n, chosen.get("max_new_tokens"), chosen["batch_size"])
+    record = intervene(loaded, trace, progress=progress, **options)
+    if not resampling:
+        return record
     resampled = resample_steps(loaded, trace, n, progress=resample_progress, **chosen)
     return record.model_copy(update={"resampled": resampled, "seconds": record.seconds + resampled.seconds})
 
@@ -157,5 +169,5 @@ def estimate_resample_seconds(model, trace: Trace, n: int, max_new_tokens: int |
     return 2 * steps * per_context
 
 
-__all__ = ["resample_steps", "intervene_and_resample", "estimate_resample_seconds", "answer_tail", "default_tokens", "DEFAULT_TEMPERATURE",
+__all__ = ["check_resampling", "resample_steps", "intervene_and_resample", "estimate_resample_seconds", "answer_tail", "default_tokens", "DEFAULT_TEMPERATURE",
            "DEFAULT_TOP_P"]

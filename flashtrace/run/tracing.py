@@ -17,7 +17,7 @@ import torch
 from ..engine.attribution import get_method, recursive_hops
 from ..engine.attribution.registry import Method, Source
 from ..engine.attribution.steps import range_weights, step_attributions
-from ..engine.estimate import check_fits, estimate
+from ..engine.estimate import check_run
 from ..engine.inputs.chat import Prompt, is_messages, prompt_text
 from ..engine.inputs.ids import is_token_ids, texts_of_ids
 from ..base.errors import InputError, AnswerGuessedWarning
@@ -25,7 +25,7 @@ from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, ans
                              detect_spans, stop_rule)
 from ..analysis.compare import HopDepthComparison, compare_depths
 from ..analysis.limits import HOP0_SPANS, check_options
-from .prechecks import check_context, check_text_size
+from .prechecks import check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.borrow import in_use
 from ..engine.models.generation import Sampling, generate as generate_text, generation_options
@@ -96,10 +96,8 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
     if not response or not response.strip():
         raise InputError("the response is empty: pass a response to teacher-force, or generate one")
     sequence = build_sequence(loaded.tokenizer, prompt, response, chat_template)
-    check_context(loaded, len(sequence))
-    size = dict(n_tokens=len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
-                n_recursive=len(sequence.positions("reasoning", "answer")), device=str(loaded.device))
-    predicted = check_fits(loaded, **size) if check_memory else estimate(loaded, **size)
+    predicted = check_run(loaded, len(sequence), hops=hops, n_target=len(sequence) - sequence.response_start,
+                          n_recursive=len(sequence.positions("reasoning", "answer")), memory=check_memory)
     if on_estimate:
         on_estimate(predicted)
     recording = record_forward(loaded, sequence.ids)

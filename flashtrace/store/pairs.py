@@ -52,6 +52,15 @@ def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, 
     return original_name, edited_name
 
 
+def store_interventions(library: Library, name: str, interventions) -> None:
+    """Put a computed step influence (an `InterventionRecord`, or None) into the library trace `name` (in a
+    collection as ``collection/name``): onto the file as it is then, under the library's update lock, so an edited
+    version linked meanwhile stays linked (the app's "Save it to the trace in the library")."""
+    collection, sep, name = name.rpartition("/")
+    (library.collection(collection) if sep else library).update(
+        name, lambda current: current.model_copy(update={"interventions": interventions}))
+
+
 def linked(library: Library | None, trace: Trace, exists: Callable[[str], bool] | None = None) -> Link | None:
     """The link a trace holds (None when it is neither an original nor an edited version); the linked names
     are looked up in `library`, or with `exists` (the gallery's names, for a gallery pair)."""
@@ -75,4 +84,4 @@ def _present(library: Library | None, name: str) -> bool:
         return False
 
 
-__all__ = ["Link", "save_pair", "linked", "EDITED_FROM", "EDITED_VERSIONS"]
+__all__ = ["Link", "save_pair", "store_interventions", "linked", "EDITED_FROM", "EDITED_VERSIONS"]

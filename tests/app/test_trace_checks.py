@@ -64,7 +64,7 @@ def test_text_areas_are_bounded(open_page):
 def test_a_sequence_longer_than_the_context_is_refused_before_running(open_page, library_dir):
     at = _fill(open_page(TRACE), prompt="one two three four five " * 1000, model="tiny-gpt2")
     errors = [literal(e.value) for e in at.error]
-    assert any("Cannot run" in e and "reads at most 4096" in e for e in errors), errors
+    assert any("Cannot run" in e and "reads at most 4,096" in e for e in errors), errors
     assert at.button(key="run").disabled
     assert Library(library_dir).entries() == []
 

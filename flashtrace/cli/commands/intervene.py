@@ -165,10 +165,13 @@ def _print_standard(trace) -> None:
 
 
 def _standard(args, trace, loaded) -> None:
-    from ...run.interventions import estimate_seconds, plan, with_interventions
-    from ...run.resample import estimate_resample_seconds, intervene_and_resample
+    from ...run.interventions import check_standard_set, estimate_seconds, plan, with_interventions
+    from ...run.resample import check_resampling, estimate_resample_seconds, intervene_and_resample
 
     edits = plan(trace, not args.no_steps, not args.no_sentences, args.random, args.seed)
+    if args.resample and not args.no_steps:  # both refused before any estimate is printed
+        check_resampling(loaded, trace, args.resample, args.resample_tokens, args.batch_size)
+    check_standard_set(loaded, trace, len(edits), args.batch_size)
     _note(estimate_seconds(loaded, trace, len(edits)), f"{len(edits)} edits of a {trace.n_tokens}-token trace")
     options = {"max_new_tokens": args.resample_tokens, "temperature": args.temperature, "top_p": args.top_p}
     if args.resample:
@@ -191,9 +194,11 @@ def _standard(args, trace, loaded) -> None:
 
 def _single(args, trace, loaded) -> None:
     from ...run.interventions import estimate_seconds
-    from ...run.rerun import edit
+    from ...run.rerun import checked_edit, edit
 
     regenerate = args.regenerate or args.retrace is not None
+    checked_edit(loaded, trace, args.remove, args.replace, regenerate=regenerate, retrace=args.retrace is not None,
+                 max_new_tokens=args.max_new_tokens)  # refused before the estimate is printed
     _note(estimate_seconds(loaded, trace, 1, args.max_new_tokens if regenerate else 0), "the edit")
     bar, progress = _bar(args, "scoring")
     result = edit(loaded, trace, args.remove, args.replace, regenerate=regenerate, retrace=args.retrace is not None,
@@ -221,22 +226,5 @@ def run(args) -> int:
     _check_arguments(args)
     trace = Trace.load(args.trace)
     loaded = load_model(args.model or trace.model.name, device=args.device, dtype=args.dtype)
-    _check_fits(args, trace, loaded)
     (_single if args.remove else _standard)(args, trace, loaded)
     return 0
-
-
-def _check_fits(args, trace, loaded) -> None:
-    """Refuse, before any work, an edit whose sequence (with its replacement text and the new tokens asked for)
-    would not fit the model's context, as `trace` refuses one."""
-    from ...engine.models.generation import context_length
-
-    context = context_length(loaded)
-    if not context:
-        return
-    added = len(loaded.tokenizer.encode(args.replace, add_special_tokens=False)) if args.replace else 0
-    new = args.max_new_tokens if (args.regenerate or args.retrace is not None) else 0
-    if trace.n_tokens + added + new > context:
-        raise InputError(f"the edited trace would hold {trace.n_tokens + added:,} tokens"
-                         + (f" and {new:,} new ones" if new else "") + f"; {loaded.name} reads at most {context:,}: "
-                         "shorten --replace or ask for fewer --max-new-tokens")

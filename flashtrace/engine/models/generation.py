@@ -193,6 +193,19 @@ def _end_ids(model, tokenizer) -> set[int]:
     return {int(i) for i in ids | {tokenizer.eos_token_id} if i is not None}
 
 
+def check_context(loaded, n_tokens: int, new_tokens: int = 0, what: str = "the sequence",
+                  advice: str = "shorten the prompt or response") -> None:
+    """`InputError` when `n_tokens` and the `new_tokens` a run may generate exceed the model's context
+    (`estimate.check_run`'s first part; generation asks it alone, before any new token, as its memory depends on
+    the length it reaches)."""
+    context = context_length(loaded)
+    if context and int(n_tokens) + int(new_tokens) > context:
+        if new_tokens:
+            raise InputError(f"{what} has {n_tokens:,} tokens; with {new_tokens:,} new tokens that exceeds the "
+                             f"{context:,} tokens {loaded.name} reads; {advice}")
+        raise InputError(f"{what} has {n_tokens:,} tokens but {loaded.name} reads at most {context:,}; {advice}")
+
+
 def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_template: bool = True,
                    reasoning_instruction: bool = False) -> tuple[Prompt, list[int]]:
     """``(prompt as generated from, its token ids)``; refuses when the prompt plus `max_new_tokens` would not
@@ -203,10 +216,7 @@ def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_templ
         raise InputError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
     prompt = prompt_for_generation(loaded.tokenizer, prompt, reasoning_instruction)
     ids = build_sequence(loaded.tokenizer, prompt, "", chat_template).ids
-    context = context_length(loaded)
-    if context and len(ids) + max_new_tokens > context:
-        raise InputError(f"the prompt has {len(ids):,} tokens; with {max_new_tokens:,} new tokens that exceeds the "
-                         f"{context:,} tokens {loaded.name} reads; shorten the prompt or ask for fewer new tokens")
+    check_context(loaded, len(ids), max_new_tokens, "the prompt", "shorten the prompt or ask for fewer new tokens")
     return prompt, list(ids)
 
 
