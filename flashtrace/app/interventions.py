@@ -82,7 +82,7 @@ def _save(ref, shown: Trace) -> str:
     """Store the computed interventions: in the library trace itself, or (a gallery trace) in a library copy."""
     lib = app_state.library()
     if ref.source == "lib":
-        store_interventions(lib, ref.name, shown.interventions)  # onto the trace as it is now: a link saved meanwhile stays
+        store_interventions(lib, ref.name, shown.interventions)  # onto the file as it is now: a link stays
         return f"Stored in the trace {ui.code_text(ref.name)}."
     name = lib.save(shown, ref.name)
     return f"Saved a copy with it to the library as {ui.code_text(name)}."
