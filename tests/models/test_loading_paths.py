@@ -31,10 +31,15 @@ def test_a_folder_under_the_home_folder_loads_by_a_path_with_a_tilde(folder, tmp
     assert loaded.name == "~/models/tiny" and loaded.spec.name == "llama"
 
 
-def test_a_folder_loads_with_flashtraces_attention_set(folder):
-    """Generation and recording then run through the same attention function, with no switch per use."""
-    loaded = load_model(str(folder), verify=False)
-    assert loaded.model.config._attn_implementation == ATTN_IMPLEMENTATION == "ft_record"
+def test_a_folder_loads_with_transformers_default_attention_and_keeps_it_after_a_trace(folder):
+    """Issue 49 item 7: a model FlashTrace loaded kept ``ft_record`` after use where a user's model was restored; now
+    it loads as ``from_pretrained`` gives it to anyone and recording switches to FlashTrace's attention and back."""
+    import flashtrace
+
+    loaded = load_model(str(folder))  # the load-time check records one forward pass
+    assert loaded.model.config._attn_implementation == "sdpa" != ATTN_IMPLEMENTATION
+    flashtrace.trace(loaded, "Ann has 3 balls. How many?", "Answer: 3", hops=1)
+    assert loaded.model.config._attn_implementation == "sdpa" and not loaded.model.training
 
 
 def test_a_folder_too_large_for_memory_is_refused_before_its_weights_are_read(folder, tmp_path, monkeypatch):
@@ -62,7 +67,7 @@ def test_a_device_map_goes_to_transformers_which_places_the_weights(folder, monk
     the model is not moved afterwards."""
     read = record_calls(monkeypatch, transformers.AutoModelForCausalLM, "from_pretrained")
     loaded = load_model(str(folder), device_map="cpu", verify=False)
-    assert read[-1]["device_map"] == "cpu" and read[-1]["attn_implementation"] == "ft_record"
+    assert read[-1]["device_map"] == "cpu" and "attn_implementation" not in read[-1]
     assert loaded.device.type == "cpu"
 
 

@@ -104,9 +104,14 @@ def test_each_use_runs_in_eval_mode_with_flashtrace_attention_and_restores_on_er
     assert model.training and model.config._attn_implementation == "eager"
 
 
-def test_a_model_flashtrace_loads_itself_stays_set_up_for_recording():
-    from flashtrace.engine.models.recording import ATTN_IMPLEMENTATION
-
-    loaded = load_model("tiny-llama")
-    flashtrace.trace(loaded, PROMPT, RESPONSE, hops=1)
-    assert loaded.model.config._attn_implementation == ATTN_IMPLEMENTATION and not loaded.model.training
+@pytest.mark.parametrize("name, attention", [("tiny-llama", "sdpa"), ("tiny-gemma2", "eager")])
+def test_a_model_flashtrace_loads_itself_is_left_as_a_users_after_every_use(name, attention):
+    """Issue 49 item 7: it kept ``ft_record`` after use; now it has transformers' default attention (eager for
+    gemma2's soft-capping), like a user's model, before and after a trace, a generation and a method that runs it."""
+    loaded = load_model(name)
+    assert loaded.model.config._attn_implementation == attention
+    prepared = flashtrace.prepare(loaded, PROMPT, RESPONSE)
+    flashtrace.attribute(prepared, hops=1, steps=True)
+    flashtrace.attribute(prepared, hops=0, method="perturbation")
+    flashtrace.prepare(loaded, PROMPT, generate=True, max_new_tokens=4)
+    assert loaded.model.config._attn_implementation == attention and not loaded.model.training

@@ -1,11 +1,11 @@
 """A model object as tracing needs it, for the time it is used, then as it was.
 
 Tracing needs the model in eval mode (no dropout) and, while recording, FlashTrace's attention function
-(``attn_implementation="ft_record"``: SDPA plus the capture). A model FlashTrace loaded itself is set up so
-once, at load time. A model object you pass in (``load_model(hf_model, tokenizer=...)``) stays yours: each
-use (`in_use`: the load-time check, a recording, an attribution, a generation) switches what it needs and
-puts back what it found, the training flag of every module and the attention implementation, also when
-the use fails. Uses may nest and overlap across threads: the first one in switches, the last one out restores.
+(``attn_implementation="ft_record"``: SDPA plus the capture). Every model is treated alike, one FlashTrace
+loaded (with transformers' default attention, as ``from_pretrained`` gives it to anyone) and a model object
+you pass in (``load_model(hf_model, tokenizer=...)``): each use (`in_use`: the load-time check, a recording,
+an attribution, a generation) switches what it needs and puts back what it found, the training flag of every
+module and the attention implementation, also when the use fails (a switch costs well under a millisecond). Uses may nest and overlap across threads: the first one in switches, the last one out restores.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from .aliases import MODEL_ALIASES, SHAPED_CONFIGS, TINY_ALIASES
 from .builtin import BUILTINS, DEFAULT_ALIAS
 from .families import FamilySpec, spec_for, spec_for_model_type
 from .memory import ResourceError, check_device, check_weights_fit
-from .recording import ATTN_IMPLEMENTATION
+from . import recording  # noqa: F401 - importing it registers the attention function with transformers
 from .tiny import build_shaped_model, build_tiny_model, shaped_config
 
 
@@ -203,7 +203,7 @@ def _load(name, device, dtype, trust_remote_code, device_map, seed, allow_pickle
     config = _config(local, source, trust_remote_code, hub.get("revision"), offline_hint)
     spec_for_model_type(getattr(config, "model_type", "unknown"))
     torch_dtype = torch_dtype or _config_dtype(config)
-    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code, attn_implementation=ATTN_IMPLEMENTATION,
+    kwargs = dict(dtype=torch_dtype, trust_remote_code=trust_remote_code,  # attention: transformers' default
                   use_safetensors=_has_safetensors(local, allow_pickle) if local.is_dir() else None)
     if not device_map:
         check_weights_fit(name, config, torch_dtype, device)

@@ -6,7 +6,8 @@ after attention ``x_mid [N, D]``, post-rotary/post-norm queries ``q [H, N, d]``,
 the attention output, its per-position scale ``post_scale [N]``. No ``[H, N, N]`` map is ever kept.
 
 The capture works through an attention function registered with transformers
-(``attn_implementation="ft_record"``): outside a recording it simply calls SDPA. Recording is safe per
+(``attn_implementation="ft_record"``), switched on for the recording and off after it (`borrow.in_use`); a
+forward pass of another thread meanwhile is not captured. Recording is safe per
 call: each recording belongs to the thread that runs it, and its hooks ignore forward passes of other
 threads (two threads may record the same model at once).
 """

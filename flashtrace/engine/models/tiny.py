@@ -11,7 +11,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from .aliases import SHAPED_CONFIGS
-from .recording import ATTN_IMPLEMENTATION  # importing it registers the attention function with transformers
+from . import recording  # noqa: F401 - importing it registers the attention function with transformers
 
 _COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=4096)
@@ -30,7 +30,7 @@ TINY_CONFIGS: dict[str, dict] = {
 }
 
 
-def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str = ATTN_IMPLEMENTATION):
+def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str | None = None):
     """A deterministic random-weight causal LM of `model_type` sized for `tokenizer`."""
     kwargs = dict(TINY_CONFIGS[model_type])
     ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
@@ -53,7 +53,7 @@ def shaped_config(name: str):
 
 
 def build_shaped_model(name: str, dtype: torch.dtype, device: str | None = None, seed: int = 0,
-                       attn_implementation: str = ATTN_IMPLEMENTATION):
+                       attn_implementation: str | None = None):
     """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`."""
     config = shaped_config(name)
     torch.manual_seed(seed)
