@@ -72,10 +72,14 @@ def test_the_reference_builds_with_no_warning(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "WARNING" not in done.stderr, done.stderr[-4000:]
-    page = (tmp_path / "site" / "reference" / "flashtrace" / "index.html").read_text(encoding="utf-8")
-    for name in ("flashtrace.trace", "flashtrace.Trace", "flashtrace.engine.models.loading.load_model",
-                 "flashtrace.run.tracing.attribute"):
+    site = tmp_path / "site" / "reference"
+    page = (site / "flashtrace" / "index.html").read_text(encoding="utf-8")
+    for name in ("flashtrace.trace", "flashtrace.Trace"):
         assert f'id="{name}"' in page, f"{name} is not in the API reference"
+    for name, floor in (("flashtrace.engine.models.loading.load_model", "engine"),
+                        ("flashtrace.run.tracing.attribute", "run")):  # documented once, linked from the first page
+        assert f'id="{name}"' in (site / floor / "index.html").read_text(encoding="utf-8"), name
+        assert f'href="../{floor}/#{name}"' in page, f"the flashtrace page does not link to {name}"
 
 
 def _top_level_block(text: str, key: str) -> str:

@@ -46,7 +46,15 @@ def _number(value: Any) -> bool:
 
 
 def valid_check(result: Any) -> bool:
-    """Whether `result` looks like a stored deletion check (finite numbers where numbers belong)."""
+    """Whether `result` looks like a stored deletion check (finite numbers where numbers belong).
+
+    Args:
+        result: The value a trace stores under ``extra["faithfulness"]`` (any type; only a dict can pass).
+
+    Returns:
+        True when `result` is a dict with finite numbers ``fraction``, ``before`` and ``top``, a non-empty list
+            ``random`` of finite numbers and an integer ``n_deleted``; False otherwise.
+    """
     if not isinstance(result, dict):
         return False
     if not all(_number(result.get(k)) for k in ("fraction", "before", "top")):
@@ -57,14 +65,24 @@ def valid_check(result: Any) -> bool:
 
 
 def summarise_check(result: Any) -> Check | None:
-    """A `Check` with its verdict from a deletion-check result (None when absent or malformed). Verdicts:
+    """A `Check` with its verdict from a deletion-check result (None when absent or malformed).
+
+    Verdicts:
     ``no-effect`` (no deletion, top or random, moves the answer's log-probability by more than `NEGLIGIBLE` nats:
     the answer is as likely without them, as when the reasoning before it already states it, so the check cannot
     tell), ``not-lower`` (deleting the top tokens did not lower the answer's log-probability), ``below-random``
     (it fell less than with every random draw), ``within-random`` (inside the draws' range),
     ``above-draws`` (more than every draw, but less than two standard deviations of the draws above their
     mean, or too few draws to tell), ``clearly-above`` (more than every draw and at least two standard
-    deviations above their mean)."""
+    deviations above their mean).
+
+    Args:
+        result: The deletion-check result a trace stores under ``extra["faithfulness"]`` (any type; None or a
+            malformed value gives None, see `valid_check`).
+
+    Returns:
+        The `Check` (drops, random draws and verdict), or None when `result` is absent or malformed.
+    """
     if not valid_check(result):
         return None
     before, top = float(result["before"]), float(result["top"])

@@ -19,11 +19,15 @@ on generated text); agreement between depths is the rank correlation (Spearman).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .schema import Trace, normalised
 from ..base.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 CONVERGED_OVERLAP = 0.9
 
@@ -41,21 +45,50 @@ def _average_ranks(values: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def spearman(a, b) -> float | None:
-    """Spearman rank correlation of two equally long score lists (None when either is constant)."""
+def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float | None:
+    """Spearman rank correlation of two equally long score lists (None when either is constant).
+
+    Args:
+        a: The first score list (ties get their average rank).
+        b: The second score list, as long as `a`.
+
+    Returns:
+        The rank correlation, or None when either list is constant or has fewer than two scores.
+    """
     ra, rb = _average_ranks(np.asarray(a, dtype=float)), _average_ranks(np.asarray(b, dtype=float))
     if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
         return None
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def top_k(scores, positions: list[int], k: int) -> list[int]:
-    """The `k` positions with the highest score (ties: earlier position first)."""
+def top_k(scores: Sequence[float] | np.ndarray, positions: list[int], k: int) -> list[int]:
+    """The `k` positions with the highest score (ties: earlier position first).
+
+    Args:
+        scores: A score per position, indexed by position.
+        positions: The positions to rank.
+        k: How many positions to keep.
+
+    Returns:
+        Up to `k` of `positions`, highest score first (ties: earlier position first).
+    """
     return sorted(positions, key=lambda i: (-scores[i], i))[:k]
 
 
-def top_k_overlap(a, b, positions: list[int], k: int) -> float:
-    """``|top_k(a) ∩ top_k(b)| / k`` over `positions` (k capped at their number)."""
+def top_k_overlap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, positions: list[int],
+                  k: int) -> float:
+    """``|top_k(a) ∩ top_k(b)| / k`` over `positions` (k capped at their number).
+
+    Args:
+        a: The first scores, indexed by position.
+        b: The second scores, indexed by position.
+        positions: The positions to rank in both.
+        k: The size of each top list, capped at the number of `positions`.
+
+    Returns:
+        The share of the top-k positions the two score lists have in common, 0..1 (1.0 when there are no
+            `positions`).
+    """
     k = min(k, len(positions))
     if k == 0:
         return 1.0
@@ -87,9 +120,17 @@ class HopDepthComparison:
 ROLES = ("prompt", "template", "reasoning", "answer")
 
 
-def role_shares(raw, roles) -> dict[str, float]:
+def role_shares(raw: Sequence[float] | np.ndarray, roles: Sequence[str]) -> dict[str, float]:
     """Share of the attribution vector `raw` on each token role (`ROLES`; `roles` one per position), 0 each when
-    `raw` sums to 0: the one role split of every view (the depth comparison merges the template into the prompt)."""
+    `raw` sums to 0: the one role split of every view (the depth comparison merges the template into the prompt).
+
+    Args:
+        raw: The attribution vector, one value per position.
+        roles: The token role of each position (one of `ROLES`).
+
+    Returns:
+        ``{role: share}`` for every role in `ROLES` (0 each when `raw` sums to 0).
+    """
     raw, roles = np.asarray(raw, dtype=float), np.asarray(roles)
     total = raw.sum()
     return {r: float(raw[roles == r].sum() / total) if total > 0 else 0.0 for r in ROLES}
@@ -123,7 +164,19 @@ def _check_depth_args(trace: Trace, max_hops: int | None, k: int = 1) -> int:
 
 def compare_depths(trace: Trace, k: int = 10, max_hops: int | None = None) -> HopDepthComparison:
     """Hop depth comparison from a trace's stored hops (no recomputation); depths ``0..max_hops``
-    (default: the trace's hop setting)."""
+    (default: the trace's hop setting).
+
+    Args:
+        trace: The recording to compare depths of.
+        k: The size of the top-k prompt lists compared between consecutive depths (at least 1).
+        max_hops: The deepest depth compared, 0 up to the trace's hop setting (None: that setting).
+
+    Returns:
+        The per-depth prompt scores, masses, rank correlations, top-k overlaps and convergence depth.
+
+    Raises:
+        InputError: When `max_hops` is outside 0..the trace's hops or `k` is below 1.
+    """
     max_hops = _check_depth_args(trace, max_hops, k)
     roles = [t.role for t in trace.tokens]
     user_prompt = trace.positions("prompt")
@@ -149,7 +202,16 @@ def input_shares(trace: Trace, max_hops: int | None = None, roles: tuple[str, ..
                  ) -> list[float]:
     """Per hop ``0..max_hops``: the share of the target's attribution that hop k moves onto the input
     (chat template + prompt; `roles` for a part of it), ``ρ_{k-1} · Σ_input a_k / Σ_all a_k`` (ρ_{-1} = 1);
-    0 for hops not run."""
+    0 for hops not run.
+
+    Args:
+        trace: The recording to read the stored hops of.
+        max_hops: The last hop (None: the trace's hop setting).
+        roles: The token roles counted as the input (default the chat template and the prompt).
+
+    Returns:
+        One share per hop ``0..max_hops`` (0.0 for a hop not run).
+    """
     max_hops = trace.settings.hops if max_hops is None else max_hops
     observed = np.asarray([t.role in roles for t in trace.tokens])
     shares, rho_prev = [], 1.0
@@ -166,9 +228,19 @@ def input_shares(trace: Trace, max_hops: int | None = None, roles: tuple[str, ..
 
 def reached_input(trace: Trace, max_hops: int | None = None, roles: tuple[str, ...] = ("template", "prompt")
                   ) -> list[float]:
-    """Per depth K: the share of the target's attribution that has reached the input after hops 0..K (with
-    `roles`, that part of it: ``("prompt",)`` leaves the chat template out). With the default recursive span
-    (reasoning + answer) and the whole input this is ``1 - ρ_K``."""
+    """Per depth K: the share of the target's attribution that has reached the input after hops 0..K.
+
+    With the default recursive span (reasoning + answer) and the whole input this is ``1 - ρ_K``.
+
+    Args:
+        trace: The recording to read the stored hops of.
+        max_hops: The deepest depth (None: the trace's hop setting).
+        roles: The token roles counted as the input; with `roles`, the share is that part of it:
+            ``("prompt",)`` leaves the chat template out.
+
+    Returns:
+        One cumulative share per depth ``0..max_hops`` (the running sum of `input_shares`).
+    """
     return [float(v) for v in np.cumsum(input_shares(trace, max_hops, roles))]
 
 
@@ -212,18 +284,44 @@ def _added(trace: Trace, max_hops: int) -> np.ndarray:
 def prompt_shares(added: np.ndarray, positions: list[int]) -> np.ndarray:
     """After hops ``0..k`` for each k: the cumulative attribution on the user's prompt `positions`, as shares
     summing to 1 (0 each where it sums to 0), ``[depths, len(positions)]``: the one per-depth prompt
-    ranking of the depth comparison and of `facts`."""
+    ranking of the depth comparison and of `facts`.
+
+    Args:
+        added: Each hop's contribution over all positions, ``[depths, N]``.
+        positions: The user's prompt positions.
+
+    Returns:
+        The per-depth shares, ``[depths, len(positions)]``, each row summing to 1 (or all 0).
+    """
     return row_shares(np.cumsum(added, axis=0)[:, positions] if len(positions) else np.zeros((len(added), 0)))
 
 
 def row_shares(rows: np.ndarray) -> np.ndarray:
-    """Each row of `rows` scaled to sum 1; a row without mass stays zero."""
+    """Each row of `rows` scaled to sum 1; a row without mass stays zero.
+
+    Args:
+        rows: A 2-D array, one row per depth (or any other grouping).
+
+    Returns:
+        A new array of the same shape, each row divided by its sum (zeros where the sum is not positive).
+    """
     total = rows.sum(axis=1, keepdims=True)
     return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
 
 
 def hop_additions(trace: Trace, max_hops: int | None = None) -> HopAdditions:
-    """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``."""
+    """`HopAdditions` from a trace's stored hops (no recomputation), hops ``0..max_hops``.
+
+    Args:
+        trace: The recording to read the stored hops of.
+        max_hops: The last hop, 0 up to the trace's hop setting (None: that setting).
+
+    Returns:
+        What each hop adds per token, with the unit, the input shares, the reached shares and ρ per depth.
+
+    Raises:
+        InputError: When `max_hops` is outside 0..the trace's hops.
+    """
     max_hops = _check_depth_args(trace, max_hops)
     added = _added(trace, max_hops)  # [hops, N]
     user_prompt = trace.positions("prompt")

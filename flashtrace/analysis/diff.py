@@ -73,7 +73,16 @@ def _keys(trace: Trace, skip: range) -> tuple[list[int], list[tuple[str, str]]]:
 
 
 def align_tokens(original: Trace, edited: Trace) -> Alignment:
-    """Pair the tokens whose text (and side: prompt or response) the edit left unchanged."""
+    """Pair the tokens whose text (and side: prompt or response) the edit left unchanged.
+
+    Args:
+        original: The trace before the edit.
+        edited: The trace of the edited prompt or reasoning.
+
+    Returns:
+        The aligned position pairs, the original positions the edit removed or changed and the edited positions it
+            inserted (target tokens left out on both sides).
+    """
     a_pos, a_keys = _keys(original, target_positions(original))
     b_pos, b_keys = _keys(edited, target_positions(edited))
     matcher = SequenceMatcher(None, a_keys, b_keys, autojunk=False)
@@ -85,7 +94,16 @@ def align_tokens(original: Trace, edited: Trace) -> Alignment:
 
 
 def attribution_diff(original: Trace, edited: Trace) -> AttributionDiff:
-    """The edited trace's combined attribution against the original's, token by aligned token."""
+    """The edited trace's combined attribution against the original's, token by aligned token.
+
+    Args:
+        original: The trace before the edit.
+        edited: The trace of the edited prompt or reasoning.
+
+    Returns:
+        The difference per edited-trace token (None where it has no partner), the colour scale's half-range, the
+            largest rise and fall beyond `MARGIN`, and a sentence about them.
+    """
     alignment = align_tokens(original, edited)
     before, after = view_values(original), view_values(edited)
     values: list[float | None] = [None] * edited.n_tokens
@@ -116,7 +134,14 @@ def _diff_sentence(edited: Trace, alignment: Alignment, rise, fall) -> str:
 
 
 def answer_text(trace: Trace) -> str:
-    """The text of the trace's target span (the answer by default), trimmed."""
+    """The text of the trace's target span (the answer by default), trimmed.
+
+    Args:
+        trace: The recording to read the target span of.
+
+    Returns:
+        The target span's text, trimmed.
+    """
     return span_text(trace, trace.settings.target)
 
 
@@ -132,7 +157,18 @@ def _answer_words(old: str, new: str | None, same: bool | None) -> str:
 
 def edit_outcome(before: float, after: float, old_answer: str, new_answer: str | None = None) -> EditOutcome:
     """The verdict on an edit: the original answer's log-probability `before` and `after` it (nats), and
-    whether the answer the model now writes (`new_answer`, when generated) still contains the old one."""
+    whether the answer the model now writes (`new_answer`, when generated) still contains the old one.
+
+    Args:
+        before: The original answer's log-probability before the edit (teacher-forced, nats).
+        after: The original answer's log-probability after the edit (teacher-forced, nats).
+        old_answer: The original answer's text.
+        new_answer: The answer the model now writes, when generated (None: not generated).
+
+    Returns:
+        The change, its verdict (``higher``, ``lower`` or ``tie`` within `LOGPROB_MARGIN`), whether the new answer
+            still contains the old one (None when no new answer was generated) and a sentence saying so.
+    """
     change = after - before
     verdict = "higher" if change > LOGPROB_MARGIN else "lower" if change < -LOGPROB_MARGIN else "tie"
     words = {"higher": f"rises by {change:.2f} nats: the edit makes the original answer more likely",
@@ -147,14 +183,28 @@ def edit_outcome(before: float, after: float, old_answer: str, new_answer: str |
 
 def editable(trace: Trace) -> dict[str, str]:
     """``{segment id: short label}`` of what an edit may remove or replace: the prompt sentences and the
-    reasoning steps that do not overlap the target, in text order."""
+    reasoning steps that do not overlap the target, in text order.
+
+    Args:
+        trace: The recording whose segments may be edited.
+
+    Returns:
+        ``{segment id: short label}``, in text order (empty when the trace has no segments).
+    """
     lo, hi = trace.settings.target
     segments = [s for s in trace.segments or [] if s.role in ("prompt", "reasoning") and (s.end <= lo or s.start >= hi)]
     return dict(zip([s.id for s in segments], distinct_labels([s.text for s in segments], LABEL_CHARS)))
 
 
 def default_edit(trace: Trace) -> str | None:
-    """What an edit picks first: the top sentence of the evidence ranking, when it can be edited."""
+    """What an edit picks first: the top sentence of the evidence ranking, when it can be edited.
+
+    Args:
+        trace: The recording to pick an edit in.
+
+    Returns:
+        The segment id of the top evidence sentence, or None when there is none or it cannot be edited.
+    """
     evidence = analyse(trace).evidence(1)
     key = evidence[0][0].key if evidence else None
     return key if key in editable(trace) else None

@@ -439,14 +439,32 @@ _CACHE = _ANALYSES.entries  # id of a live trace -> its facts
 
 
 def analyse(trace: Trace) -> TraceFacts:
-    """The `TraceFacts` of `trace`, computed once per trace object and kept while the trace lives. A `Trace` is
-    immutable (a changed trace is a copy, a new object), so its object is its content's key; the cache is
-    shared by threads (`base.live_cache.LiveCache`)."""
+    """The `TraceFacts` of `trace`, computed once per trace object and kept while the trace lives.
+
+    A `Trace` is immutable (a changed trace is a copy, a new object), so its object is its content's key; the cache
+    is shared by threads (`base.live_cache.LiveCache`).
+
+    Args:
+        trace: The recording to analyse.
+
+    Returns:
+        The facts every view reads (pieces, depths, moves, gold, graph, check, ...), the same object for the same
+            trace while it lives.
+    """
     return _ANALYSES.get(trace, id(trace), lambda: _build(trace))
 
 
 def with_check(trace: Trace, result: Any) -> TraceFacts:
-    """The facts of `trace` with a live deletion check in place of the stored one."""
+    """The facts of `trace` with a live deletion check in place of the stored one.
+
+    Args:
+        trace: The recording to analyse.
+        result: The live deletion-check result (the form of ``extra["faithfulness"]``; None or a malformed value
+            leaves the facts without a check).
+
+    Returns:
+        A copy of `analyse(trace)` whose ``check`` is summarised from `result`.
+    """
     facts = analyse(trace)
     return TraceFacts(**{**{f: getattr(facts, f) for f in facts.__dataclass_fields__ if not f.startswith("_")},
                          "check": summarise_check(result)}, _trace=facts._trace)

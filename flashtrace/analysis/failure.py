@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from .schema import Trace
 from .segments import steps_before_target
 from .text import ordinal, pct, quote
 from .views import span_text
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 RECORD = "gallery"
 
@@ -82,8 +85,16 @@ def _share(facts: TraceFacts, shares: np.ndarray, index: int) -> Share:
     return Share(float(shares[index]), order.index(index) + 1, len(ranked))
 
 
-def piece_shares(facts: TraceFacts, vector) -> np.ndarray:
-    """Each prompt piece's share of `vector`'s attribution on the prompt pieces (zeros when none)."""
+def piece_shares(facts: TraceFacts, vector: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Each prompt piece's share of `vector`'s attribution on the prompt pieces (zeros when none).
+
+    Args:
+        facts: The trace's facts (`analyse`), whose pieces are the prompt sentences or tokens.
+        vector: An attribution vector over all positions (the answer's, or a reasoning step's own).
+
+    Returns:
+        One share per piece of `facts`, summing to 1 (zeros when the pieces hold none of `vector`'s attribution).
+    """
     v = np.asarray(vector, dtype=np.float64)
     mass = np.array([v[p.start:p.end].sum() for p in facts.pieces])
     total = mass.sum()
@@ -139,7 +150,15 @@ def _result(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def failure_of(trace: Trace, facts: TraceFacts) -> Failure | None:
-    """The trace's failure, or None: no task record, no right answer recorded, or the answer was right."""
+    """The trace's failure, or None: no task record, no right answer recorded, or the answer was right.
+
+    Args:
+        trace: The recording, with the gallery builder's record in ``extra["gallery"]``.
+        facts: The trace's facts (`analyse(trace)`).
+
+    Returns:
+        The `Failure` (answers, parting step, misleading sentence and its shares, edit result), or None.
+    """
     record = _record(trace)
     right = record.get("right_answer")
     if record.get("correct") is not False or not isinstance(right, str):
@@ -164,7 +183,16 @@ def _edit_of(trace: Trace) -> dict[str, Any]:
 
 
 def edit_result(original: Trace, edited: Trace, name: str) -> dict[str, Any]:
-    """What the original's record keeps of its edited version `name` (read from the edited trace itself)."""
+    """What the original's record keeps of its edited version `name` (read from the edited trace itself).
+
+    Args:
+        original: The original trace (not read: everything kept comes from `edited`).
+        edited: The edited trace, with ``extra["edited_from"]`` holding the log-probabilities.
+        name: The edited trace's name.
+
+    Returns:
+        The ``edit_result`` record: ``name``, ``answer``, ``correct``, ``logprob_before`` and ``logprob_after``.
+    """
     source = edited.extra.get("edited_from") or {}
     return {"name": name, "answer": span_text(edited, edited.settings.target).strip(),
             "correct": _record(edited).get("correct"),
@@ -183,7 +211,15 @@ def _logprob(value: float) -> str:
 
 
 def failure_note(facts: TraceFacts, f: Failure) -> str:
-    """One sentence for a gallery card: the wrong answer, the right one, and what the edit gave."""
+    """One sentence for a gallery card: the wrong answer, the right one, and what the edit gave.
+
+    Args:
+        facts: The trace's facts (`analyse`), to quote the misleading sentence from.
+        f: The trace's failure (`failure_of`).
+
+    Returns:
+        The sentence (without the edit's outcome when no misleading sentence or edited answer is recorded).
+    """
     text = f"Answered {quote(f.answer, 40)}; the right answer is {quote(f.right, 40)}."
     if f.misled is None or f.answer_after is None:
         return text
@@ -216,7 +252,15 @@ def _edit_words(f: Failure) -> str:
 
 def failure_words(facts: TraceFacts, f: Failure) -> str:
     """The failure in plain sentences: answer against right answer, where they part, the misleading
-    sentence's pull and what the edit did (a fix, or not, said either way)."""
+    sentence's pull and what the edit did (a fix, or not, said either way).
+
+    Args:
+        facts: The trace's facts (`analyse`), to quote and rank the misleading sentence with.
+        f: The trace's failure (`failure_of`).
+
+    Returns:
+        The paragraph, in plain text.
+    """
     text = f"The model answered {quote(f.answer, 60)}; the right answer is {quote(f.right, 60)}."
     if f.step is not None:
         what = (f"the wrong answer {quote(f.answer, 40)}" if f.clue == f.answer else

@@ -23,7 +23,14 @@ def _gold_ranges(extra: dict) -> list[tuple[int, int]]:
 
 def gold_positions(trace: Trace) -> set[int]:
     """Prompt tokens inside a gold character range (``extra["gold"]`` or ``extra["gallery"]["gold"]``:
-    ``[start, end]`` pairs into the prompt text); malformed entries are ignored."""
+    ``[start, end]`` pairs into the prompt text); malformed entries are ignored.
+
+    Args:
+        trace: The recording whose ``extra`` may mark gold ranges.
+
+    Returns:
+        The positions of the prompt tokens that overlap a gold range (empty when none is marked).
+    """
     ranges = _gold_ranges(trace.extra)
     return {i for i, t in enumerate(trace.tokens) if t.role == "prompt" and t.start is not None and t.end is not None
             and any(t.start < hi and lo < max(t.end, t.start + 1) for lo, hi in ranges)}

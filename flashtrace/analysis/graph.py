@@ -72,7 +72,17 @@ class HopPath:
 
 
 def incoming_shares(vector: np.ndarray, bounds: list[tuple[int, int]], before: int) -> np.ndarray:
-    """Share of ``vector`` ``[N]`` on each of the first `before` segments (`bounds`: token ranges in order)."""
+    """Share of ``vector`` ``[N]`` on each of the first `before` segments.
+
+    Args:
+        vector: An attribution vector over all positions, ``[N]``.
+        bounds: The segments' token ranges ``(start, end)``, in order.
+        before: How many of the first segments to measure.
+
+    Returns:
+        The share of `vector`'s total on each of the first `before` segments, clipped at 0 (zeros when the total
+            is not positive).
+    """
     total = float(vector.sum())
     if total <= 0:
         return np.zeros(before)

@@ -8,6 +8,8 @@ in one vector pass, so pruning a graph of a million edges takes a fraction of a 
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 import numpy as np
 
@@ -27,10 +29,25 @@ def _priority(g, sources: dict, step_sources: int) -> list[str]:
     return list(dict.fromkeys([*[n for n, _ in g.evidence(1)], *(n for r in rounds for n in r)]))
 
 
-def choose_inputs(g, influence: dict, sources: dict, node_threshold: float, max_inputs: int | None,
+def choose_inputs(g: Any, influence: dict, sources: dict, node_threshold: float, max_inputs: int | None,
                   fold: bool, step_sources: int) -> list[str]:
     """The inputs folded into `OTHER`; kept: the top prompt segment, each step's first sources then its second
-    ones, then by influence until `node_threshold` of the input influence is held (see `HopGraph.pruned`)."""
+    ones, then by influence until `node_threshold` of the input influence is held (see `HopGraph.pruned`).
+
+    Args:
+        g: The full graph, a `HopGraph` (`flashtrace.analysis.graph.HopGraph`, which imports this module, hence `Any`).
+        influence: ``{node: influence}`` of the full graph (`HopGraph.influence`).
+        sources: ``{step: [prompt ids]}``, each step's and the answer's top sources (`HopGraph.step_sources`).
+        node_threshold: The fraction of all input influence the kept inputs must hold, in (0, 1].
+        max_inputs: The most inputs kept (None: no cap).
+        fold: Whether to fold at all (False: nothing is folded).
+        step_sources: How many sources of each step are kept first (the first ones of all steps, then the second
+            ones, ...).
+
+    Returns:
+        The ids of the inputs to fold (empty when `fold` is False or only one would be folded:
+            a single leftover input is shown rather than folded).
+    """
     inputs = [n for n in g.nodes() if g.graph.nodes[n]["role"] in INPUT_ROLES]
     if not fold:
         return []
@@ -47,9 +64,18 @@ def choose_inputs(g, influence: dict, sources: dict, node_threshold: float, max_
     return folded if len(folded) != 1 else []  # a single leftover input is shown rather than folded
 
 
-def step_runs(g, influence: dict, max_steps: int | None) -> list[list[str]]:
+def step_runs(g: Any, influence: dict, max_steps: int | None) -> list[list[str]]:
     """Runs (two or more in a row) of the reasoning steps left out when only the `max_steps` most
-    influential are drawn; [] when they all fit."""
+    influential are drawn; [] when they all fit.
+
+    Args:
+        g: The full graph, a `HopGraph` (`flashtrace.analysis.graph.HopGraph`, which imports this module, hence `Any`).
+        influence: ``{node: influence}`` of the full graph (`HopGraph.influence`).
+        max_steps: The most reasoning steps drawn (None: all).
+
+    Returns:
+        The runs of left-out steps, each a list of step ids in text order (a single left-out step is no run).
+    """
     steps = g.nodes("reasoning")
     if max_steps is None or len(steps) <= max_steps:
         return []
@@ -73,8 +99,18 @@ def _folded_node(g, members: list[str], influence: dict, node_id: str, role: str
                      "influence": sum(influence[n] for n in members)}
 
 
-def drawn_nodes(g, influence: dict, folded: list[str], runs: list[list[str]]) -> tuple[nx.DiGraph, dict]:
-    """The pruned graph's nodes, and ``{full node: drawn node}`` (folded nodes map to their group)."""
+def drawn_nodes(g: Any, influence: dict, folded: list[str], runs: list[list[str]]) -> tuple[nx.DiGraph, dict]:
+    """The pruned graph's nodes, and ``{full node: drawn node}`` (folded nodes map to their group).
+
+    Args:
+        g: The full graph, a `HopGraph` (`flashtrace.analysis.graph.HopGraph`, which imports this module, hence `Any`).
+        influence: ``{node: influence}`` of the full graph, stored on each drawn node.
+        folded: The inputs folded into `OTHER` (`choose_inputs`).
+        runs: The runs of reasoning steps folded into one node each (`step_runs`).
+
+    Returns:
+        The drawn graph (nodes only, no edges yet) and ``{full node: drawn node}``.
+    """
     graph = nx.DiGraph(**g.graph.graph)
     into = {n: n for n in g.graph.nodes}
     groups = []
@@ -92,10 +128,22 @@ def drawn_nodes(g, influence: dict, folded: list[str], runs: list[list[str]]) ->
     return graph, into
 
 
-def edge_flows(g, influence: dict, into: dict, graph: nx.DiGraph):
+def edge_flows(g: Any, influence: dict, into: dict, graph: nx.DiGraph
+               ) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray]:
     """``(pairs [(src, dst)], shares, flows)`` of the drawn edges, summed over every edge of the full graph.
+
     A drawn edge's flow is the influence it carries (share × the influence of its target); its share is the
-    sum of its members' shares, into a folded run of steps weighted by the members' influence."""
+    sum of its members' shares, into a folded run of steps weighted by the members' influence.
+
+    Args:
+        g: The full graph, a `HopGraph` (`flashtrace.analysis.graph.HopGraph`, which imports this module, hence `Any`).
+        influence: ``{node: influence}`` of the full graph.
+        into: ``{full node: drawn node}`` (`drawn_nodes`).
+        graph: The drawn graph's nodes (`drawn_nodes`).
+
+    Returns:
+        The drawn edges as ``(src, dst)`` pairs, and their shares and flows, one per pair.
+    """
     ids = list(graph.nodes)
     index = {n: i for i, n in enumerate(ids)}
     full = g.edges
@@ -129,9 +177,23 @@ def _strongest_out(pairs, flows) -> set[int]:
     return set(strongest.values())
 
 
-def choose_edges(pairs, flows, sources: dict, folded: set, edge_threshold: float, max_edges: int) -> list[int]:
+def choose_edges(pairs: list[tuple[str, str]], flows: np.ndarray, sources: dict, folded: set, edge_threshold: float,
+                 max_edges: int) -> list[int]:
     """Indices into `pairs`: each step's kept sources, the strongest edge out of every node, then the others by
-    flow until `edge_threshold` of the flow is carried or `max_edges` are chosen."""
+    flow until `edge_threshold` of the flow is carried or `max_edges` are chosen.
+
+    Args:
+        pairs: The drawn edges, ``(src, dst)`` (`edge_flows`).
+        flows: The influence each edge of `pairs` carries (`edge_flows`).
+        sources: ``{step: [prompt ids]}`` of the drawn steps; their edges are kept first (unless the source is
+            folded).
+        folded: The folded input ids.
+        edge_threshold: The fraction of all flow the chosen edges must carry, in (0, 1].
+        max_edges: The most edges chosen (the kept sources and strongest edges are chosen even beyond it).
+
+    Returns:
+        The chosen indices into `pairs`, ascending.
+    """
     at = {pair: i for i, pair in enumerate(pairs)}
     chosen = {at[(src, dst)] for dst, srcs in sources.items() for src in srcs if (src, dst) in at and src not in folded}
     chosen |= _strongest_out(pairs, flows)
@@ -145,10 +207,28 @@ def choose_edges(pairs, flows, sources: dict, folded: set, edge_threshold: float
     return sorted(chosen)
 
 
-def prune(g, node_threshold: float, edge_threshold: float, max_inputs: int | None, fold: bool, step_sources: int,
+def prune(g: Any, node_threshold: float, edge_threshold: float, max_inputs: int | None, fold: bool, step_sources: int,
           max_steps: int | None, max_edges: int | None) -> tuple[nx.DiGraph, dict]:
     """The pruned graph of `g` (a `HopGraph`) and the arguments it was pruned with (`HopGraph.pruned` says
-    what is kept)."""
+    what is kept).
+
+    Args:
+        g: The full graph, a `HopGraph` (`flashtrace.analysis.graph.HopGraph`, which imports this module, hence `Any`).
+        node_threshold: The fraction of the input influence the kept inputs hold, in (0, 1].
+        edge_threshold: The fraction of the flow the kept edges carry, in (0, 1].
+        max_inputs: The most inputs kept (None: no cap).
+        fold: Whether inputs and runs of steps fold (False: every input and step is kept).
+        step_sources: How many top prompt sources of each step and the answer are kept.
+        max_steps: The most reasoning steps drawn (None: `MAX_STEPS`).
+        max_edges: The most edges drawn (None: `MAX_EDGES`).
+
+    Returns:
+        The pruned graph (edges with ``share`` and ``raw_share``) and ``{argument: value}`` it was pruned with
+            (`max_steps` and `max_edges` filled in).
+
+    Raises:
+        InputError: When a threshold is outside (0, 1].
+    """
     if not 0 < node_threshold <= 1 or not 0 < edge_threshold <= 1:
         raise InputError("node and edge thresholds must be in (0, 1]")
     max_steps = MAX_STEPS if max_steps is None else max_steps

@@ -3,13 +3,25 @@ measure against the trace's own scores, and why drawn evidence paths skip the re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .facts import OF_PROMPT, TraceFacts
 from .text import points, quote
+
+if TYPE_CHECKING:
+    from .graph import HopPath
 
 
 def graph_words(facts: TraceFacts) -> str:
     """What the hop graph's influences measure, and how far they are from the trace's own scores (which
-    rank the evidence on every page); empty for a trace without a graph."""
+    rank the evidence on every page); empty for a trace without a graph.
+
+    Args:
+        facts: The trace's facts (`analyse`), with its graph facts.
+
+    Returns:
+        The sentences, or an empty string for a trace without a graph.
+    """
     g = facts.graph
     if g is None:
         return ""
@@ -26,9 +38,16 @@ def graph_words(facts: TraceFacts) -> str:
             f"{quote(facts.pieces[facts.final.top].text, 50)}.")
 
 
-def path_words(paths: list) -> str:
-    """Why the drawn evidence paths skip the reasoning, when they all do (`paths`: `HopPath`s from the
-    answer, or None where a sentence is not reached at this setting)."""
+def path_words(paths: list[HopPath | None]) -> str:
+    """Why the drawn evidence paths skip the reasoning, when they all do.
+
+    Args:
+        paths: `HopPath`s from the answer, or None where a sentence is not reached at this setting.
+
+    Returns:
+        The sentence when every drawn path goes straight from the answer to the prompt (one hop), else an empty
+            string.
+    """
     shown = [p for p in paths if p is not None]
     if not shown or any(p.hops > 1 for p in shown):
         return ""

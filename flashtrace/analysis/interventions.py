@@ -137,8 +137,18 @@ def _verdict(ids, labels, drops, graph, influence) -> tuple[float | None, str, t
 
 
 def step_influence(trace: Trace) -> StepInfluence | None:
-    """Step influence by intervention against the hop graph's (None when no step removal is stored). A stored
-    removal of a segment that only marks the answer ("Answer:") is left out: it is no step (`segments.is_step`)."""
+    """Step influence by intervention against the hop graph's (None when no step removal is stored).
+
+    A stored removal of a segment that only marks the answer ("Answer:") is left out: it is no step
+    (`segments.is_step`).
+
+    Args:
+        trace: The recording, with its stored interventions.
+
+    Returns:
+        Each removed step's drop next to its hop-graph influence, their rank correlation, verdict, top steps and a
+            sentence; None when no step removal is stored.
+    """
     record = trace.interventions
     steps = {s.id for s in trace.segments or [] if is_step(s)}
     rows = [e for e in record.edits if e.kind == "step" and len(e.segments) == 1 and e.segments[0] in steps] \
@@ -156,7 +166,15 @@ def step_influence(trace: Trace) -> StepInfluence | None:
 
 
 def sentence_removal(trace: Trace) -> SentenceRemoval | None:
-    """The stored prompt-sentence removals (None when none is stored)."""
+    """The stored prompt-sentence removals (None when none is stored).
+
+    Args:
+        trace: The recording, with its stored interventions.
+
+    Returns:
+        The drops of the top, random and gold sentence removals, the top one's check against the random ones and a
+            sentence; None when none is stored.
+    """
     record = trace.interventions
     if record is None:
         return None
@@ -199,7 +217,15 @@ def _removal_sentence(top, randoms, gold, check) -> str:
 
 
 def resampled_influence(trace: Trace) -> ResampledInfluence | None:
-    """The stored resampled continuations per step (None when none are stored)."""
+    """The stored resampled continuations per step (None when none are stored).
+
+    Args:
+        trace: The recording, with its stored interventions.
+
+    Returns:
+        Per resampled step the mean log-probabilities kept and removed, the drop, the teacher-forced drop, the
+            answer match rates and a sentence; None when none are stored.
+    """
     record = trace.interventions
     if record is None or record.resampled is None or not record.resampled.steps:
         return None
@@ -223,14 +249,34 @@ def resampled_influence(trace: Trace) -> ResampledInfluence | None:
 
 
 def with_interventions(trace: Trace, record: InterventionRecord) -> Trace:
-    """A copy of `trace` holding `record` (replacing any stored before), at the current schema version."""
+    """A copy of `trace` holding `record` (replacing any stored before), at the current schema version.
+
+    Args:
+        trace: The recording to copy.
+        record: The interventions to store in the copy.
+
+    Returns:
+        The copy, checked (`invariants.check_interventions`).
+
+    Raises:
+        InputError: When `record` names segments the trace does not have as prompt sentences or reasoning steps,
+            or its resampled steps are inconsistent (from `invariants.check_interventions`).
+    """
     out = trace.model_copy(update={"interventions": record, "schema_version": SCHEMA_VERSION})
     check_interventions(out)
     return out
 
 
 def intervention_facts(trace: Trace) -> InterventionFacts | None:
-    """Everything the views show about a trace's stored interventions (None when it has none)."""
+    """Everything the views show about a trace's stored interventions (None when it has none).
+
+    Args:
+        trace: The recording, with its stored interventions.
+
+    Returns:
+        The unedited log-probability, the model, the step influence, the sentence removals and the resampled
+            influence (each None when not stored); None when the trace has no interventions.
+    """
     record = trace.interventions
     if record is None:
         return None

@@ -12,6 +12,7 @@ ids; ``extra`` is bounded. Each check raises ``ValueError`` with a message namin
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -21,8 +22,16 @@ from ..base.errors import InputError
 # The functions take a `schema.Trace` (and its records) but do not import schema, which imports them.
 
 
-def check_trace(tr) -> None:
-    """Every check above, cheapest first."""
+def check_trace(tr: Any) -> None:
+    """Every check above, cheapest first.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+
+    Raises:
+        InputError: When the trace breaks any of the checks (the message names the field); also when it has step
+            vectors but no segments.
+    """
     n = len(tr.tokens)
     if tr.steps is not None and tr.segments is None:
         raise InputError("steps needs segments: a step vector belongs to a segment")
@@ -46,7 +55,15 @@ def _vectors(tr) -> dict[str, list[float]]:
 
 
 def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
-    """Raise ValueError unless each named score vector has `n` values, none negative, none above float32's largest."""
+    """Raise ValueError unless each named score vector has `n` values, none negative, none above float32's largest.
+
+    Args:
+        vectors: ``{field name: vector}``, the name used in the error message.
+        n: The number of tokens of the trace.
+
+    Raises:
+        InputError: When a vector's length is not `n`, or it holds a negative value or one above `MAX_SCORE`.
+    """
     for name, vec in vectors.items():
         if len(vec) != n:
             raise InputError(f"{name} has {len(vec)} values but the trace has {n} tokens")
@@ -59,9 +76,16 @@ def check_vectors(vectors: dict[str, list[float]], n: int) -> None:
             raise InputError(f"{name} has values above {MAX_SCORE:.4g} (float32's largest)")
 
 
-def check_prompt_runs(tr) -> None:
+def check_prompt_runs(tr: Any) -> None:
     """``spans.prompt_ranges`` (one run of prompt tokens per chat message) are ordered, disjoint and inside
-    ``spans.prompt``."""
+    ``spans.prompt``.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+
+    Raises:
+        InputError: When the runs are out of order, overlap, or leave ``spans.prompt`` (or it is missing).
+    """
     runs, cover = tr.spans.prompt_ranges or [], tr.spans.prompt
     for (lo, hi), after in zip(runs, [*runs[1:], None]):
         if not (cover is not None and cover[0] <= lo < hi <= cover[1]) or (after is not None and after[0] < hi):
@@ -69,8 +93,18 @@ def check_prompt_runs(tr) -> None:
                              f"inside spans.prompt {cover and list(cover)}")
 
 
-def check_ranges(tr, n: int) -> None:
-    """Spans (the answer's value inside the answer) and the target inside the tokens; hops numbered in order, at most ``settings.hops + 1``."""
+def check_ranges(tr: Any, n: int) -> None:
+    """Spans (the answer's value inside the answer) and the target inside the tokens; hops numbered in order, at
+    most ``settings.hops + 1``.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+        n: The number of tokens of the trace.
+
+    Raises:
+        InputError: When a span or the target lies outside the tokens, the value outside the answer, the prompt
+            runs are malformed (`check_prompt_runs`), or the hops are missing, out of order or too many.
+    """
     for name in ("prompt", "reasoning", "answer", "value"):
         rng = getattr(tr.spans, name)
         if rng is not None and not 0 <= rng[0] < rng[1] <= n:
@@ -95,8 +129,16 @@ def _close(a: float, b: float, scale: float) -> bool:
     return abs(a - b) <= REL_TOL * scale + 1e-12
 
 
-def check_sums(tr) -> None:
-    """``scores.final`` is the sum of the hops' contributions; ``scores.prompt`` sums to 1 on the prompt."""
+def check_sums(tr: Any) -> None:
+    """``scores.final`` is the sum of the hops' contributions; ``scores.prompt`` sums to 1 on the prompt.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+
+    Raises:
+        InputError: When a final score is not the sum of its hop contributions, or ``scores.prompt`` neither sums
+            to 1 over the prompt tokens nor is all zero, or is non-zero outside them (all within `REL_TOL`).
+    """
     final = tr.scores.final
     scale = max(final, default=0.0)
     for i, value in enumerate(final):
@@ -112,8 +154,16 @@ def check_sums(tr) -> None:
         raise InputError("scores.prompt is non-zero outside the prompt tokens")
 
 
-def check_tokens(tr) -> None:
-    """Character offsets in order; the target in the response."""
+def check_tokens(tr: Any) -> None:
+    """Character offsets in order; the target in the response.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+
+    Raises:
+        InputError: When a token starts after its end, or the target starts before the response (or there is no
+            response).
+    """
     for i, tok in enumerate(tr.tokens):
         if tok.start is not None and tok.end is not None and tok.start > tok.end:
             raise InputError(f"tokens[{i}] starts at character {tok.start} after its end {tok.end}")
@@ -124,8 +174,18 @@ def check_tokens(tr) -> None:
                          + (f" (tokens {response[0]}..{len(tr.tokens) - 1})" if response else ""))
 
 
-def check_segments(segments: list, n: int, steps) -> None:
-    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments."""
+def check_segments(segments: list, n: int, steps: Any) -> None:
+    """Segments are in order, tile the ``n`` tokens exactly and have unique ids; step ids are segments.
+
+    Args:
+        segments: The trace's `SegmentRecord`s.
+        n: The number of tokens of the trace.
+        steps: The trace's step vectors, a `schema.StepRecord` (typed `Any`: schema imports this module), or None.
+
+    Raises:
+        InputError: When the segments are out of order, leave gaps or overlap, do not end at token `n`, repeat an
+            id, or a step vector names no segment.
+    """
     pos = 0
     for i, seg in enumerate(segments):
         if seg.order != i:
@@ -144,8 +204,16 @@ def check_segments(segments: list, n: int, steps) -> None:
         raise InputError(f"steps.vectors names segments that do not exist: {unknown}")
 
 
-def check_interventions(tr) -> None:
-    """Every segment an intervention names is a prompt sentence or reasoning step of the trace."""
+def check_interventions(tr: Any) -> None:
+    """Every segment an intervention names is a prompt sentence or reasoning step of the trace.
+
+    Args:
+        tr: The trace to check, a `schema.Trace` (typed `Any`: schema imports this module).
+
+    Raises:
+        InputError: When an edit names a segment that is no prompt sentence or reasoning step, or a resampled step
+            is no reasoning step or does not hold ``n`` continuations of each kind.
+    """
     if tr.interventions is None:
         return
     editable = {seg.id for seg in tr.segments or [] if seg.role in ("prompt", "reasoning")}
@@ -173,7 +241,15 @@ def _check_resampled(tr) -> None:
 
 def check_extra(extra: dict) -> None:
     """`extra` is free-form but bounded: at most `MAX_EXTRA_DEPTH` levels and `MAX_EXTRA_NODES` values
-    (so whatever loads can also be saved back), counted before the children are visited."""
+    (so whatever loads can also be saved back), counted before the children are visited.
+
+    Args:
+        extra: The trace's free-form ``extra`` data.
+
+    Raises:
+        InputError: When it is nested deeper than `MAX_EXTRA_DEPTH` levels or holds more than `MAX_EXTRA_NODES`
+            values.
+    """
     stack, count = [(extra, 1)], 1
     while stack:
         value, depth = stack.pop()

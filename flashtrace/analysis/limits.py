@@ -44,42 +44,107 @@ __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", 
 
 
 def check_hops(hops: int, what: str = "hops") -> int:
-    """Return `hops` if it is an int from 0 to MAX_HOPS, else raise ValueError naming `what`."""
+    """Return `hops` if it is an int from 0 to MAX_HOPS, else raise ValueError naming `what`.
+
+    Args:
+        hops: The number of recursive hops to check.
+        what: The name the error message gives the value (an option or argument name).
+
+    Returns:
+        `hops`, unchanged.
+
+    Raises:
+        InputError: When `hops` is not an int (a bool is not) from 0 to `MAX_HOPS`.
+    """
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= MAX_HOPS:
         raise InputError(f"{what} must be between 0 and {MAX_HOPS}, got {hops!r}")
     return hops
 
 
 def check_recursive(recursive: str, what: str = "recursive") -> str:
-    """Return `recursive` if it is one of RECURSIVE_SPANS, else raise ValueError naming `what`."""
+    """Return `recursive` if it is one of RECURSIVE_SPANS, else raise ValueError naming `what`.
+
+    Args:
+        recursive: The span re-attributed by hops >= 1 to check.
+        what: The name the error message gives the value (an option or argument name).
+
+    Returns:
+        `recursive`, unchanged.
+
+    Raises:
+        InputError: When `recursive` is not one of `RECURSIVE_SPANS`.
+    """
     if recursive not in RECURSIVE_SPANS:
         raise InputError(f"{what} must be {' or '.join(repr(c) for c in RECURSIVE_SPANS)}, got {recursive!r}")
     return recursive
 
 
 def check_hop0(hop0: str, what: str = "hop0") -> str:
-    """Return `hop0` if it is one of HOP0_SPANS, else raise ValueError naming `what`."""
+    """Return `hop0` if it is one of HOP0_SPANS, else raise ValueError naming `what`.
+
+    Args:
+        hop0: The span hop 0 is taken over, to check.
+        what: The name the error message gives the value (an option or argument name).
+
+    Returns:
+        `hop0`, unchanged.
+
+    Raises:
+        InputError: When `hop0` is not one of `HOP0_SPANS`.
+    """
     if hop0 not in HOP0_SPANS:
         raise InputError(f"{what} must be {' or '.join(repr(c) for c in HOP0_SPANS)}, got {hop0!r}")
     return hop0
 
 
 def check_title(title: str) -> str:
-    """Return `title` if it has at most MAX_TITLE characters, else raise ValueError."""
+    """Return `title` if it has at most MAX_TITLE characters, else raise ValueError.
+
+    Args:
+        title: The trace's title (an empty or None title passes).
+
+    Returns:
+        `title`, unchanged.
+
+    Raises:
+        InputError: When `title` has more than `MAX_TITLE` characters.
+    """
     if len(title or "") > MAX_TITLE:
         raise InputError(f"the title has {len(title)} characters; at most {MAX_TITLE}")
     return title
 
 
 def check_graph_threshold(threshold: float, what: str = "threshold") -> float:
-    """A hop graph's edge threshold: ``0 <= τ < 1``."""
+    """A hop graph's edge threshold: ``0 <= τ < 1``.
+
+    Args:
+        threshold: The edge threshold τ to check.
+        what: The name the error message gives the value (an option or argument name).
+
+    Returns:
+        `threshold`, unchanged.
+
+    Raises:
+        InputError: When `threshold` is below 0 or at least 1.
+    """
     if not 0 <= threshold < 1:
         raise InputError(f"{what} must be at least 0 and below 1 (0 keeps every edge), got {threshold}")
     return threshold
 
 
 def check_method_threshold(threshold: float | None, what: str = "threshold") -> float | None:
-    """A method's proximity threshold: ``0 <= τ <= 1`` (None: off)."""
+    """A method's proximity threshold: ``0 <= τ <= 1`` (None: off).
+
+    Args:
+        threshold: The proximity threshold τ to check (None: off).
+        what: The name the error message gives the value (an option or argument name).
+
+    Returns:
+        `threshold`, unchanged.
+
+    Raises:
+        InputError: When `threshold` is not None and lies outside 0..1.
+    """
     if threshold is not None and not 0 <= threshold <= 1:
         raise InputError(f"{what} must be between 0 and 1, got {threshold}")
     return threshold
@@ -87,7 +152,17 @@ def check_method_threshold(threshold: float | None, what: str = "threshold") -> 
 
 def check_options(hops: int = DEFAULT_HOPS, title: str = "", recursive: str = RECURSIVE_SPANS[0],
                   hop0: str = HOP0_SPANS[0]) -> None:
-    """`ValueError` for attribution options the run would reject only at its end."""
+    """`ValueError` for attribution options the run would reject only at its end.
+
+    Args:
+        hops: The number of recursive hops (`check_hops`).
+        title: The trace's title (`check_title`).
+        recursive: The span re-attributed by hops >= 1 (`check_recursive`).
+        hop0: The span hop 0 is taken over (`check_hop0`).
+
+    Raises:
+        InputError: When any option is out of range (from the checks named above).
+    """
     check_hops(hops)
     check_title(title)
     check_recursive(recursive)

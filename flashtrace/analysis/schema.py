@@ -371,7 +371,12 @@ _VIEWS: dict[str, Callable] = {}
 def register_views(**views: Callable) -> None:
     """Register how a `Trace` draws itself in a notebook (``html``, ``heatmap``, ``hop_graph``,
     ``compare_depths``, ``to_pandas``): importing `flashtrace` registers the presentation floor's views,
-    so the record itself imports no figure code."""
+    so the record itself imports no figure code.
+
+    Args:
+        **views: The view functions by name (``html=...``, ``heatmap=...``, ...); one registered again replaces
+            the earlier one.
+    """
     _VIEWS.update(views)
 
 
@@ -427,7 +432,16 @@ def _describe(exc: ValidationError) -> str:
 
 
 def normalised(values: list[float], positions: list[int]) -> list[float]:
-    """`values` restricted to `positions` and scaled to sum 1 (zeros elsewhere)."""
+    """`values` restricted to `positions` and scaled to sum 1 (zeros elsewhere).
+
+    Args:
+        values: One value per position.
+        positions: The positions to keep.
+
+    Returns:
+        A list as long as `values`: the kept values divided by their sum, zeros elsewhere (all zeros when that sum
+            is not positive and finite).
+    """
     out = [0.0] * len(values)
     total = sum(values[i] for i in positions)
     if total > 0 and math.isfinite(total):

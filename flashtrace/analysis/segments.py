@@ -16,10 +16,13 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Protocol, Sequence as Seq
+from typing import TYPE_CHECKING, Protocol, Sequence as Seq
 
 from ..engine.inputs import TokenSequence
 from ..base.errors import InputError
+
+if TYPE_CHECKING:
+    from .schema import SegmentRecord, Trace
 
 
 @dataclass(frozen=True)
@@ -83,20 +86,43 @@ _MARKER_ONLY = re.compile(r"[\W_]*(?:the\s+)?(?:final\s+)?answer\s*(?:is)?\s*[:ï
 
 def is_answer_marker(text: str) -> bool:
     """Whether a segment's text only marks the answer ("Answer:", "**Final answer:**", "The answer is",
-    "Answer: \\boxed{"). Such a reasoning segment is no reasoning step: step influence and the step count leave it
-    out (removing it measures the answer's format, not its reasoning; docs/evaluation.md)."""
+    "Answer: \\boxed{").
+
+    Such a reasoning segment is no reasoning step: step influence and the step count leave it
+    out (removing it measures the answer's format, not its reasoning; docs/evaluation.md).
+
+    Args:
+        text: The segment's text.
+
+    Returns:
+        True when the text, stripped, is non-empty and only an answer marker; False otherwise.
+    """
     return bool(text.strip()) and _MARKER_ONLY.fullmatch(text.strip()) is not None
 
 
-def is_step(segment) -> bool:
+def is_step(segment: Segment | SegmentRecord) -> bool:
     """Whether a segment (`Segment` or a trace's `SegmentRecord`) is a reasoning step: a reasoning segment that
-    is more than an answer marker."""
+    is more than an answer marker.
+
+    Args:
+        segment: The segment to test.
+
+    Returns:
+        True for a reasoning segment whose text is not only an answer marker (`is_answer_marker`).
+    """
     return segment.role == "reasoning" and not is_answer_marker(segment.text)
 
 
-def steps_before_target(trace) -> list:
+def steps_before_target(trace: Trace) -> list[SegmentRecord]:
     """A trace's reasoning steps (`is_step`) that end before its target starts: the steps that can carry the
-    answer, which the step count, step removal and the Story count."""
+    answer, which the step count, step removal and the Story count.
+
+    Args:
+        trace: The recording whose segments to read.
+
+    Returns:
+        The steps in text order (empty when the trace has no segments).
+    """
     lo = trace.settings.target[0]
     return [s for s in trace.segments or [] if is_step(s) and s.end <= lo]
 
@@ -251,9 +277,18 @@ def segment_sequence(sequence: TokenSequence, *, boundaries: Seq[int] | None = N
                      splitters: dict[str, Splitter] | None = None) -> list[Segment]:
     """Segments of `sequence` in order; their token ranges tile ``[0, len(sequence))`` exactly.
 
-    `boundaries`: token positions where a segment must start; when given, they replace the automatic
-    splitting (role changes still cut, and the answer stays whole). `splitters` overrides the rule per
-    role (keys ``template``, ``prompt``, ``reasoning``, ``answer``).
+    Args:
+        sequence: The token sequence to split (tokens with roles, sources and character offsets).
+        boundaries: Token positions where a segment must start; when given, they replace the automatic
+            splitting (role changes still cut, and the answer stays whole).
+        splitters: Overrides the rule per role (keys ``template``, ``prompt``, ``reasoning``, ``answer``);
+            the others keep `DEFAULT_SPLITTERS`. Not used when `boundaries` are given.
+
+    Returns:
+        The segments in order (empty for an empty sequence).
+
+    Raises:
+        InputError: When a boundary is not an integer, lies outside the sequence, or falls inside the answer.
     """
     n = len(sequence)
     if n == 0:
@@ -285,7 +320,18 @@ def segment_sequence(sequence: TokenSequence, *, boundaries: Seq[int] | None = N
 
 
 def segment_at(segments: Seq[Segment], position: int) -> Segment:
-    """The segment holding token `position`."""
+    """The segment holding token `position`.
+
+    Args:
+        segments: Segments in order, tiling the tokens (`segment_sequence`).
+        position: A token position.
+
+    Returns:
+        The segment whose token range holds `position`.
+
+    Raises:
+        IndexError: When no segment holds `position`.
+    """
     index = bisect.bisect_right([s.start for s in segments], position) - 1
     if index < 0 or position >= segments[index].end:
         raise IndexError(f"token {position} is in no segment")

@@ -68,14 +68,31 @@ class Panel:
 
 
 def ranked(facts: TraceFacts, depth: int, k: int = 3) -> list[Ranked]:
-    """The `k` strongest pieces at `depth` (those with attribution), strongest first."""
+    """The `k` strongest pieces at `depth` (those with attribution), strongest first.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        depth: The depth (index into ``facts.depths``; -1 the deepest).
+        k: How many pieces at most.
+
+    Returns:
+        Up to `k` pieces with a positive share at `depth`, each with that share, strongest first.
+    """
     d = facts.depths[depth]
     return [Ranked(facts.pieces[i], float(d.shares[i])) for i in d.order[:k] if d.shares[i] > 0]
 
 
 def gold_at(facts: TraceFacts, depth: int) -> dict[str, Any] | None:
     """The best-ranked piece holding known evidence (gold) at `depth`, for a figure that must show the gold
-    even when it ranks low: ``{"piece": Ranked, "rank": 37, "ranked": "37th"}``; None without gold."""
+    even when it ranks low.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        depth: The depth (index into ``facts.depths``; -1 the deepest).
+
+    Returns:
+        ``{"piece": Ranked, "rank": 37, "ranked": "37th"}``; None without gold.
+    """
     if facts.gold is None or not facts.gold.pieces:
         return None
     d = facts.depths[depth]
@@ -86,7 +103,18 @@ def gold_at(facts: TraceFacts, depth: int) -> dict[str, Any] | None:
 
 def top_words(trace: Trace, facts: TraceFacts, depth: int, k: int = 5) -> list[Ranked]:
     """The `k` strongest prompt words at `depth`: whole words (subword tokens joined), each once
-    (`TraceFacts.top_words`), with their shares."""
+    (`TraceFacts.top_words`), with their shares.
+
+    Args:
+        trace: The recording the facts are of (not read: the words come from `facts`).
+        facts: The trace's facts (`analyse`).
+        depth: The depth (index into ``facts.depths``; -1 the deepest).
+        k: How many words at most.
+
+    Returns:
+        Up to `k` words with a positive share, strongest first, each as a `Ranked` whose piece spans the word's
+            tokens.
+    """
     return [Ranked(Piece(str(w.positions[0]), w.text, w.text, w.positions[0], w.positions[-1] + 1), w.share)
             for w in facts.top_words(depth, k)]
 
@@ -110,7 +138,15 @@ def asked(trace: Trace, question: str | None = None) -> str:
     """The sentence of a long question (the prompt, or its first `question` characters when the tool added an
     instruction after it) that asks it, for showing it large: the last prompt sentence in it with a question
     mark, else its last sentence (or line). Empty when the question is short enough to show whole
-    (`SHORT_PROMPT`)."""
+    (`SHORT_PROMPT`).
+
+    Args:
+        trace: The recording whose prompt sentences to search.
+        question: The question's text, when the tool added an instruction after it (None: the whole prompt).
+
+    Returns:
+        The asking sentence, or an empty string for a question of at most `SHORT_PROMPT` characters.
+    """
     question = trace.prompt if question is None else question
     if len(question.strip()) <= SHORT_PROMPT:
         return ""
@@ -121,7 +157,16 @@ def asked(trace: Trace, question: str | None = None) -> str:
 
 
 def question_panel(trace: Trace, facts: TraceFacts) -> Panel:
-    """The first panel: the question, what the model answered, and whether it reasoned first."""
+    """The first panel: the question, what the model answered, and whether it reasoned first.
+
+    Args:
+        trace: The recording to tell about.
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The ``question`` panel; its data holds the question, the asking sentence (`asked`), the reasoning and the
+            answer.
+    """
     answer = span_text(trace, trace.settings.target)
     reasoning = _text_of(trace, ("reasoning",))
     steps = len(steps_before_target(trace))
@@ -157,7 +202,15 @@ def _top_claim(facts: TraceFacts, depth: int, what: str) -> str:
 
 def direct_panel(trace: Trace, facts: TraceFacts) -> Panel:
     """Hop 0: how the target's attribution splits between the prompt, the model's own text and the
-    template, with the prompt words and sentences it reads most."""
+    template, with the prompt words and sentences it reads most.
+
+    Args:
+        trace: The recording to tell about.
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The ``direct`` panel; its data holds the shares, the top sentences and words and the gold at hop 0.
+    """
     shares = facts.direct
     sentences, words = ranked(facts, 0), top_words(trace, facts, 0)
     caption = (f"Read directly (hop 0), the {facts.target_label} draws {pct(shares['prompt'])} of its attribution "
@@ -174,7 +227,14 @@ def direct_panel(trace: Trace, facts: TraceFacts) -> Panel:
 
 
 def reach_words(facts: TraceFacts) -> str:
-    """How much of the answer's attribution has reached the input at each depth, in one sentence."""
+    """How much of the answer's attribution has reached the input at each depth, in one sentence.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The sentence, with how much of the deepest depth's part is on the prompt and on the chat template.
+    """
     reached = [d.reached for d in facts.depths]
     who = f"the {facts.target_label}'s attribution"
     last = facts.depths[-1]
@@ -189,7 +249,14 @@ def reach_words(facts: TraceFacts) -> str:
 
 
 def change_words(facts: TraceFacts) -> str:
-    """Whether the hops changed the top prompt piece, with the margin: a change, a tie, or no change."""
+    """Whether the hops changed the top prompt piece, with the margin: a change, a tie, or no change.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The sentence, or an empty string for a trace without hops or without prompt attribution.
+    """
     c, what, last = facts.change, facts.ranked_kind, len(facts.depths) - 1
     if c.kind == "none" or last == 0:
         return ""
@@ -213,7 +280,15 @@ def change_words(facts: TraceFacts) -> str:
 
 
 def moves_words(facts: TraceFacts, n: int = 3) -> str:
-    """Which pieces the hops moved up the ranking (known evidence first)."""
+    """Which pieces the hops moved up the ranking (known evidence first).
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        n: How many pieces to name at most.
+
+    Returns:
+        The sentence, or an empty string when no piece climbed or the trace has no hops.
+    """
     gold = [m for m in facts.climbers(within=len(facts.pieces)) if facts.pieces[m.piece].gold]  # at any rank
     climbers = gold + [m for m in facts.climbers() if m not in gold]
     if len(facts.depths) < 2 or not climbers:
@@ -226,7 +301,14 @@ def moves_words(facts: TraceFacts, n: int = 3) -> str:
 
 
 def gold_words(facts: TraceFacts) -> str:
-    """Where the known evidence ranks at hop 0 and at the deepest depth (said even when unflattering)."""
+    """Where the known evidence ranks at hop 0 and at the deepest depth (said even when unflattering).
+
+    Args:
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The sentence, or an empty string for a trace without known evidence.
+    """
     g = facts.gold
     if g is None:
         return ""
@@ -243,7 +325,16 @@ def gold_words(facts: TraceFacts) -> str:
 
 
 def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
-    """The hops: how much of the attribution each depth carries back to the prompt, and what each adds."""
+    """The hops: how much of the attribution each depth carries back to the prompt, and what each adds.
+
+    Args:
+        trace: The recording to tell about.
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The ``hops`` panel; its data holds the reached share per depth, what each hop added and the top piece per
+            depth.
+    """
     data = {"reached": [d.reached for d in facts.depths], "added": list(facts.input_share),
             "top": [ranked(facts, d.k, 1)[0] if d.top is not None else None for d in facts.depths]}
     if len(facts.depths) <= 1:
@@ -263,7 +354,16 @@ def hops_panel(trace: Trace, facts: TraceFacts) -> Panel:
 
 
 def evidence_panel(trace: Trace, facts: TraceFacts) -> Panel:
-    """After all hops: the prompt sentences (or tokens) the target rests on most, with their shares."""
+    """After all hops: the prompt sentences (or tokens) the target rests on most, with their shares.
+
+    Args:
+        trace: The recording to tell about.
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The ``evidence`` panel; its data holds the top context pieces, the question pieces, the top words, the
+            prompt scores and the gold.
+    """
     last = len(facts.depths) - 1
     sentences = [Ranked(p, share) for p, share in facts.context_evidence(3)]
     asked = [Ranked(p, float(facts.final.shares[i])) for i, p in enumerate(facts.pieces) if p.asked]
@@ -310,7 +410,14 @@ CHECK_VERDICTS = {
 
 def check_words(check: Check) -> str:
     """The deletion check in words: the drop from deleting the top tokens against random deletions,
-    and the verdict."""
+    and the verdict.
+
+    Args:
+        check: The summarised deletion check (`summarise_check`).
+
+    Returns:
+        The sentences, ending with the verdict's words (`CHECK_VERDICTS`).
+    """
     drops = check.drops_random
     return (f"Deleting the {check.n_deleted} prompt tokens the attribution ranks highest (the top {pct(check.fraction)}) "
             f"moves the answer's log-probability from {check.before:.2f} to {check.top:.2f}, a drop of "
@@ -320,7 +427,15 @@ def check_words(check: Check) -> str:
 
 
 def check_panel(trace: Trace, facts: TraceFacts) -> Panel:
-    """The faithfulness panel from the facts' check (stored, or live through `with_check`)."""
+    """The faithfulness panel from the facts' check (stored, or live through `with_check`).
+
+    Args:
+        trace: The recording to tell about (not read: the check comes from `facts`).
+        facts: The trace's facts (`analyse`, or `with_check` for a live check).
+
+    Returns:
+        The ``check`` panel; its data holds the check (None when not precomputed, with a caption saying so).
+    """
     check = facts.check
     if check is None:
         caption = ("The faithfulness check is not precomputed for this trace. It deletes the top 10 % of prompt "
@@ -332,7 +447,16 @@ def check_panel(trace: Trace, facts: TraceFacts) -> Panel:
 
 def failure_panel(trace: Trace, facts: TraceFacts) -> Panel | None:
     """For an honest failure (`analysis.failure`): the answer against the right one, the step where they part,
-    the sentence that misled it with its pull on that step, and the edit that fixes it; None otherwise."""
+    the sentence that misled it with its pull on that step, and the edit that fixes it; None otherwise.
+
+    Args:
+        trace: The recording to tell about.
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The ``failure`` panel; its data holds the failure and, on the parting step's own attribution, the top
+            context pieces, the question pieces and the suspected sentence. None when the trace has no failure.
+    """
     f = failure_of(trace, facts)
     if f is None:
         return None
@@ -349,8 +473,15 @@ def failure_panel(trace: Trace, facts: TraceFacts) -> Panel | None:
 
 
 def story_panels(trace: Trace, check: dict[str, Any] | None = None) -> list[Panel]:
-    """The panels, in order (`check`: a live deletion-check result in place of the stored one): the five of
-    `STEPS`, and for an honest failure the failure panel before the check."""
+    """The panels, in order: the five of `STEPS`, and for an honest failure the failure panel before the check.
+
+    Args:
+        trace: The recording to tell about.
+        check: A live deletion-check result in place of the stored one (None: the stored one).
+
+    Returns:
+        The panels, in order.
+    """
     facts = analyse(trace) if check is None else with_check(trace, check)
     failure = failure_panel(trace, facts)
     return [question_panel(trace, facts), direct_panel(trace, facts), hops_panel(trace, facts),
@@ -358,7 +489,14 @@ def story_panels(trace: Trace, check: dict[str, Any] | None = None) -> list[Pane
 
 
 def swap_words(facts: TraceFacts) -> str:
-    """The pieces the hops brought into the top three, beyond the margin."""
+    """The pieces the hops brought into the top three, beyond the margin.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The sentence, or an empty string when the hops brought none in.
+    """
     parts = [f"{quote(facts.pieces[w.entered].text, 50)} from {ordinal(w.rank_first)} to {ordinal(w.rank_last)}, "
              f"past {quote(facts.pieces[w.left].text, 40)}" for w in facts.swaps]
     return f"The hops brought into the top {TOP_SET}: {'; '.join(parts)}." if parts else ""
@@ -366,7 +504,15 @@ def swap_words(facts: TraceFacts) -> str:
 
 def card_note(facts: TraceFacts, k: int = 10) -> str:
     """A sentence or two for a gallery card, from the facts alone, so the card cannot contradict the pages:
-    what the hops do to the evidence, and where the known evidence ranks, when there is one."""
+    what the hops do to the evidence, and where the known evidence ranks, when there is one.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        k: The size of the top-k prompt lists whose overlap is quoted when the hops change little.
+
+    Returns:
+        The note, in plain text.
+    """
     note = _card_change(facts, k)
     g = facts.gold
     if g is not None and g.piece_rank[0] is not None and len(facts.depths) > 1:
@@ -408,8 +554,15 @@ DEPTH_COLUMNS = ("depth", "reached the input", "top prompt sentence", "its share
 def depth_table(facts: TraceFacts, compact: bool = False) -> list[dict[str, str]]:
     """One row per depth, in plain text, for every view that lists depths (notebook, HTML export, command
     line, Compare): how much of the answer's attribution has reached the input, and the top prompt piece with
-    its share of the prompt's attribution. Each cell names its denominator; `compact` leaves that to the
-    view's caption (a narrow table)."""
+    its share of the prompt's attribution. Each cell names its denominator.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        compact: Leave the denominators to the view's caption (a narrow table).
+
+    Returns:
+        One ``{column: cell}`` row per depth, keyed by `DEPTH_COLUMNS`.
+    """
     rows = []
     for d in facts.depths:
         top = facts.pieces[d.top] if d.top is not None else None
@@ -422,7 +575,14 @@ def depth_table(facts: TraceFacts, compact: bool = False) -> list[dict[str, str]
 
 
 def stored_check(trace: Trace) -> Check | None:
-    """The precomputed deletion check of `trace` (None when absent or malformed)."""
+    """The precomputed deletion check of `trace` (None when absent or malformed).
+
+    Args:
+        trace: The recording, with its check in ``extra["faithfulness"]``.
+
+    Returns:
+        The summarised check, or None when absent or malformed.
+    """
     return analyse(trace).check
 
 

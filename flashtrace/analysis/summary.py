@@ -12,7 +12,14 @@ MAX_CHARS = 200
 
 def trace_line(trace: Trace) -> str:
     """``<Trace smollm2-135m · 56 tokens · 1 hop · target “Paris” · top sentence “…” 62 %>``, at most
-    `MAX_CHARS` characters; the top sentence is left out when the analysis cannot be made."""
+    `MAX_CHARS` characters; the top sentence is left out when the analysis cannot be made.
+
+    Args:
+        trace: The recording to describe.
+
+    Returns:
+        The one-line description (never raises for a failed analysis).
+    """
     lo, hi = trace.settings.target
     target = "".join(t.text for t in trace.tokens[lo:hi])
     head = (f"<Trace {short_text(trace.model.name, 40)} · {counted(trace.n_tokens, 'token')} · "

@@ -20,14 +20,34 @@ _MIME = {"html": "text/html", "png": "image/png", "svg": "image/svg+xml"}
 
 
 def file_stem(name: str) -> str:
-    """A safe file name stem from a trace or view name."""
+    """A safe file name stem from a trace or view name.
+
+    Args:
+        name: The trace or view name.
+
+    Returns:
+        `name` with every run of characters other than letters, digits, ``.``, ``_`` and ``-`` replaced by one
+            ``-``, stripped of leading and trailing ``-`` and ``.``, at most 80 characters; "flashtrace" when
+            nothing is left.
+    """
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:80] or "flashtrace"
 
 
 def export_buttons(name: str, title: str, blocks: Sequence[go.Figure | str], figure: go.Figure | None = None,
                    intro: str = "", key: str = "export") -> None:
-    """Three download buttons: the view as one standalone offline HTML file (`blocks`: figures and escaped
-    HTML, under `title` and `intro`, both escaped), and `figure` as PNG and SVG."""
+    """Three download buttons: the view as one standalone offline HTML file, and `figure` as PNG and SVG.
+
+    The files are made only on click. Where PNG/SVG cannot be drawn here (no kaleido or Chromium, or no
+    chart) their buttons are disabled and say why.
+
+    Args:
+        name: The trace or view name the files are named after (through `file_stem`).
+        title: The HTML page's title (escaped).
+        blocks: The HTML page's content: figures and escaped HTML, in order.
+        figure: The view's main chart, exported as PNG and SVG; None when the view has no chart.
+        intro: Text under the title in the HTML page (escaped).
+        key: The prefix of the buttons' widget keys (``{key}_html``, ``{key}_png``, ``{key}_svg``).
+    """
     stem = file_stem(name)
     blocks = list(blocks)
     html_col, png_col, svg_col = st.columns(3)
@@ -48,7 +68,13 @@ def export_buttons(name: str, title: str, blocks: Sequence[go.Figure | str], fig
             icon=":material/image:", disabled=problem is not None, help=tooltip)  # md-ok: constant messages
 
 def story_download(name: str, build: Callable[[], str], key: str = "story_whole") -> None:
-    """One download button: the whole Story as one offline HTML file (`build` makes it, on click only)."""
+    """One download button: the whole Story as one offline HTML file.
+
+    Args:
+        name: The trace name the file is named after (through `file_stem`).
+        build: Makes the HTML file's text; called on click only.
+        key: The button's widget key.
+    """
     st.download_button(
         "Whole story (offline HTML)", data=build, file_name=f"{file_stem(name)}.html", mime=_MIME["html"], key=key,
         on_click="ignore", icon=":material/download:",

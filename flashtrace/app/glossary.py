@@ -76,7 +76,18 @@ BY_KEY = {t.key: t for t in TERMS}
 
 
 def help_link(key: str, text: str = "") -> str:
-    """Help-tooltip Markdown: `text` (a constant), then a link to the term on the Glossary page."""
+    """Help-tooltip Markdown: `text`, then a link to the term on the Glossary page.
+
+    Args:
+        key: The term's key in `TERMS` (its anchor on the Glossary page).
+        text: The tooltip's own text (a constant), before the link; "" for the link alone.
+
+    Returns:
+        The Markdown: `text` and ``[Glossary: <name>](Glossary#<key>)``, separated by a space.
+
+    Raises:
+        KeyError: For an unknown term (a typo must fail in tests, not show a dead link).
+    """
     term = BY_KEY[key]  # KeyError for an unknown term: a typo must fail in tests, not show a dead link
     link = f"[Glossary: {term.name}]({PAGE}#{term.key})"
     return f"{text} {link}" if text else link

@@ -7,6 +7,8 @@ Every number comes from `flashtrace.analysis.interventions`; every text from the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from ..analysis.interventions import DROP, intervention_facts, with_interventions
@@ -15,6 +17,9 @@ from ..base.units import time_range
 from . import state as app_state, ui
 from .live import cancellable
 from ..store.pairs import store_interventions
+
+if TYPE_CHECKING:
+    from .state import TraceRef
 
 RUN, CANCELLED, SAVED = "interventions_run", "interventions_cancelled", "interventions_saved"
 
@@ -99,9 +104,17 @@ def _offer_save(ref, shown: Trace) -> None:
             st.rerun()
 
 
-def intervention_panel(ref, trace: Trace) -> None:
+def intervention_panel(ref: TraceRef, trace: Trace) -> None:
     """Step influence by intervention beside the hop graph's (with the sentence removals), or the offer to
-    compute it."""
+    compute it.
+
+    Interventions stored in the trace are shown as they are; computed ones are kept for the session, with an
+    offer to save them into the trace (not in a read-only demo).
+
+    Args:
+        ref: The trace's reference (gallery or library); it keys the interventions computed in this session.
+        trace: The trace the page shows.
+    """
     shown, stored = _shown(ref, trace)
     facts = intervention_facts(shown)
     if facts is None or facts.steps is None:

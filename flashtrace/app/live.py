@@ -10,11 +10,18 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from ..base.units import time_range
 from ..evaluate.estimate import Countdown
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..engine.models.generation import Generated
+    from ..engine.models.loading import LoadedModel
 
 DRAW_EVERY_S = 0.15
 
@@ -33,10 +40,21 @@ def _keep_partial() -> None:
         ss["pending_response"], ss["pending_prompt"] = ss["generation_partial"], ss.get("generation_prompt", "")
 
 
-def streamed_generation(loaded, prompt: str, max_new: int, chat_template: bool, reasoning_instruction: bool):
+def streamed_generation(loaded: LoadedModel, prompt: str, max_new: int, chat_template: bool,
+                        reasoning_instruction: bool) -> Generated:
     """`flashtrace.engine.models.generation.generate` with the response drawn as it grows, a bar over the new
     tokens with the time left, and a Cancel button that stops within a token and keeps the text so far.
-    Returns the `Generated`."""
+
+    Args:
+        loaded: The model that generates, with its tokenizer.
+        prompt: The prompt text.
+        max_new: The most tokens to generate.
+        chat_template: Whether the prompt is wrapped in the model's chat template.
+        reasoning_instruction: Whether the reasoning instruction is appended to the prompt.
+
+    Returns:
+        The `Generated` (the bar, the text and the Cancel button are removed however the generation ends).
+    """
     from ..engine.estimate import generation_seconds
     from ..engine.models.generation import generate, generation_ids
 
@@ -70,10 +88,18 @@ def streamed_generation(loaded, prompt: str, max_new: int, chat_template: bool, 
 
 
 @contextmanager
-def forward_progress(loaded, label: str):
+def forward_progress(loaded: LoadedModel, label: str) -> Iterator[None]:
     """A progress bar by layer for the forward passes run inside the block (a cached function's included:
     a helper thread draws, so nothing is recorded into its cache); each layer is a point where Cancel stops
-    the run. The bar is removed when the block ends."""
+    the run. The bar is removed when the block ends.
+
+    Args:
+        loaded: The model whose layers are followed, with its tokenizer.
+        label: The bar's text (a constant), before ``layer i of n``.
+
+    Yields:
+        None, once: the block runs the forward passes.
+    """
     from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
     from ..engine.models.progress import each_layer
@@ -121,11 +147,22 @@ class CancellableRun:
 
 
 @contextmanager
-def cancellable(button_key: str, cancelled: str, running: str, label: str, estimate_s: float | None = None):
-    """A Cancel button (`button_key`) and a progress bar (`label`, the time left from `estimate_s`) while the
-    block runs: the click sets ``session_state[cancelled]`` and Streamlit stops the run at the next stop
-    point. Yields the `CancellableRun`; ``session_state[running]`` is cleared and the button and the bar removed
-    however the block ends."""
+def cancellable(button_key: str, cancelled: str, running: str, label: str,
+                estimate_s: float | None = None) -> Iterator[CancellableRun]:
+    """A Cancel button and a progress bar while the block runs: the click sets ``session_state[cancelled]`` and
+    Streamlit stops the run at the next stop point.
+
+    Args:
+        button_key: The Cancel button's widget key.
+        cancelled: The session-state key the click sets to True.
+        running: The session-state key cleared (set to None) however the block ends.
+        label: The progress bar's text.
+        estimate_s: The predicted seconds, from which the bar shows the time left; None when unknown.
+
+    Yields:
+        The `CancellableRun` (its callbacks are the run's stop points); ``session_state[running]`` is cleared
+            and the button and the bar removed however the block ends.
+    """
     ss = st.session_state
     cancel = st.empty()
     cancel.button("Cancel", key=button_key, help="stops within a second", on_click=lambda: ss.update({cancelled: True}))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -25,6 +26,16 @@ from .state import TraceRef, cached_model, load_trace, model_lock
 from .ui import plain
 from ..base.fileio import file_stamp
 from ..base.units import time_range
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    from ..analysis.schema import Trace
+    from ..evaluate.estimate import RunEstimate
+    from ..evaluate.methods import EvalContext
+    from ..evaluate.runner import MethodProgress
 
 FAST_METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "rollout")
 SLOW_METHODS = ("ig", "perturbation")  # many forward or backward passes each: opt-in
@@ -35,15 +46,31 @@ _WARM: list = [None]  # the key `warm_context` last computed
 
 
 def stamp(ref: TraceRef) -> tuple:
-    """The trace's identity for caching: its reference and its file's `base.fileio.file_stamp` (inode, size,
-    modification and change times)."""
+    """The trace's identity for caching: its reference and its file's `base.fileio.file_stamp`.
+
+    Args:
+        ref: The trace's reference (gallery or library).
+
+    Returns:
+        ``(str(ref), inode, size, modification time, change time)``, the times in nanoseconds.
+    """
     return str(ref), *file_stamp(ref.path())
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)
-def warm_context(key: tuple[str, int, int]):
+def warm_context(key: tuple[str, int, int]) -> tuple[EvalContext, dict[str, float]]:
     """``(EvalContext, {step: seconds})`` for the trace behind `key`: the model loaded, the trace's prompt and
-    response recorded, and one untimed FlashTrace pass so first-use costs land here, not on a method."""
+    response recorded, and one untimed FlashTrace pass so first-use costs land here, not on a method.
+
+    Cached once per server for one trace (the last one warmed).
+
+    Args:
+        key: The first three items of `stamp`: the trace's reference, its inode and its size.
+
+    Returns:
+        The warm `EvalContext`, and the seconds of each warm-up step ("model load", "forward pass",
+            "first-use setup").
+    """
     from ..engine.models.scoring import scoring_model
     from ..evaluate.methods import build_context, get_eval_method
     from ..evaluate.tasks import Example
@@ -70,14 +97,27 @@ def warm_context(key: tuple[str, int, int]):
 
 
 def is_warm(key: tuple[str, int, int]) -> bool:
-    """Whether the trace behind `key` has its warm context (the cache holds one trace: the last one warmed)."""
+    """Whether the trace behind `key` has its warm context (the cache holds one trace: the last one warmed).
+
+    Args:
+        key: The key `warm_context` takes (the first three items of `stamp`).
+
+    Returns:
+        True when `warm_context` last computed this key.
+    """
     return _WARM[0] == key
 
 
-def precisions(trace) -> list[str]:
-    """The deletion-scoring precisions offered for `trace`'s model, the default first: ``[bfloat16, float32]``
-    where a copy of its float32 model with bfloat16 matrix products scores faster on this processor
-    (`engine.models.scoring`), else only the model's own dtype."""
+def precisions(trace: Trace) -> list[str]:
+    """The deletion-scoring precisions offered for `trace`'s model, the default first.
+
+    Args:
+        trace: The trace whose model scores the deletion curves.
+
+    Returns:
+        ``[bfloat16, float32]`` where a copy of its float32 model with bfloat16 matrix products scores faster
+            on this processor (`engine.models.scoring`), else only the model's own dtype.
+    """
     from ..engine.models.scoring import choose
 
     info = trace.model
@@ -85,11 +125,22 @@ def precisions(trace) -> list[str]:
     return [chosen] if chosen == info.dtype else [chosen, info.dtype]
 
 
-def run_method(ctx, name: str, progress=None, precision: str | None = None) -> dict:
-    """One method on a warm context: its record entry (``seconds`` = its attribution only, ``deletion_s`` =
-    its deletion curve, counting only the states no earlier method of this trace had scored in that
-    `precision`, a dtype name: by default the context's). `progress(method, phase, done, total)` follows it
-    (`flashtrace.evaluate.runner.evaluate_method`) and may raise to stop it."""
+def run_method(ctx: EvalContext, name: str, progress: MethodProgress | None = None,
+               precision: str | None = None) -> dict:
+    """One method on a warm context: its record entry.
+
+    Args:
+        ctx: The warm context (`warm_context`); its scoring precision is set to `precision` when one is given.
+        name: The method's evaluation name (e.g. ``flashtrace-k1``).
+        progress: ``progress(method, phase, done, total)`` follows it
+            (`flashtrace.evaluate.runner.evaluate_method`) and may raise to stop it; None for no progress.
+        precision: The dtype name the deletion curve is scored in; None (the default) keeps the context's.
+
+    Returns:
+        The method's record entry (``seconds`` = its attribution only, ``deletion_s`` = its deletion curve,
+            counting only the states no earlier method of this trace had scored in that `precision`), with
+            ``_record``: the example record holding it alone.
+    """
     import torch
 
     from ..evaluate.runner import evaluate_method, example_record
@@ -131,11 +182,22 @@ class LiveProgress:
                           + self._left(phase, share, now))  # md-ok: registry names, a phase and numbers
 
 
-def comparison_plan(trace, pending: list[str], first: bool, warm: bool, precision: str | None = None):
-    """The `RunEstimate` of running `pending` on `trace` (model shape from the trace: nothing is loaded):
-    the warm-up unless `warm` (model load, forward pass, first-use setup), then each method, its deletion
-    curve scored in `precision` (default: the first of `precisions`); `first`: no deletion state of this
-    trace is scored yet in that precision."""
+def comparison_plan(trace: Trace, pending: list[str], first: bool, warm: bool,
+                    precision: str | None = None) -> RunEstimate:
+    """The `RunEstimate` of running `pending` on `trace` (model shape from the trace: nothing is loaded).
+
+    Args:
+        trace: The trace the methods run on.
+        pending: The methods to run, in order.
+        first: Whether no deletion state of this trace is scored yet in that precision.
+        warm: Whether the trace is warm already; unless it is, the warm-up (model load, forward pass,
+            first-use setup) is counted.
+        precision: The dtype name each method's deletion curve is scored in; None (the default) means the
+            first of `precisions`.
+
+    Returns:
+        The estimate: the warm-up as its setup, then each method.
+    """
     from ..engine.estimate import estimate, speed_of
     from ..engine.models.scoring import speedup
     from ..evaluate.estimate import ExampleSize, RunEstimate, example_estimate
@@ -154,7 +216,16 @@ def comparison_plan(trace, pending: list[str], first: bool, warm: bool, precisio
 
 
 def combined(results: dict[str, dict], names: list[str]) -> dict | None:
-    """One evaluation record holding the finished methods among `names` (in that order), or None."""
+    """One evaluation record holding the finished methods among `names` (in that order), or None.
+
+    Args:
+        results: ``{method: its entry}`` as `run_method` returns them.
+        names: The methods wanted, in order.
+
+    Returns:
+        The record of the first finished method with every finished one of `names` under ``methods`` (their
+            ``_record`` dropped); None when none of them has finished.
+    """
     done = [n for n in names if n in results]
     if not done:
         return None
@@ -163,9 +234,17 @@ def combined(results: dict[str, dict], names: list[str]) -> dict | None:
 
 
 @contextmanager
-def ticking(placeholder, label: str):
+def ticking(placeholder: DeltaGenerator, label: str) -> Iterator[None]:
     """Show `label` with the seconds elapsed in `placeholder`, refreshed every half second from a helper
-    thread while the block runs (a slow method gives no progress of its own)."""
+    thread while the block runs (a slow method gives no progress of its own).
+
+    Args:
+        placeholder: The Streamlit placeholder (`st.empty()`) the caption is drawn in.
+        label: What is running, escaped by the caller.
+
+    Yields:
+        None, once: the block runs while the seconds tick.
+    """
     from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
     stop = threading.Event()
@@ -186,10 +265,21 @@ def ticking(placeholder, label: str):
         thread.join()
 
 
-def run_comparison(key, pending: list[str], results: dict, plan, precision: str | None = None) -> None:
-    """Run the `pending` methods (warm-up first), each method's progress and the time left (`plan`: the
-    run's `RunEstimate`) drawn as it goes; Cancel (or an error) stops at the next layer of the forward pass
-    running. The panel is gone after an error."""
+def run_comparison(key: tuple[str, int, int], pending: list[str], results: dict, plan: RunEstimate,
+                   precision: str | None = None) -> None:
+    """Run the `pending` methods (warm-up first), each method's progress and the time left drawn as it goes;
+    Cancel (or an error) stops at the next layer of the forward pass running. The panel is gone after an error.
+
+    The warm-up's step times go to ``session_state["methods_warmup"]`` and the run's wall time and its parts to
+    ``session_state["methods_timing"]``.
+
+    Args:
+        key: The trace's key for `warm_context` (the first three items of `stamp`).
+        pending: The methods to run, in order.
+        results: ``{method: its entry}``; each method's entry is added as soon as it finishes.
+        plan: The run's `RunEstimate` (`comparison_plan`), for the time left.
+        precision: The dtype name the deletion curves are scored in; None keeps the context's.
+    """
     from ..evaluate.estimate import Countdown
 
     ss = st.session_state
@@ -225,7 +315,14 @@ def run_comparison(key, pending: list[str], results: dict, plan, precision: str 
 
 
 def precision_caption(record: dict) -> str:
-    """What the deletion curves were scored in (records made before it was stored: float32)."""
+    """What the deletion curves were scored in (records made before it was stored: float32).
+
+    Args:
+        record: An evaluation record (`combined`).
+
+    Returns:
+        A caption in Markdown: for bfloat16, how it was scored and how to get the model's own precision.
+    """
     dtype = record.get("score_dtype", "float32")
     if dtype == "bfloat16":
         return ("Deletion curves scored with bfloat16 matrix products (a copy of the model; 1.6-2.3x faster "
@@ -235,7 +332,14 @@ def precision_caption(record: dict) -> str:
 
 
 def timing_caption(timing: dict) -> str:
-    """The last run's wall time and the parts it adds up from (the rest: drawing the page)."""
+    """The last run's wall time and the parts it adds up from (the rest: drawing the page).
+
+    Args:
+        timing: ``{"wall": seconds, part: seconds, ...}`` as `run_comparison` stores it.
+
+    Returns:
+        ``Last run: W s = part s + ... + page updates R s.``
+    """
     parts = {k: v for k, v in timing.items() if k != "wall"}
     rest = max(0.0, timing["wall"] - sum(parts.values()))
     return (f"Last run: {timing['wall']:.1f} s = " + " + ".join(f"{k} {v:.1f} s" for k, v in parts.items())

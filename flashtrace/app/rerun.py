@@ -9,6 +9,8 @@ Every number comes from `flashtrace.analysis.diff`; every text from a trace or t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from ..analysis.diff import answer_text, attribution_diff, default_edit, edit_outcome, editable
@@ -21,6 +23,9 @@ from . import state as app_state, ui
 from .export import file_stem
 from .live import cancellable
 
+if TYPE_CHECKING:
+    from .state import TraceRef
+
 RUN, CANCELLED = "rerun_run", "rerun_cancelled"
 MODES = ("remove", "replace with text")
 CHART = {"displaylogo": False}
@@ -31,13 +36,28 @@ def _key(ref) -> str:
 
 
 def default_new_tokens(trace: Trace) -> int:
-    """Room for a response as long as the original's (16 more), within 16..256 tokens."""
+    """Room for a response as long as the original's (16 more), within 16..256 tokens.
+
+    Args:
+        trace: The original trace.
+
+    Returns:
+        The number of reasoning and answer tokens plus 16, clamped to 16..256: the default new-token limit.
+    """
     n_response = sum(t.role in ("reasoning", "answer") for t in trace.tokens)
     return min(max(n_response + 16, 16), 256)
 
 
 def estimate_seconds(trace: Trace, new_tokens: int) -> float:
-    """Scoring before and after, generating up to `new_tokens`, and tracing the result (no model load)."""
+    """Scoring before and after, generating up to `new_tokens`, and tracing the result (no model load).
+
+    Args:
+        trace: The original trace (its model and settings are the re-run's).
+        new_tokens: The most tokens the model may generate after the edit.
+
+    Returns:
+        The predicted seconds of the whole edit and re-run.
+    """
     from ..engine.estimate import estimate
     from ..run.interventions import estimate_seconds as scoring
 
@@ -47,7 +67,16 @@ def estimate_seconds(trace: Trace, new_tokens: int) -> float:
 
 
 def edit_words(trace: Trace, segments: list[str], replacement: str | None) -> str:
-    """The edit in words: which segments, removed or replaced by what."""
+    """The edit in words: which segments, removed or replaced by what.
+
+    Args:
+        trace: The original trace (it labels the segments with their first words).
+        segments: The ids of the edited segments (``P0``, ``S1``, ...).
+        replacement: The text the segments are replaced with; None or "" when they are removed.
+
+    Returns:
+        ``removed <segments>`` or ``replaced <segments> with "<replacement>"``, each segment with its label.
+    """
     labels = editable(trace)
     named = "; ".join(f"{s} \u201c{labels.get(s, s)}\u201d" for s in segments)
     return f"replaced {named} with \u201c{replacement}\u201d" if replacement else f"removed {named}"
@@ -177,9 +206,16 @@ def _results(ref, trace: Trace, done: dict) -> None:
                      query_params={"trace": f"lib:{saved[1]}"}, icon=":material/call_split:")
 
 
-def edit_panel(ref, trace: Trace) -> None:
+def edit_panel(ref: TraceRef, trace: Trace) -> None:
     """Edit and re-run, behind a toggle (nothing is computed until it is on): the form with its estimate,
-    and after a run the result beside the original."""
+    and after a run the result beside the original.
+
+    Only a caption in a read-only demo (the re-run needs the trace's model).
+
+    Args:
+        ref: The trace's reference (gallery or library); it keys the result kept for the session.
+        trace: The trace the page shows, the original of the edit.
+    """
     if ui.read_only():
         st.caption("Edit and re-run runs the trace's model: switched off in this read-only demo.")
         return
@@ -196,8 +232,16 @@ def edit_panel(ref, trace: Trace) -> None:
         _results(ref, trace, done)
 
 
-def pair_links(ref, trace: Trace) -> None:
-    """For a library or gallery trace in a linked pair: a link to the other trace(s)."""
+def pair_links(ref: TraceRef, trace: Trace) -> None:
+    """For a library or gallery trace in a linked pair: a link to the other trace(s).
+
+    Nothing is shown for a trace in no pair; partners missing from the library or gallery are named, not
+    linked.
+
+    Args:
+        ref: The trace's reference; its source (``lib`` or ``gallery``) says where the partners are looked for.
+        trace: The trace the page shows.
+    """
     if ref.source not in ("lib", "gallery"):
         return
     if ref.source == "gallery":

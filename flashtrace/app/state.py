@@ -32,6 +32,10 @@ from ..run.prechecks import check_text_size
 from ..analysis.schema import Trace
 
 if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
+    from collections.abc import Iterator
+
+    from ..analysis.graph import HopGraph
+    from ..engine.estimate import Estimate
     from ..engine.models import LoadedModel
     from ..run.tracing import Prepared
 
@@ -42,13 +46,24 @@ _MODEL_LOCK = threading.Lock()  # module state, not a Streamlit cache: "Clear ca
 
 
 def model_lock() -> threading.Lock:
-    """The one lock guarding model use, shared by every session of this server (it survives cache clears)."""
+    """The one lock guarding model use, shared by every session of this server (it survives cache clears).
+
+    Returns:
+        The process-wide lock (module state, not a Streamlit cache: "Clear caches" does not drop it).
+    """
     return _MODEL_LOCK
 
 
 @contextmanager
-def using_model(message: str = "Waiting for the model: another tab is running a trace…"):
-    """Hold the model lock; shows `message` while waiting for another session to finish."""
+def using_model(message: str = "Waiting for the model: another tab is running a trace…") -> Iterator[None]:
+    """Hold the model lock; shows `message` while waiting for another session to finish.
+
+    Args:
+        message: The spinner's text (a constant) while another session holds the lock.
+
+    Yields:
+        None, once, with the lock held; it is released however the block ends.
+    """
     lock = model_lock()
     if not lock.acquire(blocking=False):
         with st.spinner(message):  # md-ok: a constant
@@ -67,7 +82,12 @@ def read_only() -> bool:
     """Whether this server is a read-only demo: ``flashtrace app --read-only``, ``$FLASHTRACE_READ_ONLY`` set
     to 1/true/yes, or ``read_only = true`` under ``[flashtrace]`` in ``.streamlit/secrets.toml`` (Streamlit's
     place for an app's own settings, also on a hosted deployment). Only the server's own settings count:
-    nothing in a URL or a session can turn it off."""
+    nothing in a URL or a session can turn it off.
+
+    Returns:
+        True when one of those settings says so; False otherwise, also when there is no secrets file or
+            Streamlit cannot read it.
+    """
     if os.environ.get(READ_ONLY_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         return True
     try:
@@ -78,14 +98,31 @@ def read_only() -> bool:
 
 
 def require_writable(what: str) -> None:
-    """`ReadOnlyError` in a read-only demo: the last guard behind every control that runs or writes."""
+    """`ReadOnlyError` in a read-only demo: the last guard behind every control that runs or writes.
+
+    Args:
+        what: What is refused, in words ("running a model"), for the message.
+
+    Raises:
+        ReadOnlyError: When this server is a read-only demo (`read_only`).
+    """
     if read_only():
         raise ReadOnlyError(f"this is a read-only demo: {what} is switched off")
 
 
 def cached_model(name: str) -> LoadedModel:
     """`load_model(name)`, once per server (errors are not cached, so a fixed name can be retried); refused in
-    a read-only demo."""
+    a read-only demo.
+
+    Args:
+        name: The model's name or alias, as `flashtrace.engine.models.load_model` takes it.
+
+    Returns:
+        The loaded model with its tokenizer, shared by every session (at most 3 are kept).
+
+    Raises:
+        ReadOnlyError: In a read-only demo.
+    """
     require_writable("running a model")
     return _cached_model(name)
 
@@ -113,7 +150,11 @@ class ModelOption:
 @st.cache_data(ttl=30, show_spinner=False)
 def model_options() -> list[ModelOption]:
     """The Trace page's models: the prepared built-ins most capable first (it opens on the first), then those not
-    prepared, then the random-weight test models (re-read every 30 s: a prepare in a terminal shows up)."""
+    prepared, then the random-weight test models (re-read every 30 s: a prepare in a terminal shows up).
+
+    Returns:
+        One `ModelOption` per model, in that order.
+    """
     from ..engine.choices import builtin_choices
     from ..engine.models.aliases import SHAPED_CONFIGS, TINY_ALIASES
     from ..engine.models.builtin import SMOLLM2
@@ -130,7 +171,17 @@ def model_options() -> list[ModelOption]:
 
 
 def load_model(name: str) -> LoadedModel:
-    """`flashtrace.engine.models.load_model`, importing the engine (torch, transformers) on first use."""
+    """`flashtrace.engine.models.load_model`, importing the engine (torch, transformers) on first use.
+
+    Args:
+        name: The model's name or alias.
+
+    Returns:
+        The loaded model with its tokenizer (not cached: `cached_model` caches it).
+
+    Raises:
+        ReadOnlyError: In a read-only demo.
+    """
     require_writable("running a model")
     from ..engine.models import load_model as load
 
@@ -140,7 +191,23 @@ def load_model(name: str) -> LoadedModel:
 @st.cache_resource(show_spinner=False, max_entries=2)
 def cached_prepared(model_name: str, prompt: str, response: str, chat_template: bool,
                     reasoning: CharRange | None, answer: CharRange | None, rule: str) -> Prepared:
-    """The recorded forward pass of prompt + response with the given spans (cached by all inputs)."""
+    """The recorded forward pass of prompt + response with the given spans (cached by all inputs).
+
+    Args:
+        model_name: The model's name (loaded through `cached_model`).
+        prompt: The prompt text.
+        response: The response text.
+        chat_template: Whether the prompt is wrapped in the model's chat template.
+        reasoning: The reasoning's character range in the response; None for no reasoning.
+        answer: The answer's character range in the response; None when there is none.
+        rule: The rule that found the answer (`ResponseSpans.rule`).
+
+    Returns:
+        The `Prepared` trace input: the model, the sequence, its recording and the forward pass's seconds.
+
+    Raises:
+        ReadOnlyError: In a read-only demo (no model is loaded).
+    """
     from ..engine.models import record_forward
     from ..run.tracing import Prepared
 
@@ -153,7 +220,11 @@ def cached_prepared(model_name: str, prompt: str, response: str, chat_template: 
 
 def library() -> Library:
     """The library in ``$FLASHTRACE_LIBRARY`` (read on every call so tests can point it elsewhere); read-only
-    (it writes nothing to its folder) in a read-only demo."""
+    (it writes nothing to its folder) in a read-only demo.
+
+    Returns:
+        A new `Library` over that folder.
+    """
     return Library(read_only=read_only())
 
 
@@ -189,7 +260,19 @@ class TraceRef:
 
 
 def load_trace(ref: TraceRef | str) -> Trace:
-    """The trace behind `ref`, cached until its file changes. Raises ValueError/OSError with a message."""
+    """The trace behind `ref`, cached until its file changes.
+
+    Args:
+        ref: The trace's reference, or its text (``gallery:NAME``, ``lib:NAME`` or ``lib:COLLECTION/NAME``).
+
+    Returns:
+        The trace, validated on read.
+
+    Raises:
+        InputError: When `ref` is not a trace reference or its file does not exist (a ValueError).
+        ValueError: When the file is not a valid trace (with a message).
+        OSError: When the file cannot be read (with a message).
+    """
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
     path = ref.path()
     if not path.is_file():
@@ -198,7 +281,11 @@ def load_trace(ref: TraceRef | str) -> Trace:
 
 
 def trace_choices() -> dict[str, str]:
-    """``{reference: label}`` for every gallery trace and readable library trace."""
+    """``{reference: label}`` for every gallery trace and readable library trace.
+
+    Returns:
+        ``{"gallery:NAME": "Gallery · <title>", "lib:NAME": "Library · NAME"}``, the gallery first.
+    """
     out = {f"gallery:{it.name}": f"Gallery · {it.title}" for it in list_gallery()}
     for entry in library().entries():
         if entry.readable:
@@ -229,8 +316,22 @@ class Progress:
 
 def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_template: bool,
                         reasoning_instruction: bool) -> str:
-    """One line before generating: how long up to `max_new` new tokens should take, as a range (ValueError
-    when the prompt plus `max_new` would not fit the model; `engine.estimate.generation_note`)."""
+    """One line before generating: how long up to `max_new` new tokens should take, as a range
+    (`engine.estimate.generation_note`).
+
+    Args:
+        loaded: The model that is to generate, with its tokenizer.
+        prompt: The prompt text.
+        max_new: The most tokens generated.
+        chat_template: Whether the prompt is wrapped in the model's chat template.
+        reasoning_instruction: Whether the reasoning instruction is added to the prompt.
+
+    Returns:
+        The line, naming the prompt's tokens and the predicted time.
+
+    Raises:
+        InputError: When the prompt plus `max_new` would not fit the model (a ValueError).
+    """
     from ..engine.estimate import generation_note
 
     return generation_note(loaded, prompt, max_new, chat_template, reasoning_instruction)
@@ -238,7 +339,17 @@ def generation_estimate(loaded: LoadedModel, prompt: str, max_new: int, chat_tem
 
 def explained_value(response: str, spans: ResponseSpans, prompt: str) -> tuple[str, str]:
     """What the default target (the answer's value, `inputs.answer_value`) explains, and why it is the whole answer
-    when it is ("" when it is the value), for the Trace page."""
+    when it is, for the Trace page.
+
+    Args:
+        response: The response text.
+        spans: The response's spans; the answer's is searched for the value.
+        prompt: The prompt text (words of the question are not the value).
+
+    Returns:
+        ``(text, why)``: the text the default target explains, and why it is the whole answer ("" when it is
+            the value).
+    """
     value = answer_value(response, spans.answer, prompt)
     if value is None:
         return response[spans.answer[0]:spans.answer[1]], "the whole answer: it does not restate the question"
@@ -247,7 +358,18 @@ def explained_value(response: str, spans: ResponseSpans, prompt: str) -> tuple[s
 
 def spans_with_answer(response: str, answer_text: str) -> ResponseSpans:
     """Spans where the answer is the last occurrence of `answer_text` and the reasoning is everything
-    before it (both trimmed of surrounding whitespace)."""
+    before it (both trimmed of surrounding whitespace).
+
+    Args:
+        response: The response text.
+        answer_text: The answer as the user marked it (surrounding whitespace ignored).
+
+    Returns:
+        The spans, with rule ``user``; no reasoning span when nothing but whitespace comes before the answer.
+
+    Raises:
+        InputError: When `answer_text` is empty or does not occur in the response.
+    """
     needle = answer_text.strip()
     at = response.rfind(needle) if needle else -1
     if at < 0:
@@ -265,18 +387,48 @@ def _graph(ref: str, stamp: tuple[int, int, int, int], threshold: float):
     return HopGraph.from_trace(load_trace(ref), threshold)
 
 
-def hop_graph(ref: TraceRef | str, threshold: float):
-    """The `HopGraph` of a stored trace at `threshold` (cached until the file changes)."""
+def hop_graph(ref: TraceRef | str, threshold: float) -> HopGraph:
+    """The `HopGraph` of a stored trace at `threshold` (cached until the file changes).
+
+    Args:
+        ref: The trace's reference, or its text.
+        threshold: The graph's threshold (`HopGraph.from_trace`).
+
+    Returns:
+        The trace's hop graph.
+    """
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
     return _graph(str(ref), file_stamp(ref.path()), threshold)
 
 
 def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: ResponseSpans, target: str, hops: int,
-                 chat_template: bool = True, target_chars: CharRange | None = None, steps: bool = True):
+                 chat_template: bool = True, target_chars: CharRange | None = None,
+                 steps: bool = True) -> tuple[int, Estimate | None]:
     """``(n_tokens, estimate or None)`` for tracing `prompt` + `response` with `loaded`. Everything that can be
     checked before the forward pass is, with a one-line ValueError/ResourceError: the text's length (before
     tokenising), the sequence against the model's context, the target (a non-empty span of the response),
-    the memory the run needs."""
+    the memory the run needs.
+
+    Args:
+        loaded: The model that is to trace, with its tokenizer.
+        prompt: The prompt text.
+        response: The response text.
+        spans: The response's reasoning and answer spans.
+        target: What is explained (``value``, ``answer``, ``response``, ``reasoning``, ``START:END``), or
+            ``character range`` for `target_chars`.
+        hops: The hops after hop 0.
+        chat_template: Whether the prompt is wrapped in the model's chat template.
+        target_chars: The target's character range in the response, with target ``character range``.
+        steps: Whether the step sweep (hop graph data) runs too.
+
+    Returns:
+        The sequence's length in tokens and the run's estimate.
+
+    Raises:
+        InputError: When `target_chars` is empty, the text is too long, the sequence exceeds the model's context,
+            or the target is not a non-empty span of the response (a ValueError).
+        ResourceError: When the run would not fit in memory.
+    """
     from ..engine.estimate import check_run
     from ..run.tracing import resolve_target
 
@@ -290,8 +442,17 @@ def run_estimate(loaded: LoadedModel, prompt: str, response: str, spans: Respons
     return len(sequence), estimate
 
 
-def describe_estimate(n_tokens: int, estimate) -> str:
-    """One line for the page: the time as a range, the peak memory and the size."""
+def describe_estimate(n_tokens: int, estimate: Estimate | None) -> str:
+    """One line for the page: the time as a range, the peak memory and the size.
+
+    Args:
+        n_tokens: The sequence's length in tokens.
+        estimate: The run's estimate (`run_estimate`); None when there is none.
+
+    Returns:
+        The line: the time range with the one-time parts it includes (model load, warm-up), the tokens and the
+            peak memory in GiB; only the tokens when there is no estimate.
+    """
     if estimate is None:
         return f"{n_tokens:,} tokens (no cost estimate in this version)"
     one_time = " and ".join(what for what, s in (("model load", estimate.load_s), ("warm-up", estimate.warmup_s)) if s)
@@ -310,6 +471,17 @@ def _faithfulness(ref: str, stamp: tuple[int, int, int, int]) -> dict:
 
 
 def live_faithfulness(ref: TraceRef | str) -> dict:
-    """The Story page's faithfulness check of a stored trace, run now with its model (cached per file)."""
+    """The Story page's faithfulness check of a stored trace, run now with its model (cached per file).
+
+    Args:
+        ref: The trace's reference, or its text.
+
+    Returns:
+        The check's record (`evaluate.faithfulness.faithfulness_check`): the answer's log-probability before
+            deletion, after deleting the top prompt tokens, and after deleting as many at random.
+
+    Raises:
+        ReadOnlyError: In a read-only demo (no model is loaded).
+    """
     ref = TraceRef.parse(ref) if isinstance(ref, str) else ref
     return _faithfulness(str(ref), file_stamp(ref.path()))

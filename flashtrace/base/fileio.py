@@ -102,7 +102,20 @@ def _check_replaceable(path: Path, what: str) -> None:
 def open_log(path: str | Path, what: str = "log") -> "io.TextIOWrapper":
     """`path` opened for writing text from its start (created, or emptied), never through a link: a symbolic link,
     folder or device there is refused (`DestinationError`) and a link planted between the check and the open is
-    not followed (``O_NOFOLLOW``)."""
+    not followed (``O_NOFOLLOW``).
+
+    Args:
+        path: The log file to open; created, or emptied when it exists.
+        what: What the file is, in words, for the error messages.
+
+    Returns:
+        The file opened for writing UTF-8 text, positioned at its start.
+
+    Raises:
+        DestinationError: When `path` or its folder is a symbolic link, or a folder, device, named pipe or
+            socket is at `path`.
+        OSError: When the file cannot be opened for another reason.
+    """
     import io
 
     path = Path(path)
@@ -121,7 +134,19 @@ def open_log(path: str | Path, what: str = "log") -> "io.TextIOWrapper":
 def atomic_write_text(path: str | Path, text: str | bytes, what: str = "destination") -> Path:
     """Write `text` to `path`, replacing a regular file there; readers see the old or the new file, never a
     part. A folder, a device, a named pipe, a socket or a symbolic link at `path` is never replaced
-    (`DestinationError`): checked before the temporary file is written and again just before the rename."""
+    (`DestinationError`): checked before the temporary file is written and again just before the rename.
+
+    Args:
+        path: The destination file; a regular file there is replaced.
+        text: The content: a str (written as UTF-8) or bytes.
+        what: What the destination is, in words, for the error messages.
+
+    Returns:
+        `path`, as a `Path`.
+
+    Raises:
+        DestinationError: When a folder, a device, a named pipe, a socket or a symbolic link is at `path`.
+    """
     path = Path(path)
     _check_replaceable(path, what)
     with _TempFile(path.parent, path.suffix, text) as tmp:
@@ -131,7 +156,19 @@ def atomic_write_text(path: str | Path, text: str | bytes, what: str = "destinat
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, what: str = "destination") -> Path:
-    """`atomic_write_text` for bytes (an image)."""
+    """`atomic_write_text` for bytes (an image).
+
+    Args:
+        path: The destination file; a regular file there is replaced.
+        data: The bytes to write.
+        what: What the destination is, in words, for the error messages.
+
+    Returns:
+        `path`, as a `Path`.
+
+    Raises:
+        DestinationError: When a folder, a device, a named pipe, a socket or a symbolic link is at `path`.
+    """
     return atomic_write_text(path, data, what)
 
 
@@ -162,8 +199,19 @@ def move_exclusive(src: str | Path, dst: str | Path) -> bool:
     """Give the file at `src` the name `dst` instead, unless `dst` exists (then False and nothing changes).
     Atomic against concurrent writers: a hard link claims `dst` (it fails when the name exists), then `src`
     is unlinked; where hard links are refused, one locked rename (`_rename_if_free`). Never copies, so the
-    file is never seen partly written and keeps its mode. `FileNotFoundError` when `src` is gone (renamed or
-    deleted meanwhile by someone else; any claim on `dst` is undone)."""
+    file is never seen partly written and keeps its mode.
+
+    Args:
+        src: The file to rename.
+        dst: Its new name.
+
+    Returns:
+        True when the file now has the name `dst`; False when `dst` exists (nothing changes then).
+
+    Raises:
+        FileNotFoundError: When `src` is gone (renamed or deleted meanwhile by someone else; any claim on
+            `dst` is undone).
+    """
     src, dst = Path(src), Path(dst)
     try:
         os.link(src, dst)
@@ -183,7 +231,20 @@ def move_exclusive(src: str | Path, dst: str | Path) -> bool:
 
 def publish_text(folder: str | Path, names: Iterable[str], text: str, suffix: str = ".json") -> str:
     """Write `text` as ``folder/<name><suffix>`` under the first name of `names` that is free at the
-    moment of creation; returns that name. Never overwrites a file, also against concurrent writers."""
+    moment of creation; returns that name. Never overwrites a file, also against concurrent writers.
+
+    Args:
+        folder: The folder to write in (created when missing).
+        names: The candidate names, without `suffix`, in order of preference.
+        text: The content, written as UTF-8.
+        suffix: The file name's ending, appended to each name.
+
+    Returns:
+        The name (from `names`, without `suffix`) the file was published under.
+
+    Raises:
+        FileExistsError: When every name of `names` is taken.
+    """
     folder = Path(folder)
     with _TempFile(folder, suffix, text) as tmp:
         for name in names:
@@ -221,7 +282,14 @@ def _writer_gone(path: Path, now: float) -> bool:
 
 
 def remove_stale_temps(folder: str | Path) -> list[str]:
-    """Remove temporary files left in `folder` by writers that died; returns the names removed."""
+    """Remove temporary files left in `folder` by writers that died; returns the names removed.
+
+    Args:
+        folder: The folder to clean; an unreadable or missing folder removes nothing.
+
+    Returns:
+        The file names removed (empty when none).
+    """
     folder = Path(folder)
     removed = []
     now = time.time()
@@ -258,7 +326,16 @@ def _probe_writable(path: Path, what: str) -> Path:
 
 def check_not_input(path: str | Path, source: str | Path, what: str = "destination") -> None:
     """`DestinationError` when the output `path` is the input file `source` (the same file, by any name): the
-    command would write over what it reads."""
+    command would write over what it reads.
+
+    Args:
+        path: The output path.
+        source: The input file the command reads.
+        what: What the output is, in words, for the error message.
+
+    Raises:
+        DestinationError: When `path` and `source` are the same file.
+    """
     path, source = Path(path), Path(source)
     try:
         same = path.exists() and source.exists() and os.path.samefile(path, source)
@@ -272,7 +349,19 @@ def check_destination(path: str | Path, what: str = "destination") -> Path:
     """`DestinationError` (one line) unless a file can be written at `path`: nothing there or a regular file
     (a folder, a device such as ``/dev/null``, a named pipe, a socket or a symbolic link such as
     ``/dev/stdout`` is refused, never replaced), and its nearest existing parent folder is writable (missing
-    folders are created on write). Checked before the work; the write checks again."""
+    folders are created on write). Checked before the work; the write checks again.
+
+    Args:
+        path: The output file to check.
+        what: What the output is, in words, for the error message.
+
+    Returns:
+        `path`, as a `Path`.
+
+    Raises:
+        DestinationError: When something other than a regular file is at `path`, its folder is not writable,
+            or the file there is read-only.
+    """
     path = Path(path)
     _check_replaceable(path, what)
     _probe_writable(path.parent, what)
@@ -283,7 +372,18 @@ def check_destination(path: str | Path, what: str = "destination") -> Path:
 
 def check_folder(path: str | Path, what: str = "folder") -> Path:
     """`DestinationError` (one line) unless `path` is a folder files can be written in, or can be created as
-    one (an existing file, device or link there is refused). Checked before the work."""
+    one (an existing file, device or link there is refused). Checked before the work.
+
+    Args:
+        path: The output folder to check.
+        what: What the folder is, in words, for the error message.
+
+    Returns:
+        `path`, as a `Path`.
+
+    Raises:
+        DestinationError: When something other than a folder is at `path`, or no file can be written there.
+    """
     path = Path(path)
     if os.path.lexists(path) and not path.is_dir():
         raise DestinationError(f"{what} {path} is {kind_of(os.lstat(path).st_mode)}, not a folder")
@@ -301,7 +401,15 @@ class FileTooLargeError(InputError):
 
 
 def kind_of(mode: int) -> str:
-    """What a file of `mode` (``st_mode``) is, in words."""
+    """What a file of `mode` (``st_mode``) is, in words.
+
+    Args:
+        mode: The file's mode, as ``os.stat`` gives it in ``st_mode``.
+
+    Returns:
+        The kind with its article, such as "a folder" or "a named pipe (FIFO)"; "not a regular file" for a
+        kind none of the tests knows.
+    """
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
                        (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISLNK, "a symbolic link"), (stat.S_ISREG, "a regular file")):
@@ -318,8 +426,21 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY
 def read_regular_file(path: str | Path, limit: int, what: str = "file") -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them. A folder, a device, a named pipe or a
     socket is refused with `NotAFileError` (opened without blocking, then checked: a FIFO with no writer
-    never hangs the caller); a file over `limit` bytes raises `FileTooLargeError`. Missing files raise
-    `FileNotFoundError`."""
+    never hangs the caller); a file over `limit` bytes raises `FileTooLargeError`.
+
+    Args:
+        path: The file to read.
+        limit: The most bytes read; a larger file is refused.
+        what: What the file should be, in words, for the error messages.
+
+    Returns:
+        The file's whole content.
+
+    Raises:
+        NotAFileError: When `path` is a folder, a device, a named pipe or a socket.
+        FileTooLargeError: When the file is over `limit` bytes (also when it grew past them while read).
+        FileNotFoundError: When the file is missing.
+    """
     path = Path(path)
     try:  # a folder opens too (read-only), and fstat below names it
         fd = os.open(path, _READ_FLAGS)
@@ -347,13 +468,27 @@ def read_regular_file(path: str | Path, limit: int, what: str = "file") -> bytes
 
 def file_stamp(path: str | Path) -> tuple[int, int, int, int]:
     """What identifies a file's content for a cache: inode, size, modification and change times in ns. An edit
-    of the same size with its modification time put back still changes the change time, which no user sets."""
+    of the same size with its modification time put back still changes the change time, which no user sets.
+
+    Args:
+        path: The file.
+
+    Returns:
+        ``(inode, size, modification time in ns, change time in ns)``.
+    """
     info = os.stat(path)
     return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def is_device(path: str | Path) -> bool:
-    """True for a character or block device (``/dev/zero``, ``/dev/urandom``): endless, never a file."""
+    """True for a character or block device (``/dev/zero``, ``/dev/urandom``): endless, never a file.
+
+    Args:
+        path: The path to test.
+
+    Returns:
+        True for a character or block device; False for anything else, or when `path` cannot be examined.
+    """
     try:
         mode = os.stat(path).st_mode
     except OSError:

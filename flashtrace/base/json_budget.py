@@ -71,9 +71,18 @@ codecs.register_error("flashtrace-json-escape", _json_escape)
 
 def json_text(data: bytes) -> bytes | bytearray:
     """`data` (UTF-8) as ASCII bytes: every character beyond ASCII written as a JSON ``\\uXXXX`` escape
-    (a surrogate pair beyond the BMP). Decoded a chunk at a time; `UnicodeDecodeError` for bytes that are
-    not UTF-8. ASCII `data` comes back as it is; other text as the `bytearray` it was written into (a copy to
-    `bytes` would hold the escaped text twice: 6 times the size of a file of emoji, where this holds ~3.4)."""
+    (a surrogate pair beyond the BMP). Decoded a chunk at a time.
+
+    Args:
+        data: JSON text encoded as UTF-8.
+
+    Returns:
+        ASCII `data` as it is; other text as the `bytearray` it was written into (a copy to `bytes` would hold
+        the escaped text twice: 6 times the size of a file of emoji, where this holds ~3.4).
+
+    Raises:
+        UnicodeDecodeError: For bytes that are not UTF-8.
+    """
     if data.isascii():
         return data
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
@@ -115,7 +124,15 @@ def skeleton(data: bytes) -> Skeleton:
     so a match never fails and never restarts inside what it read (linear time, whatever the text). Whether
     a chunk ends inside a string is read from a sentinel ``"\\x00`` appended to it: its quote closes the open
     string (the NUL byte stays) or opens one that runs to the end (and is dropped). An empty array split
-    between two chunks, or written with space inside, reads as an array of one value (more, never less)."""
+    between two chunks, or written with space inside, reads as an array of one value (more, never less).
+
+    Args:
+        data: ASCII JSON text (as `json_text` makes it).
+
+    Returns:
+        The shape without string contents, numbers, literals and white space, the number of strings, the bytes
+        of string content and an upper bound of the longest string's content.
+    """
     out, n, kept, longest, run, pos, inside = bytearray(), 0, 0, 0, 0, 0, False
     while pos < len(data):
         end = _chunk_end(data, pos, min(pos + CHUNK, len(data)))
@@ -140,7 +157,19 @@ def skeleton(data: bytes) -> Skeleton:
 
 def parsed_bytes(text: bytes, max_containers: int) -> int:
     """An upper estimate of the memory parsing ASCII `text` would take, in bytes (see the module docstring);
-    `JsonBudgetError` for too many containers, too deep a nesting or too large a container."""
+    `JsonBudgetError` for too many containers, too deep a nesting or too large a container.
+
+    Args:
+        text: ASCII JSON text (as `json_text` makes it).
+        max_containers: The most arrays and objects the document may hold.
+
+    Returns:
+        The estimate, in bytes.
+
+    Raises:
+        JsonBudgetError: When `text` holds more than `max_containers` arrays and objects, nests deeper than
+            `MAX_DEPTH`, or holds more than `MAX_ELEMENTS` values in one array or object.
+    """
     shape, n_strings, content, longest = skeleton(text)
     total = 2 * content + _STR * n_strings + _TAPE * longest  # contents (escapes: at most 2 bytes a char), headers
     containers = shape.count(b"[") + shape.count(b"{")
@@ -194,7 +223,16 @@ def _collapse(shape: bytearray) -> tuple[int, int, bytearray]:
 
 
 def check_json_budget(text: bytes, max_containers: int) -> None:
-    """`JsonBudgetError` unless ASCII `text` parses within ``PARSE_FACTOR`` × its size + ``PARSE_CONSTANT``."""
+    """`JsonBudgetError` unless ASCII `text` parses within ``PARSE_FACTOR`` × its size + ``PARSE_CONSTANT``.
+
+    Args:
+        text: ASCII JSON text (as `json_text` makes it).
+        max_containers: The most arrays and objects the document may hold.
+
+    Raises:
+        JsonBudgetError: When parsing would take more than the budget, or for what `parsed_bytes` refuses (too
+            many containers, too deep a nesting or too large a container).
+    """
     need = parsed_bytes(text, max_containers)
     budget = PARSE_FACTOR * len(text) + PARSE_CONSTANT
     if need > budget:

@@ -26,15 +26,29 @@ __all__ = ["main", "build_parser", "command_names", "exit_code", "EXIT_OK", "EXI
 
 
 def command_names() -> list[str]:
-    """The subcommands, as typed (``flashtrace <name>``)."""
+    """The subcommands, as typed (``flashtrace <name>``).
+
+    Returns:
+        The names of the modules of `flashtrace.cli.commands` not starting with ``_``, sorted, with ``_`` written
+            as ``-``.
+    """
     return [m.name.replace("_", "-") for m in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name)
             if not m.name.startswith("_")]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `only` (a command name, or "" for none), only that command's arguments are
-    built. Some commands list methods and models in their help, which imports torch (seconds): `main`
-    builds just the command being run, so ``flashtrace --help``, ``app``, ``export`` start at once."""
+    """The whole parser; with `only`, only that command's arguments are built.
+
+    Some commands list methods and models in their help, which imports torch (seconds): `main`
+    builds just the command being run, so ``flashtrace --help``, ``app``, ``export`` start at once.
+
+    Args:
+        only: A command name, or "" for none; None (the default) builds every command's arguments.
+
+    Returns:
+        The top-level parser, with one subparser per command (also in its ``commands`` attribute, name to
+            parser); each subparser's ``_run`` default is its command's `run`.
+    """
     parser = argparse.ArgumentParser(prog="flashtrace", description="FlashTrace Studio: multi-token attribution "
                                      "for reasoning language models.",
                                      epilog="exit codes: 0 success, 1 failure while running, 2 bad input or usage, "
@@ -90,7 +104,15 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the `flashtrace` command line on `argv` (default: `sys.argv[1:]`) and return its exit code."""
+    """Run the `flashtrace` command line on `argv` and return its exit code.
+
+    Args:
+        argv: The command-line words after the program name; None (the default) reads `sys.argv[1:]`.
+
+    Returns:
+        The exit code: the command's own, 2 for no command, or `exit_code` of the error it ended with (130 when
+            interrupted, 70 for an internal error, whose traceback is written to a file named on stderr).
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(only=_command_in(argv))
     args, extra = parser.parse_known_args(argv)
@@ -144,8 +166,15 @@ def _error(command: str, exc: BaseException, prefix: str = "") -> None:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The exit code for an error: a FlashTrace error's own; a missing file is a usage error, another OSError
-    a failure while running; running out of memory 3; anything else is an internal error (70)."""
+    """The exit code for an error.
+
+    Args:
+        exc: The error a command ended with.
+
+    Returns:
+        A FlashTrace error's own code; 130 for an interrupt; running out of memory 3; a missing file is a usage
+            error (2), another OSError a failure while running (1); anything else is an internal error (70).
+    """
     if isinstance(exc, FlashTraceError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):

@@ -16,7 +16,15 @@ def _stops(trace) -> str:
 
 
 def print_summary(trace: Trace, top: int = 10) -> None:
-    """What a trace says, as the `trace` and `show` commands print it."""
+    """What a trace says, as the `trace` and `show` commands print it.
+
+    Prints the settings, the rho of each hop, the timings, how much of the answer's attribution reached the
+    input and the top prompt piece at each depth, and the top prompt tokens.
+
+    Args:
+        trace: The trace to summarise.
+        top: How many prompt tokens to list (punctuation-only tokens skipped).
+    """
     lo, hi = trace.settings.target
     target_text = "".join(t.text for t in trace.tokens[lo:hi])
     print(f"model {trace.model.name} ({trace.model.family}), {trace.n_tokens} tokens, method {trace.settings.method}, "

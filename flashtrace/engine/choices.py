@@ -48,7 +48,15 @@ class BuiltinChoice:
 
 def builtin_choices(here: bool = True) -> list[BuiltinChoice]:
     """Every built-in model, most capable first (float32), with its predicted costs on this machine now (`here`:
-    imports torch to measure it) or on the reference machine (torch-free)."""
+    imports torch to measure it) or on the reference machine (torch-free).
+
+    Args:
+        here: Whether the costs are this machine's now (imports torch to measure it, and predicts a trace's time)
+            or the reference machine's (torch-free, no trace time).
+
+    Returns:
+        One choice per built-in model, most capable first.
+    """
     from .estimate import estimate, speed_of
 
     speed = speed_of() if here else REFERENCE
@@ -63,12 +71,20 @@ def builtin_choices(here: bool = True) -> list[BuiltinChoice]:
 
 
 def default_model_name() -> str:
-    """The model a picker starts on: the most capable prepared built-in, else the default (prepared on first use)."""
+    """The model a picker starts on: the most capable prepared built-in, else the default (prepared on first use).
+
+    Returns:
+        The built-in model's name (the default alias when none is prepared).
+    """
     return next((c.model.name for c in builtin_choices(here=False) if c.prepared), DEFAULT_ALIAS)
 
 
 def model_help() -> str:
-    """The ``--model`` help of every command that runs a model: the built-ins with their facts, then the rest."""
+    """The ``--model`` help of every command that runs a model: the built-ins with their facts, then the rest.
+
+    Returns:
+        The help text, with the reference machine's costs (torch-free).
+    """
     listed = "; ".join(c.label for c in builtin_choices(here=False))
     return (f"a built-in model ({listed}; `flashtrace prepare --list` gives this machine's speeds); a tiny-<family> "
             "random-weight test model; a local folder with config.json; or a Hugging Face id")

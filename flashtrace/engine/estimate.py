@@ -20,9 +20,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .models.memory import ResourceError, available_bytes  # noqa: F401 - re-exported: the CLI and app use them
 from .throughput import machine_speed
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .inputs.chat import Prompt
+    from .models.loading import LoadedModel
 
 # Calibrated on the reference machine (SmolLM2-135M, float32, 1 torch thread); see the module docstring.
 FORWARD_FLOPS_PER_S = 6.0e10
@@ -135,8 +142,17 @@ def _shape_from_config(model, config) -> Shape:
         dtype_bytes=next(model.model.parameters()).element_size() if loaded else 4)
 
 
-def shape_of(model) -> Shape:
-    """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict."""
+def shape_of(model: Any) -> Shape:
+    """`Shape` from a `LoadedModel`, a transformers config, or a `Trace.model` / info dict.
+
+    Args:
+        model: A `LoadedModel`, a transformers config, a `Trace.model` (the model facts a trace stores, with
+            ``model_dump``) or the dict `LoadedModel.info` gives.
+
+    Returns:
+        The sizes the cost estimate needs (the parameter count and bytes per value are 0 and 4 for a bare
+        config).
+    """
     config = getattr(getattr(model, "model", None), "config", None) or getattr(model, "config", None)
     if config is None and hasattr(model, "get_text_config"):  # a transformers config itself
         config = model
@@ -152,7 +168,15 @@ def shape_of(model) -> Shape:
 
 def cpu_slowdown(load: float | None = None, cores: int | None = None) -> float:
     """How much slower than on an idle machine a CPU run goes now: the 1-minute load average per core,
-    to the power 0.75 (measured with 1 torch thread at load 10-15 on 2 cores)."""
+    to the power 0.75 (measured with 1 torch thread at load 10-15 on 2 cores).
+
+    Args:
+        load: The 1-minute load average (default: the machine's now).
+        cores: The number of cores (default: the machine's).
+
+    Returns:
+        The factor, at least 1.
+    """
     cores = cores or os.cpu_count() or 1
     load = _load_average() if load is None else load
     return max(1.0, load / cores) ** 0.75
@@ -161,7 +185,17 @@ def cpu_slowdown(load: float | None = None, cores: int | None = None) -> float:
 def thread_wait_s(n_layers: int, threads: int, load: float | None = None, cores: int | None = None) -> float:
     """Seconds torch's threads spend waiting on each other when the machine is oversubscribed (more
     runnable work than cores): about constant per run, not per token (measured on 2 cores with 2 threads:
-    ~20 s at load 11, ~30 s at load 15 for the 30 layers of SmolLM2, against ~1-3 s with 1 thread)."""
+    ~20 s at load 11, ~30 s at load 15 for the 30 layers of SmolLM2, against ~1-3 s with 1 thread).
+
+    Args:
+        n_layers: The model's layers.
+        threads: The torch threads the run uses.
+        load: The 1-minute load average (default: the machine's now).
+        cores: The number of cores (default: the machine's).
+
+    Returns:
+        The seconds; 0 with one thread or when the load does not exceed the cores.
+    """
     cores = cores or os.cpu_count() or 1
     load = _load_average() if load is None else load
     if threads <= 1 or load <= cores:
@@ -239,15 +273,32 @@ def _speeds(threads: int, gpu: bool, slow: float, n_layers: int) -> tuple[float,
     return speed, speed if gpu else min(cores, n_layers) * machine / slow
 
 
-def estimate(model, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
+def estimate(model: Any, n_tokens: int, hops: int = 1, n_target: int | None = None, n_recursive: int | None = None,
              device: str = "cpu", threads: int | None = None, steps: bool = False, load: bool = False,
              warm: bool | None = None, slowdown: float | None = None, rows: int = 1) -> Estimate:
     """Predict a FlashTrace run over `n_tokens` with a target of `n_target` tokens (default: the last half)
     and `hops` hops over `n_recursive` generated tokens (default: the target); with `steps`, the step
-    sweep; with `load`, loading the model first. `warm` (default: whether this process has run a forward
-    pass) drops the warm-up; `slowdown` (default: `cpu_slowdown` now, 1 on a GPU) scales every part.
-    `rows`: sequences run side by side (the interventions' scoring batches, sampled continuations): the peak
-    counts the forward's buffers and a key/value cache once per row (the seconds are those of one row)."""
+    sweep; with `load`, loading the model first.
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        n_tokens: The tokens of the sequence.
+        hops: The hops after hop 0.
+        n_target: The target's tokens (default: the last half of the sequence).
+        n_recursive: The generated tokens the hops run over (default: the target).
+        device: Where the run goes (``"cpu"``, or a ``"cuda..."`` device).
+        threads: The torch threads (default: torch's now).
+        steps: Whether the step sweep runs too.
+        load: Whether the model is loaded first.
+        warm: Whether the process's warm-up is already paid, which drops it (default: whether this process has run a
+            forward pass).
+        slowdown: The factor every part is scaled by (default: `cpu_slowdown` now, 1 on a GPU).
+        rows: Sequences run side by side (the interventions' scoring batches, sampled continuations): the peak
+            counts the forward's buffers and a key/value cache once per row (the seconds are those of one row).
+
+    Returns:
+        The predicted seconds of each part and the recording's, the peak's and the resident bytes.
+    """
     s = shape_of(model)
     n = int(n_tokens)
     m = int(n_target if n_target is not None else max(1, n // 2))
@@ -280,7 +331,16 @@ class Speed:
 
 
 def speed_of(device: str = "cpu", threads: int | None = None, slowdown: float | None = None) -> Speed:
-    """The `Speed` of a run now, as `estimate` reckons it (`slowdown` default: `cpu_slowdown` now, 1 on a GPU)."""
+    """The `Speed` of a run now, as `estimate` reckons it (`slowdown` default: `cpu_slowdown` now, 1 on a GPU).
+
+    Args:
+        device: Where the run goes (``"cpu"``, or a ``"cuda..."`` device).
+        threads: The torch threads (default: torch's now).
+        slowdown: The load factor (default: `cpu_slowdown` now, 1 on a GPU).
+
+    Returns:
+        The run's speed against the reference machine.
+    """
     threads = threads or _torch_threads()
     gpu = str(device).startswith("cuda")
     slow = slowdown if slowdown is not None else (1.0 if gpu else cpu_slowdown())
@@ -295,42 +355,93 @@ def _flops_parts(s: Shape, n_tokens: float) -> tuple[float, float]:
 
 
 def forward_flops(s: Shape, n_tokens: float) -> float:
-    """FLOPs of one forward pass over `n_tokens`: the body's matrix products and the attention."""
+    """FLOPs of one forward pass over `n_tokens`: the body's matrix products and the attention.
+
+    Args:
+        s: The model's sizes.
+        n_tokens: The tokens of the pass.
+
+    Returns:
+        The floating-point operations.
+    """
     return sum(_flops_parts(s, n_tokens))
 
 
-def scoring_seconds(model, n_tokens: int, n_sequences: float, speed: Speed | None = None,
+def scoring_seconds(model: Any, n_tokens: int, n_sequences: float, speed: Speed | None = None,
                     matmul_speedup: float = 1.0) -> float:
     """`n_sequences` forward passes over `n_tokens` that only score (no recording, no autograd, batched), as
-    deletion curves, segment ablation and IG run them; `matmul_speedup`: how much faster the scoring copy's
-    matrix products are than float32 (`scoring.speedup`), which speeds up `MATMUL_SHARE` of the body's time
-    (the attention and the rest stay in float32)."""
+    deletion curves, segment ablation and IG run them.
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        n_tokens: The tokens of each sequence.
+        n_sequences: How many forward passes.
+        speed: The run's speed (default: `speed_of` now).
+        matmul_speedup: How much faster the scoring copy's matrix products are than float32 (`scoring.speedup`),
+            which speeds up `MATMUL_SHARE` of the body's time (the attention and the rest stay in float32).
+
+    Returns:
+        The predicted seconds.
+    """
     body, attention = _flops_parts(shape_of(model), n_tokens)
     body *= MATMUL_SHARE / max(matmul_speedup, 1e-3) + 1 - MATMUL_SHARE
     return n_sequences * (body + attention) / SCORE_FLOPS_PER_S / (speed or speed_of()).forward
 
 
-def generation_step_seconds(model, n_context: float, speed: Speed | None = None) -> float:
+def generation_step_seconds(model: Any, n_context: float, speed: Speed | None = None) -> float:
     """One greedy generation step after `n_context` tokens: every weight read once, attention over what is there,
-    a fixed cost per layer."""
+    a fixed cost per layer.
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        n_context: The tokens before the generated one.
+        speed: The run's speed (default: `speed_of` now).
+
+    Returns:
+        The predicted seconds of the step.
+    """
     s, speed = shape_of(model), speed or speed_of()
     step_flops = 2 * s.n_params + 4 * s.n_layers * s.n_heads * s.head_dim * n_context
     step = (s.n_params * s.dtype_bytes / DECODE_BYTES_PER_S + step_flops / SCORE_FLOPS_PER_S) / speed.forward
     return step + DECODE_LAYER_OVERHEAD_S * s.n_layers * speed.slow
 
 
-def generation_seconds(model, n_prompt: int, n_new: int, speed: Speed | None = None) -> float:
+def generation_seconds(model: Any, n_prompt: int, n_new: int, speed: Speed | None = None) -> float:
     """Greedy generation of `n_new` tokens after `n_prompt`: the prompt's forward pass, then one step per new
-    token (`generation_step_seconds` at the middle of the new tokens: its attention term is linear)."""
+    token (`generation_step_seconds` at the middle of the new tokens: its attention term is linear).
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        n_prompt: The prompt's tokens.
+        n_new: The tokens generated.
+        speed: The run's speed (default: `speed_of` now).
+
+    Returns:
+        The predicted seconds.
+    """
     speed = speed or speed_of()
     return (scoring_seconds(model, n_prompt, 1, speed)
             + n_new * generation_step_seconds(model, n_prompt + n_new / 2, speed))
 
 
-def generation_note(loaded, prompt: Prompt, max_new_tokens: int, chat_template: bool = True,
+def generation_note(loaded: LoadedModel, prompt: Prompt, max_new_tokens: int, chat_template: bool = True,
                     reasoning_instruction: bool = False) -> str:
     """One line before generating, as the Trace page and the command line show it: how long up to
-    `max_new_tokens` new tokens should take, as a range (ValueError when the prompt plus them would not fit)."""
+    `max_new_tokens` new tokens should take, as a range.
+
+    Args:
+        loaded: The model and its tokenizer.
+        prompt: The prompt: a string, or a chat-messages list.
+        max_new_tokens: The most tokens generated.
+        chat_template: Whether the prompt is wrapped in the model's chat template.
+        reasoning_instruction: Whether the reasoning instruction is added to the prompt.
+
+    Returns:
+        The line, naming the prompt's tokens and the predicted time.
+
+    Raises:
+        InputError: When the prompt plus `max_new_tokens` would not fit the model's context (a ValueError).
+    """
     from ..base.units import time_range
     from .models.generation import generation_ids
 
@@ -341,9 +452,19 @@ def generation_note(loaded, prompt: Prompt, max_new_tokens: int, chat_template: 
             f"{'' if took.startswith('under') else 'about '}{took} (less if the model stops sooner).")
 
 
-def max_tokens_fitting(model, budget_bytes: int, hops: int = 1, rows: int = 1) -> int:
+def max_tokens_fitting(model: Any, budget_bytes: int, hops: int = 1, rows: int = 1) -> int:
     """The longest sequence whose predicted allocation beyond what is resident (`Estimate.run_bytes`) stays
-    within `budget_bytes` (binary search)."""
+    within `budget_bytes` (binary search).
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        budget_bytes: The memory the run may allocate.
+        hops: The hops after hop 0.
+        rows: Sequences run side by side.
+
+    Returns:
+        The number of tokens (0 when none fit).
+    """
     lo, hi = 0, 1 << 22
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -354,11 +475,26 @@ def max_tokens_fitting(model, budget_bytes: int, hops: int = 1, rows: int = 1) -
     return lo
 
 
-def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None, budget_bytes: int | None = None,
-               **kwargs) -> Estimate:
+def check_fits(model: Any, n_tokens: int, hops: int = 1, n_target: int | None = None,
+               budget_bytes: int | None = None, **kwargs: Any) -> Estimate:
     """The estimate, or `ResourceError` when what the run still has to allocate (`Estimate.run_bytes`: the
     peak less the process and the loaded weights, which are resident already) exceeds the memory available
-    (90 % of `available_bytes`, which counts what is free now: the resident part is counted once)."""
+    (90 % of `available_bytes`, which counts what is free now: the resident part is counted once).
+
+    Args:
+        model: What `shape_of` takes: a `LoadedModel`, a transformers config, a `Trace.model` or an info dict.
+        n_tokens: The tokens of the sequence.
+        hops: The hops after hop 0.
+        n_target: The target's tokens (default: the last half of the sequence).
+        budget_bytes: The memory the run may allocate (default: 90 % of `available_bytes`).
+        **kwargs: More of `estimate`'s arguments (`n_recursive`, `device`, `rows`, ...).
+
+    Returns:
+        The estimate, when the run fits.
+
+    Raises:
+        ResourceError: When the run would not fit; the message says how many tokens would.
+    """
     est = estimate(model, n_tokens, hops, n_target, **kwargs)
     budget = budget_bytes if budget_bytes is not None else int(available_bytes() * 0.9)
     if est.run_bytes > budget:
@@ -373,7 +509,7 @@ def check_fits(model, n_tokens: int, hops: int = 1, n_target: int | None = None,
     return est
 
 
-def check_run(loaded, n_tokens: int, *, new_tokens: int = 0, hops: int = 0, n_target: int | None = None,
+def check_run(loaded: LoadedModel, n_tokens: int, *, new_tokens: int = 0, hops: int = 0, n_target: int | None = None,
               n_recursive: int | None = None, rows: int = 1, steps: bool = False, memory: bool = True,
               what: str = "the sequence", advice: str = "shorten the prompt or response") -> Estimate:
     """The one check every command that runs a model makes before its first forward pass (issue 48 item 5):
@@ -387,7 +523,26 @@ def check_run(loaded, n_tokens: int, *, new_tokens: int = 0, hops: int = 0, n_ta
       (with `hops`, `n_target`, `n_recursive`, `steps` as `estimate` takes them) against the memory available
       (`ResourceError`, `check_fits`).
 
-    Returns the estimate, for the caller to show."""
+    Args:
+        loaded: The model and its tokenizer.
+        n_tokens: The tokens of the sequence the run starts from.
+        new_tokens: The tokens it may generate.
+        hops: The hops after hop 0.
+        n_target: The target's tokens (default: the last half of the sequence).
+        n_recursive: The generated tokens the hops run over (default: the target).
+        rows: Sequences run side by side.
+        steps: Whether the step sweep runs too.
+        memory: Whether the memory is checked (else only the context).
+        what: What the sequence is, in words, for the error message.
+        advice: What to do when it is too long, for the error message.
+
+    Returns:
+        The estimate, for the caller to show.
+
+    Raises:
+        InputError: When the sequence and its new tokens exceed the model's context.
+        ResourceError: When the run would not fit in memory (with `memory`).
+    """
     from .models.generation import check_context
 
     check_context(loaded, n_tokens, new_tokens, what, advice)

@@ -21,6 +21,10 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Iterator
 
 SHAPE = (256, 576, 1536)  # rows × inputs × outputs: SmolLM2-135M's MLP up-projection over 256 tokens
 REPEATS = 12
@@ -34,9 +38,16 @@ SPEED_BOUNDS = (0.05, 50.0)  # a measurement outside these is taken as broken, n
 
 
 @contextmanager
-def torch_threads(n: int):
+def torch_threads(n: int) -> Iterator[None]:
     """Run the block with `n` torch threads. torch's thread count is process-wide: it is set back afterwards
-    unless someone changed it meanwhile."""
+    unless someone changed it meanwhile.
+
+    Args:
+        n: The torch threads to run the block with.
+
+    Yields:
+        Nothing: the block runs while torch uses `n` threads.
+    """
     import torch
 
     before = torch.get_num_threads()
@@ -83,7 +94,14 @@ _LOCK = threading.Lock()
 def matmul_flops_per_s(dtype: str = "float32") -> float:
     """This machine's one-thread throughput (FLOP/s) for a SmolLM2-sized matrix product in `dtype` (a name such
     as ``bfloat16``): the best measured in this process, measured again at most every `REMEASURE_S` (a process
-    that first measured on a busy machine learns its idle speed)."""
+    that first measured on a busy machine learns its idle speed).
+
+    Args:
+        dtype: The precision's name in torch, such as ``float32`` or ``bfloat16``.
+
+    Returns:
+        The best throughput measured so far, in FLOP/s.
+    """
     now = time.monotonic()
     with _LOCK:
         best, when = _BEST.get(dtype, (0.0, -float("inf")))
@@ -95,7 +113,11 @@ def matmul_flops_per_s(dtype: str = "float32") -> float:
 def machine_speed() -> float:
     """How many times faster than the reference machine this one multiplies float32 matrices on one thread
     (`estimate` counts the threads apart). ``FLASHTRACE_MACHINE_SPEED`` sets it (e.g. ``1`` for the reference
-    machine's numbers)."""
+    machine's numbers).
+
+    Returns:
+        The factor, from ``FLASHTRACE_MACHINE_SPEED`` when set, else measured and kept within `SPEED_BOUNDS`.
+    """
     pinned = os.environ.get("FLASHTRACE_MACHINE_SPEED")
     if pinned:
         return float(pinned)
@@ -105,7 +127,14 @@ def machine_speed() -> float:
 
 def matmul_speedup(dtype: str) -> float:
     """How many times faster a matrix product runs in `dtype` than in float32 on this machine (below 1 where
-    the precision is emulated, as bfloat16 is without AMX)."""
+    the precision is emulated, as bfloat16 is without AMX).
+
+    Args:
+        dtype: The precision's name in torch, such as ``bfloat16``.
+
+    Returns:
+        The factor (1 for float32).
+    """
     if dtype == "float32":
         return 1.0
     return matmul_flops_per_s(dtype) / matmul_flops_per_s("float32")
@@ -123,7 +152,15 @@ def threads_that_pay(threads: int, dtype: str = "float32") -> int:
     even at the lowest priority, the threads wait on each other at every product: under two niced mutation
     runs, 1,176 rows took 7.9 ms on 2 threads and 1.6 ms on one, and Compare → Methods took 59.7 s on
     2 threads, 36.2 s with this choice and 30.3 s on one (9.4 s idle on 2). Probed (~20-80 ms) at most every
-    `DECIDE_S`."""
+    `DECIDE_S`.
+
+    Args:
+        threads: The torch threads the caller would use.
+        dtype: The precision's name in torch of the products.
+
+    Returns:
+        `threads`, or 1 when one thread is faster now (`threads` itself when it is 1 or less).
+    """
     if threads <= 1:
         return threads
     key, now = (threads, dtype), time.monotonic()
@@ -138,8 +175,15 @@ def threads_that_pay(threads: int, dtype: str = "float32") -> int:
 
 
 @contextmanager
-def paying_threads(dtype: str = "float32"):
-    """Run the block on one torch thread when more would be slower right now (`threads_that_pay`), else as set."""
+def paying_threads(dtype: str = "float32") -> Iterator[None]:
+    """Run the block on one torch thread when more would be slower right now (`threads_that_pay`), else as set.
+
+    Args:
+        dtype: The precision's name in torch of the block's products.
+
+    Yields:
+        Nothing: the block runs on the threads that pay.
+    """
     import torch
 
     with torch_threads(threads_that_pay(torch.get_num_threads(), dtype)):

@@ -27,7 +27,17 @@ Progress = Callable[[int, int], None]  # (units done, units in all); a unit is o
 
 
 def deleted_batch(ids: torch.Tensor, positions: torch.Tensor, masks: torch.Tensor, replace_id: int) -> torch.Tensor:
-    """``[B, N]`` copies of `ids` ``[N]`` with, in row b, ``positions[masks[b]]`` replaced by `replace_id`."""
+    """``[B, N]`` copies of `ids` ``[N]`` with, in row b, ``positions[masks[b]]`` replaced by `replace_id`.
+
+    Args:
+        ids: The sequence's token ids, ``[N]``.
+        positions: The deletable positions, ``[P]``.
+        masks: Which deletable positions each row replaces, ``[B, P]`` (bool).
+        replace_id: The token id that replaces a deleted token.
+
+    Returns:
+        The ``[B, N]`` batch of token ids, one deletion state per row.
+    """
     batch = ids.reshape(1, -1).repeat(masks.shape[0], 1)  # [B, N]
     rows, cols = masks.nonzero(as_tuple=True)
     batch[rows, positions[cols]] = replace_id

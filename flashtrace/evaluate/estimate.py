@@ -12,8 +12,14 @@ narrows as the run goes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
 
 from ..engine.estimate import RANGE_FACTOR, Speed, estimate, scoring_seconds, speed_of
+
+if TYPE_CHECKING:
+    from ..engine.models import LoadedModel
+    from ..run.tracing import TargetSpec
+    from .tasks import Example
 
 IG_PASS_COST = 3.0  # one integrated-gradients step: a forward and a backward pass, in forward passes
 
@@ -55,15 +61,35 @@ class RunEstimate:
 
 def deletion_states(n_prompt: int, k: int, first: bool) -> int:
     """Scoring passes a method's deletion curve needs: ``min(k, P) + 1`` distinct states, less the two end
-    states when an earlier method of the example scored them (none when `k` is 0: no curves)."""
+    states when an earlier method of the example scored them (none when `k` is 0: no curves).
+
+    Args:
+        n_prompt: The example's prompt tokens (P), the deletable ones.
+        k: The deletion curve's steps (0: no curves).
+        first: Whether this is the example's first method (no earlier method scored the two end states).
+
+    Returns:
+        The number of scoring passes (sequences) the curve adds.
+    """
     if k == 0:  # no deletion curves
         return 0
     states = min(k, max(n_prompt, 1)) + 1
     return states if first else max(states - 2, 0)
 
 
-def attribution_seconds(loaded, name: str, size: ExampleSize, speed: Speed, ig_steps: int = 16) -> float:
-    """Predicted seconds of evaluation method `name` on an example of `size` (its recording already made)."""
+def attribution_seconds(loaded: LoadedModel, name: str, size: ExampleSize, speed: Speed, ig_steps: int = 16) -> float:
+    """Predicted seconds of evaluation method `name` on an example of `size` (its recording already made).
+
+    Args:
+        loaded: The `LoadedModel` whose shape the estimate uses.
+        name: The evaluation method (``ig``, ``perturbation``, ``flashtrace-kK``, ``flashtrace-kK-gen``, ...).
+        size: What the example's cost depends on.
+        speed: How fast runs go on this machine (`engine.estimate.speed_of`).
+        ig_steps: Integrated-gradients steps (each a forward and a backward pass).
+
+    Returns:
+        The predicted seconds of the method's attribution.
+    """
     if name == "ig":
         return scoring_seconds(loaded, size.n_tokens, IG_PASS_COST * ig_steps, speed)
     if name == "perturbation":
@@ -76,11 +102,24 @@ def attribution_seconds(loaded, name: str, size: ExampleSize, speed: Speed, ig_s
                     slowdown=speed.slow, threads=speed.threads).attribution_s
 
 
-def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20, ig_steps: int = 16,
+def example_estimate(loaded: LoadedModel, size: ExampleSize, methods: list[str], k: int = 20, ig_steps: int = 16,
                      speed: Speed | None = None, recorded: bool = False, score_speedup: float = 1.0) -> dict:
-    """``{"recording": s, "methods": {name: (attribution s, deletion s)}}`` for one example (`recorded`: its
-    forward pass is already made; `score_speedup`: how much faster the matrix products of the deletion curves'
-    precision run than the model's own, `engine.models.scoring.speedup`)."""
+    """``{"recording": s, "methods": {name: (attribution s, deletion s)}}`` for one example.
+
+    Args:
+        loaded: The `LoadedModel` whose shape the estimate uses.
+        size: What the example's cost depends on.
+        methods: The evaluation methods to run, in order (the first scores the deletion curves' end states).
+        k: The deletion curves' steps (0: no curves).
+        ig_steps: Integrated-gradients steps.
+        speed: How fast runs go on this machine (None: `engine.estimate.speed_of` now).
+        recorded: Whether the example's forward pass is already made.
+        score_speedup: How much faster the matrix products of the deletion curves' precision run than the
+            model's own, `engine.models.scoring.speedup`.
+
+    Returns:
+        ``{"recording": seconds, "methods": {name: (attribution seconds, deletion seconds)}}``.
+    """
     speed = speed or speed_of()
     forward = 0.0 if recorded else estimate(loaded, size.n_tokens, 0, warm=True, slowdown=speed.slow,
                                             threads=speed.threads).forward_s
@@ -92,8 +131,20 @@ def example_estimate(loaded, size: ExampleSize, methods: list[str], k: int = 20,
     return {"recording": forward, "methods": costs}
 
 
-def sequence_size(loaded, prompt: str, response: str, target="answer", chat_template: bool = True) -> ExampleSize:
-    """The `ExampleSize` of prompt + response, tokenised as the run will tokenise it (no model run)."""
+def sequence_size(loaded: LoadedModel, prompt: str, response: str, target: TargetSpec = "answer",
+                  chat_template: bool = True) -> ExampleSize:
+    """The `ExampleSize` of prompt + response, tokenised as the run will tokenise it (no model run).
+
+    Args:
+        loaded: The `LoadedModel` whose tokenizer tokenises the text.
+        prompt: The prompt.
+        response: The response that follows it.
+        target: The target (`run.tracing.resolve_target`: ``answer``, ``value``, ``START:END``, a token range...).
+        chat_template: Whether the prompt goes inside the tokenizer's chat template (when it has one).
+
+    Returns:
+        The example's tokens, target rows, generated rows, prompt tokens and prompt segments.
+    """
     from ..analysis.segments import segment_sequence
     from ..engine.inputs import build_sequence
     from ..run.tracing import resolve_target
@@ -105,10 +156,24 @@ def sequence_size(loaded, prompt: str, response: str, target="answer", chat_temp
                        max(prompt_segments, 1))
 
 
-def estimate_eval(loaded, jobs, k: int = 20, ig_steps: int = 16, target: str = "answer",
-                  speed: Speed | None = None, score_speedup: float = 1.0) -> RunEstimate:
+def estimate_eval(loaded: LoadedModel, jobs: Iterable[tuple[str, Example, list[str]]], k: int = 20,
+                  ig_steps: int = 16, target: str = "answer", speed: Speed | None = None,
+                  score_speedup: float = 1.0) -> RunEstimate:
     """The `RunEstimate` of `flashtrace eval` over ``[(id, Example, methods to run)]`` (`runner.pending`) with
-    a loaded model; ``examples[i]["id"]`` names each (`score_speedup`: see `example_estimate`)."""
+    a loaded model; ``examples[i]["id"]`` names each.
+
+    Args:
+        loaded: The loaded model (`LoadedModel`).
+        jobs: ``[(id, Example, methods to run)]``, as `runner.pending` returns them.
+        k: The deletion curves' steps.
+        ig_steps: Integrated-gradients steps.
+        target: The target of each example (`run.tracing.resolve_target`).
+        speed: How fast runs go on this machine (None: `engine.estimate.speed_of` now).
+        score_speedup: See `example_estimate`.
+
+    Returns:
+        The run's estimate, one entry per job in ``examples``.
+    """
     speed = speed or speed_of()
     run = RunEstimate()
     for ex_id, example, methods in jobs:

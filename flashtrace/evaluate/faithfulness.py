@@ -10,7 +10,7 @@ pad/EOS token, and with `n_random` random draws of the same size replaced. The r
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,18 +21,35 @@ from .methods import replacement_id
 from .metrics import deletion_order
 from ..base.errors import InputError
 
+if TYPE_CHECKING:
+    from ..engine.models import LoadedModel
+
 VERSION = 1
 
 
-def faithfulness_check(loaded, trace: Trace, fraction: float = 0.1, n_random: int = 5, seed: int = 0,
+def faithfulness_check(loaded: LoadedModel, trace: Trace, fraction: float = 0.1, n_random: int = 5, seed: int = 0,
                        batch_size: int = 16, progress: Progress | None = None) -> dict[str, Any]:
     """Answer (target) log-probability before deletion, after deleting the top `fraction` of the trace's
     prompt tokens, and after deleting as many at random (`n_random` draws, fixed `seed`).
 
-    `loaded` must be the model the trace was made with (its token ids are fed back unchanged); `progress`
-    hears of each layer of each forward pass (`DeletionScorer.score`). Returns
-    ``{"version", "fraction", "n_prompt", "n_deleted", "before", "top", "random", "random_mean",
-    "seed", "model"}`` with log-probabilities summed over the target tokens."""
+    Args:
+        loaded: The `LoadedModel`; it must be the model the trace was made with (its token ids are fed back
+            unchanged).
+        trace: The trace whose final scores rank the prompt tokens, and whose target is scored.
+        fraction: The share of prompt tokens deleted, in (0, 1] (rounded up to whole tokens).
+        n_random: How many random draws of the same size are deleted.
+        seed: The seed of the random draws.
+        batch_size: Deletion states per forward pass.
+        progress: Hears of each layer of each forward pass (`DeletionScorer.score`).
+
+    Returns:
+        ``{"version", "fraction", "n_prompt", "n_deleted", "before", "top", "random", "random_mean",
+        "seed", "model"}`` with log-probabilities summed over the target tokens.
+
+    Raises:
+        InputError: When `fraction` is not in (0, 1], `n_random` is below 1, the trace has no prompt tokens,
+            or the trace's token ids do not fit the model's vocabulary (another model made it).
+    """
     if not 0 < fraction <= 1:
         raise InputError(f"fraction must be in (0, 1], got {fraction}")
     if n_random < 1:

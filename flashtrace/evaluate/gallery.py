@@ -14,13 +14,16 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis.limits import GALLERY_HOP0
 from ..analysis.schema import Trace
 from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
 from ..base.errors import InputError
+
+if TYPE_CHECKING:
+    from ..engine.models import LoadedModel
 
 HOPS = 3
 
@@ -65,8 +68,16 @@ GALLERY: tuple[GallerySpec, ...] = (
 )
 
 
-def round_floats(value, digits: int = 6):
-    """`value` (nested lists/dicts) with every float rounded to `digits` significant digits."""
+def round_floats(value: Any, digits: int = 6) -> Any:
+    """`value` (nested lists/dicts) with every float rounded to `digits` significant digits.
+
+    Args:
+        value: A float, or lists and dicts nesting them (other values pass unchanged), as JSON holds them.
+        digits: The significant digits kept.
+
+    Returns:
+        A copy of `value` (new lists and dicts) with every float rounded.
+    """
     if isinstance(value, float):
         return float(f"{value:.{digits}g}")
     if isinstance(value, list):
@@ -76,11 +87,21 @@ def round_floats(value, digits: int = 6):
     return value
 
 
-def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] | None = None) -> Trace:
+def build_trace(spec: GallerySpec, loaded: LoadedModel, progress: Callable[[int, int], None] | None = None) -> Trace:
     """Trace one gallery spec with `loaded` (teacher-forced, answer target, `HOPS` hops, step vectors), with
     its description (the card adds what the hops change, from the analysis), and the Story page's faithfulness
     check (answer log-probability after deleting the top 10 % of prompt tokens vs 10 % at random), and the
-    interventions (each reasoning step removed; the top, 5 random and the gold prompt sentences removed)."""
+    interventions (each reasoning step removed; the top, 5 random and the gold prompt sentences removed).
+
+    Args:
+        spec: The gallery trace to make.
+        loaded: The `LoadedModel` that reads the example.
+        progress: Hears of the attribution's progress as (units done, units in all).
+
+    Returns:
+        The trace, floats rounded, with ``extra["gallery"]`` (task, description and, for a task example, its
+        seed, length, options and gold), the faithfulness check and the interventions.
+    """
     from ..run.interventions import intervene
     from ..run.tracing import attribute, prepare  # torch: only when building
     from .faithfulness import FAITHFULNESS_KEY, faithfulness_check
@@ -105,7 +126,21 @@ def build_trace(spec: GallerySpec, loaded, progress: Callable[[int, int], None] 
 
 def build_gallery(out: Path | None = None, model: str = "smollm2-135m", only: list[str] | None = None,
                   log: Callable[[str], None] = print) -> list[GalleryItem]:
-    """Rebuild the gallery in `out` (default: `gallery_dir()`), writing each trace and the index."""
+    """Rebuild the gallery in `out` (default: `gallery_dir()`), writing each trace and the index.
+
+    Args:
+        out: The gallery folder (None: `gallery_dir()`).
+        model: The model to load (a name or alias `load_model` takes).
+        only: The names of the `GALLERY` entries to rebuild (None or empty: all); the index covers every trace
+            in `out`.
+        log: Hears one line per trace written (tokens, size, seconds).
+
+    Returns:
+        The index's items, as `store.gallery.write_index` writes them.
+
+    Raises:
+        InputError: When `only` names an entry `GALLERY` does not have.
+    """
     from ..engine.models import load_model
 
     out = out or gallery_dir()
@@ -127,7 +162,19 @@ PRESETS = ("arithmetic", "vartrack", "multihop", "needle", "free-form")
 
 
 def preset_text(name: str, seed: int = 0, length: int | None = None) -> tuple[str, str]:
-    """``(prompt, response)`` of a preset: an example of a task family, or the free-form example."""
+    """``(prompt, response)`` of a preset: an example of a task family, or the free-form example.
+
+    Args:
+        name: One of `PRESETS`.
+        seed: The task example's seed (the free-form example ignores it).
+        length: The task example's length (None: the task's default; the free-form example ignores it).
+
+    Returns:
+        ``(prompt, response)``.
+
+    Raises:
+        InputError: When `name` is not a preset.
+    """
     if name == "free-form":
         return FREE_FORM_PROMPT, FREE_FORM_RESPONSE
     if name not in PRESETS:

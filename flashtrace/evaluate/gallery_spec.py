@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -27,6 +27,9 @@ from ..store.gallery import write_index
 from ..store.pairs import EDITED_FROM, EDITED_VERSIONS
 from ..base.errors import InputError
 from .protocols import normal_answer
+
+if TYPE_CHECKING:
+    from ..engine.models import LoadedModel
 
 HOPS = 3
 NAME = r"^[a-z0-9][a-z0-9-]{0,60}$"
@@ -95,7 +98,18 @@ class GallerySpecFile(BaseModel):
 
 
 def load_spec(path: Path) -> GallerySpecFile:
-    """Read and check a spec file (ValueError naming the file and the problem)."""
+    """Read and check a spec file (ValueError naming the file and the problem).
+
+    Args:
+        path: The JSON spec file.
+
+    Returns:
+        The validated spec.
+
+    Raises:
+        InputError: When the file cannot be read, is not JSON, or does not validate as a `GallerySpecFile`
+            (an `InputError` is a ValueError); the message names the file and the problem.
+    """
     try:
         return GallerySpecFile.model_validate(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, json.JSONDecodeError) as exc:
@@ -108,7 +122,15 @@ value_text = answer_text  # the text of the trace's target: here the answer's va
 
 
 def is_right(trace: Trace, answer: str) -> bool:
-    """Whether the traced answer's value is `answer` (case, spaces, thousands commas and edge punctuation aside)."""
+    """Whether the traced answer's value is `answer` (case, spaces, thousands commas and edge punctuation aside).
+
+    Args:
+        trace: The trace whose target (the answer's value) is compared.
+        answer: The right answer.
+
+    Returns:
+        True when the two agree once normalised (`protocols.normal_answer`).
+    """
     return normal_answer(value_text(trace)) == normal_answer(answer)
 
 
@@ -136,9 +158,23 @@ def _finish(loaded, trace: Trace, task: Task, right: bool, extra: dict) -> Trace
     return Trace.from_dict(data)
 
 
-def build_task(task: Task, loaded, progress: Callable[[int, int], None] | None = None) -> list[Trace]:
+def build_task(task: Task, loaded: LoadedModel, progress: Callable[[int, int], None] | None = None) -> list[Trace]:
     """The task's trace (the model's own response, generated greedily), and for an entry with an edit the
-    edited trace after it, linked both ways."""
+    edited trace after it, linked both ways.
+
+    Args:
+        task: The gallery task.
+        loaded: The `LoadedModel` that writes the response and is traced (the task's `model`).
+        progress: Hears of the original trace's attribution progress as (units done, units in all).
+
+    Returns:
+        ``[original]``, or ``[original, edited]`` for a task with an edit, each as the gallery ships it (rounded,
+        with its task record, faithfulness check and interventions).
+
+    Raises:
+        InputError: When the model writes nothing after the edit, or the edit's sentence is not in exactly one
+            prompt sentence of the trace.
+    """
     from ..run.rerun import edit
     from ..run.tracing import attribute, prepare
 
@@ -165,7 +201,16 @@ def build_task(task: Task, loaded, progress: Callable[[int, int], None] | None =
 def link_edited(original: Trace, edited: Trace, name: str) -> Trace:
     """`original` naming its edited version `name` (``extra["edited_versions"]``) and keeping, in its task
     record, what the edit gave (`analysis.failure.edit_result`: the new answer, whether it is right, the
-    log-probabilities), read from `edited` itself."""
+    log-probabilities), read from `edited` itself.
+
+    Args:
+        original: The task's original trace.
+        edited: Its edited version.
+        name: The edited version's gallery name.
+
+    Returns:
+        A copy of `original` with the link and the edit's result in its ``extra``.
+    """
     record = {**original.extra.get("gallery", {}), "edit_result": edit_result(original, edited, name)}
     return original.model_copy(update={"extra": {**original.extra, EDITED_VERSIONS: [name], "gallery": record}})
 
@@ -175,10 +220,18 @@ SCORED_CHECK = 7  # sequences the faithfulness check scores: before, the top del
 SCORED_SENTENCES = 8  # ... the sentence interventions: before, the top sentence, 5 random, the gold together
 
 
-def estimate_seconds(task: Task, loaded) -> float:
+def estimate_seconds(task: Task, loaded: LoadedModel) -> float:
     """A task's predicted time, at most (the whole `max_new_tokens` written): the generation, the trace (hops
     and step vectors, `engine.estimate`), the faithfulness check and the interventions (each step removed and
-    the sentence removals, scored over the whole sequence), and as much again for an edit's re-run."""
+    the sentence removals, scored over the whole sequence), and as much again for an edit's re-run.
+
+    Args:
+        task: The gallery task.
+        loaded: The `LoadedModel` that will build it (its tokenizer counts the prompt, its shape the cost).
+
+    Returns:
+        The predicted seconds, at most.
+    """
     from ..engine.estimate import estimate, generation_seconds, scoring_seconds
     from ..engine.models.generation import generation_ids
 
@@ -212,8 +265,22 @@ def build_from_spec(spec: GallerySpecFile, out: Path, only: list[str] | None = N
                     bar: Callable[..., object] | None = None) -> list[Path]:
     """Build every task of `spec` (or those named in `only`) into `out`, one model at a time; a task whose files
     are already there is kept (delete them to rebuild). Then `out`'s gallery index is written (every trace in it,
-    the spec's in its order). Returns the files written. `bar(total=...)` is a tqdm-like
-    progress bar over the predicted seconds."""
+    the spec's in its order).
+
+    Args:
+        spec: The validated spec (`load_spec`).
+        out: The gallery folder written into (created when missing).
+        only: The names of the tasks to build (None or empty: all).
+        load: Loads a model by name (None: `engine.models.load_model`); each model is loaded once.
+        log: Hears the plan (tasks, predicted time) and one line per task built.
+        bar: Makes a tqdm-like progress bar, ``bar(total=...)``, over the predicted seconds (None: no bar).
+
+    Returns:
+        The files written.
+
+    Raises:
+        InputError: When `only` names a task the spec does not have; `build_task`'s errors pass through.
+    """
     from ..engine.models import load_model
 
     unknown = set(only or ()) - {t.name for t in spec.tasks}

@@ -24,7 +24,13 @@ def _cell(text: str) -> str:
 
 
 def gallery_rows() -> list[str]:
-    """One Markdown row per gallery trace, in the index's order."""
+    """One Markdown row per gallery trace, in the index's order.
+
+    Returns:
+        The rows (under `GALLERY_HEADER`): name, title, who wrote the reasoning, the answer (against the right
+        one), tokens, reasoning steps, the top-10 overlap of hop 0 and hop 3 and whether the top context
+        sentence changes.
+    """
     rows = []
     for item in list_gallery():
         trace = load_gallery_trace(item.name)
@@ -40,7 +46,12 @@ def gallery_rows() -> list[str]:
 
 
 def intervention_rows() -> list[str]:
-    """One Markdown row per gallery trace with stored interventions."""
+    """One Markdown row per gallery trace with stored interventions.
+
+    Returns:
+        The rows (under `INTERVENTION_HEADER`), in the index's order: the steps' rank correlation between removal
+        and the hop graph, the top step by each, and the top, random and gold sentence removals' drops.
+    """
     rows = []
     for item in list_gallery():
         trace = load_gallery_trace(item.name)

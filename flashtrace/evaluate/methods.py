@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -57,8 +57,18 @@ class EvalContext:
         return method_source(self.prepared).segments
 
 
-def replacement_id(tokenizer) -> int:
-    """The token id deletions put in place of a prompt token (pad, else EOS); ValueError when there is none."""
+def replacement_id(tokenizer: Any) -> int:
+    """The token id deletions put in place of a prompt token (pad, else EOS); ValueError when there is none.
+
+    Args:
+        tokenizer: The model's tokenizer (a transformers tokenizer, `LoadedModel.tokenizer`).
+
+    Returns:
+        The pad token's id, else the EOS token's.
+
+    Raises:
+        InputError: When the tokenizer has neither a pad nor an EOS token (an `InputError` is a ValueError).
+    """
     tid = _replacement_id(tokenizer)
     if tid is None:
         raise InputError("the tokenizer has neither a pad nor an EOS token to delete with")
@@ -68,8 +78,23 @@ def replacement_id(tokenizer) -> int:
 def build_context(loaded: LoadedModel, example: Example, target: str = "answer", chat_template: bool = True,
                   ig_steps: int = 16, batch_size: int = 16, score_dtype: str | torch.dtype | None = AUTO) -> EvalContext:
     """Record the example's forward pass and locate its target, prompt positions and gold tokens.
-    `score_dtype`: the precision of the deletion curves' passes (`engine.models.scoring.score_dtype`: by
-    default bfloat16 for a float32 model where the processor has bfloat16 arithmetic, else the model's)."""
+
+    Args:
+        loaded: The model that reads the example.
+        example: The example (prompt, response, gold character ranges).
+        target: The explained span (`run.tracing.resolve_target`: ``answer``, ``value``, ``START:END``, ...).
+        chat_template: Whether the prompt goes inside the tokenizer's chat template (when it has one).
+        ig_steps: Integrated-gradients steps, for the ``ig`` method.
+        batch_size: Sequences per forward pass of the methods and deletion curves that batch them.
+        score_dtype: The precision of the deletion curves' passes (`engine.models.scoring.score_dtype`: by
+            default bfloat16 for a float32 model where the processor has bfloat16 arithmetic, else the model's).
+
+    Returns:
+        The example ready for evaluation.
+
+    Raises:
+        InputError: When the example has no prompt tokens, or the tokenizer has no token to delete with.
+    """
     prepared = prepare(loaded, example.prompt, example.response, chat_template=chat_template)
     seq = prepared.sequence
     lo, hi = resolve_target(seq, target)
@@ -122,7 +147,17 @@ def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
     """The method called `name`. ``flashtrace-kK`` works for any K in 0..8 (stop tokens: the default
     ``paper`` preset); ``-gen`` puts hop 0 over the whole generation (reasoning + answer, the paper-era
     code); ``-nostop`` keeps every token (preset ``none``), ``-punct`` zeroes every punctuation-only
-    token (preset ``punctuation``, this project's rule before the presets), e.g. ``flashtrace-k1-gen-punct``."""
+    token (preset ``punctuation``, this project's rule before the presets), e.g. ``flashtrace-k1-gen-punct``.
+
+    Args:
+        name: A name of `EVAL_METHODS` or a ``flashtrace-kK`` variant.
+
+    Returns:
+        The method: it maps an `EvalContext` to one score per position.
+
+    Raises:
+        InputError: When no method has that name.
+    """
     if name in EVAL_METHODS:
         return EVAL_METHODS[name]
     m = _VARIANT.fullmatch(name)
@@ -134,7 +169,18 @@ def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
 
 
 def parse_methods(spec: str | list[str], hops: list[int] | None = None) -> list[str]:
-    """Method names from ``"flashtrace,ifr,..."``: a bare ``flashtrace`` expands to one entry per hop count."""
+    """Method names from ``"flashtrace,ifr,..."``: a bare ``flashtrace`` expands to one entry per hop count.
+
+    Args:
+        spec: Comma-separated names, or a list of names (blank ones skipped).
+        hops: The hop counts a bare ``flashtrace`` expands to (None: 0, 1 and 2).
+
+    Returns:
+        The method names, each once, in order.
+
+    Raises:
+        InputError: When a name is unknown (`get_eval_method`) or no name is given.
+    """
     names = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list[str] = []
     for name in (n.strip() for n in names if n.strip()):

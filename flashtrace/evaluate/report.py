@@ -24,7 +24,14 @@ MAX_SETTINGS_BYTES = 2**20
 
 def load_records(out: str | Path) -> list[dict]:
     """Every per-example record under ``out/examples``, sorted by id. Only regular files are read, each bounded
-    (`read_regular_file`): a named pipe, device or link there is passed over, never waited on."""
+    (`read_regular_file`): a named pipe, device or link there is passed over, never waited on.
+
+    Args:
+        out: The evaluation folder.
+
+    Returns:
+        The records, as JSON objects, sorted by file name (the example id).
+    """
     records = []
     for path in sorted((Path(out) / "examples").glob("*.json")):
         try:
@@ -37,7 +44,14 @@ def load_records(out: str | Path) -> list[dict]:
 
 def load_settings(out: str | Path) -> dict:
     """The run settings saved in ``out/settings.json`` ({} when missing, unreadable, not a regular file or
-    over `MAX_SETTINGS_BYTES`)."""
+    over `MAX_SETTINGS_BYTES`).
+
+    Args:
+        out: The evaluation folder.
+
+    Returns:
+        The settings, or {}.
+    """
     try:
         settings = json.loads(read_regular_file(Path(out) / "settings.json", MAX_SETTINGS_BYTES, "settings"))
     except (OSError, ValueError):
@@ -46,7 +60,14 @@ def load_settings(out: str | Path) -> dict:
 
 
 def find_eval_folders(root: str | Path) -> list[Path]:
-    """Folders under `root` (itself included) that hold ``examples/*.json`` from `flashtrace eval`, sorted."""
+    """Folders under `root` (itself included) that hold ``examples/*.json`` from `flashtrace eval`, sorted.
+
+    Args:
+        root: The folder searched, at any depth.
+
+    Returns:
+        The evaluation folders, sorted ([] when `root` is not a folder).
+    """
     root = Path(root)
     if not root.is_dir():
         return []
@@ -55,7 +76,14 @@ def find_eval_folders(root: str | Path) -> list[Path]:
 
 
 def featured_first(folders: list[Path]) -> list[Path]:
-    """`folders` with those whose settings say ``"featured": true`` (the current default run) first."""
+    """`folders` with those whose settings say ``"featured": true`` (the current default run) first.
+
+    Args:
+        folders: Evaluation folders.
+
+    Returns:
+        The same folders, the featured ones first, each group in its given order.
+    """
     return sorted(folders, key=lambda f: not load_settings(f).get("featured"))
 
 
@@ -63,7 +91,14 @@ def gold_token_mask(record: dict) -> list[bool] | None:
     """Which of the record's prompt tokens overlap a gold character range (None without gold).
 
     Newer records store it (``gold_tokens``); for older ones it is rebuilt from the token texts, which
-    concatenate to the prompt (None if they do not)."""
+    concatenate to the prompt (None if they do not).
+
+    Args:
+        record: An example's evaluation record.
+
+    Returns:
+        One flag per prompt token, or None.
+    """
     if record.get("gold_tokens") is not None:
         return [bool(g) for g in record["gold_tokens"]]
     if not record.get("gold") or "".join(record["tokens"]) != record["prompt"]:
@@ -86,13 +121,30 @@ def _stats(values: list[float]) -> dict:
 
 
 def recovery_cap(n_prompt: int, n_gold: int, fraction: float = 0.1) -> float | None:
-    """Best achievable Recovery@10%: ``min(1, ceil(fraction·P) / |gold|)`` (None without gold)."""
+    """Best achievable Recovery@10%: ``min(1, ceil(fraction·P) / |gold|)`` (None without gold).
+
+    Args:
+        n_prompt: The prompt tokens (P).
+        n_gold: The gold tokens among them.
+        fraction: The share of prompt tokens counted as the top.
+
+    Returns:
+        The cap, or None when `n_gold` is 0.
+    """
     return min(1.0, math.ceil(fraction * n_prompt) / n_gold) if n_gold else None
 
 
 def recovery_chance(n_prompt: int, fraction: float = 0.1) -> float:
     """Expected Recovery@10% of a random ranking: every gold token is in the top ``ceil(fraction·P)`` with
-    probability ``ceil(fraction·P) / P``."""
+    probability ``ceil(fraction·P) / P``.
+
+    Args:
+        n_prompt: The prompt tokens (P).
+        fraction: The share of prompt tokens counted as the top.
+
+    Returns:
+        The expected Recovery (0 when `n_prompt` is 0).
+    """
     return min(1.0, math.ceil(fraction * n_prompt) / n_prompt) if n_prompt else 0.0
 
 
@@ -117,7 +169,14 @@ def _hop0(method: str) -> str:
 def time_parts(record: dict) -> dict[str, float]:
     """Where one example's time went, in seconds: the recorded forward pass, every method's attribution,
     every method's deletion curve, and the rest (tokenising, metrics); they add up to ``total_s``.
-    {} for records without the times (written before they were kept)."""
+    {} for records without the times (written before they were kept).
+
+    Args:
+        record: An example's evaluation record.
+
+    Returns:
+        ``{"recording", "attribution", "deletion", "other"}`` in seconds, or {}.
+    """
     total, forward = record.get("total_s"), record.get("forward_s")
     methods = record.get("methods", {}).values()
     if total is None or forward is None or any("deletion_s" not in m for m in methods):
@@ -174,7 +233,14 @@ def _mean_curves(rows: list[dict], methods) -> dict[str, list[float]]:
 
 def group_of(record: dict) -> str:
     """The summary group of an example: its task, split by whether the model answered right when the model wrote
-    its own reasoning (``"arithmetic (right)"``, ``"arithmetic (wrong)"``; `protocols.correctness`)."""
+    its own reasoning (``"arithmetic (right)"``, ``"arithmetic (wrong)"``; `protocols.correctness`).
+
+    Args:
+        record: An example's evaluation record.
+
+    Returns:
+        The group's name.
+    """
     split = correctness(record)
     return record["task"] if split is None else f"{record['task']} ({split})"
 
@@ -184,7 +250,14 @@ SHOWN_SETTINGS = ("model", "dtype", "score_dtype", "n", "length", "k", "ig_steps
 
 def settings_line(settings: dict) -> str:
     """A run's settings in one line (``model = ... · n = 10 · ...``), with who wrote the reasoning under the paper
-    or own protocol and how many of its answers were right and kept."""
+    or own protocol and how many of its answers were right and kept.
+
+    Args:
+        settings: The run's settings (`load_settings`); only `SHOWN_SETTINGS` and the protocol are shown.
+
+    Returns:
+        The line ("" when nothing is shown).
+    """
     shown = {k: v for k, v in settings.items() if k in SHOWN_SETTINGS}
     protocol = settings.get("protocol") if isinstance(settings.get("protocol"), dict) else {}
     if protocol.get("name") in ("paper", "own"):
@@ -195,7 +268,17 @@ def settings_line(settings: dict) -> str:
 
 def summarise(records: list[dict], settings: dict | None = None) -> dict:
     """Nested summary: ``tasks[group][method][metric] = {mean, std, n}`` plus per-group example info; a group is
-    a task, or a task's right or wrong answers under the ``own`` protocol (`group_of`)."""
+    a task, or a task's right or wrong answers under the ``own`` protocol (`group_of`).
+
+    Args:
+        records: The per-example records (`load_records`).
+        settings: The run's settings, kept in the summary (None: {}).
+
+    Returns:
+        ``{"settings", "tasks"}``: per group its example count, per-method statistics (with bootstrap intervals
+        and, for FlashTrace, the paired comparison against K = 0), mean deletion curves, tokens, times and the
+        Recovery cap and chance.
+    """
     tasks: dict[str, dict] = {}
     for task in dict.fromkeys(group_of(r) for r in records):
         rows = [r for r in records if group_of(r) == task]
@@ -276,7 +359,14 @@ def _task_markdown(task: str, info: dict) -> list[str]:
 
 def markdown(summary: dict) -> str:
     """One table per task: rows method (hops), columns RISE, MAS, Recovery@10%, attribution and deletion
-    seconds; then where an example's time went."""
+    seconds; then where an example's time went.
+
+    Args:
+        summary: A summary (`summarise`).
+
+    Returns:
+        The Markdown text.
+    """
     settings = summary.get("settings") or {}
     lines = ["Settings: " + ", ".join(f"{k} = {v}" for k, v in settings.items()) + "\n"] if settings else []
     for task, info in summary["tasks"].items():
@@ -285,13 +375,31 @@ def markdown(summary: dict) -> str:
 
 
 def ci95(stat: dict) -> float:
-    """Half-width of the normal-approximation 95 % interval of a mean."""
+    """Half-width of the normal-approximation 95 % interval of a mean.
+
+    Args:
+        stat: ``{"mean", "std", "n"}`` of a metric.
+
+    Returns:
+        The half-width (0 for fewer than 2 values or no std).
+    """
     return 1.96 * stat["std"] / math.sqrt(stat["n"]) if stat.get("n", 0) > 1 and stat.get("std") is not None else 0.0
 
 
 def write_report(out: str | Path, settings: dict | None = None) -> dict:
     """Summarise ``out/examples`` into ``summary.json`` and ``summary.md``; returns the summary (the charts
-    are the presentation floor's: `flashtrace.viz.evaluation.write_charts`)."""
+    are the presentation floor's: `flashtrace.viz.evaluation.write_charts`).
+
+    Args:
+        out: The evaluation folder.
+        settings: The run's settings (None: those saved in ``out/settings.json``).
+
+    Returns:
+        The summary (`summarise`).
+
+    Raises:
+        InputError: When ``out/examples`` holds no per-example record.
+    """
     out = Path(out)
     records = load_records(out)
     if not records:

@@ -32,7 +32,14 @@ ExampleProgress = Callable[[str, str, str, int, int], None]  # the same, after t
 
 def scorer(ctx: EvalContext) -> DeletionScorer:
     """The example's `DeletionScorer` in the context's scoring precision, kept on the context: every state is
-    scored once per example and precision (curves of two precisions never share a state)."""
+    scored once per example and precision (curves of two precisions never share a state).
+
+    Args:
+        ctx: The example ready for evaluation; the scorer is kept in its ``extra``.
+
+    Returns:
+        The scorer (made on the first call for this precision).
+    """
     key = ("deletion", ctx.score_dtype)
     if key not in ctx.extra:
         ctx.extra[key] = DeletionScorer(ctx.loaded, ctx.ids, ctx.positions, ctx.replace_id, ctx.target,
@@ -41,7 +48,15 @@ def scorer(ctx: EvalContext) -> DeletionScorer:
 
 
 def score_deletions(ctx: EvalContext, masks: torch.Tensor) -> torch.Tensor:
-    """Target log-probability for each deletion mask ``[B, P]`` over the example's prompt positions: ``[B]``."""
+    """Target log-probability for each deletion mask ``[B, P]`` over the example's prompt positions: ``[B]``.
+
+    Args:
+        ctx: The example ready for evaluation.
+        masks: The deletion masks, ``[B, P]`` bool over the example's prompt positions.
+
+    Returns:
+        ``[B]`` float64 log-probabilities (states scored before are not run again).
+    """
     return scorer(ctx).score(masks)
 
 
@@ -51,9 +66,19 @@ def _round(values, digits: int = 6) -> list[float]:
 
 def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodProgress | None = None) -> dict:
     """One method on the example: its attribution (timed alone), then its deletion curve (only the states
-    not scored yet for this example run) and metrics. Returns its record entry: ``seconds`` (attribution),
-    ``deletion_s``, ``deletion_runs`` (sequences it ran), RISE, MAS, Recovery@10%, the curves and scores.
-    With `k` 0 no deletion curve is run: RISE and MAS are None, Recovery@10% is kept."""
+    not scored yet for this example run) and metrics.
+
+    Args:
+        ctx: The example ready for evaluation.
+        name: The evaluation method (`methods.get_eval_method`).
+        k: The deletion curve's steps. With `k` 0 no deletion curve is run: RISE and MAS are None,
+            Recovery@10% is kept.
+        progress: Hears ``(method, phase, done, total)``, phase ``attribution`` or ``deletion``.
+
+    Returns:
+        Its record entry: ``seconds`` (attribution), ``deletion_s``, ``deletion_runs`` (sequences it ran), RISE,
+        MAS, Recovery@10%, the curves and scores.
+    """
     if progress:
         progress(name, "attribution", 0, 1)
     start = time.perf_counter()
@@ -76,7 +101,17 @@ def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodPr
 
 
 def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
-    """The per-example record around the method entries `methods` (``deletion_s``: their deletion total)."""
+    """The per-example record around the method entries `methods` (``deletion_s``: their deletion total).
+
+    Args:
+        ctx: The example evaluated.
+        methods: ``{name: record entry}`` (`evaluate_method`).
+        k: The deletion curves' steps.
+
+    Returns:
+        The record: the example (task, meta, texts, gold), its token counts, target and prompt positions and
+        tokens, `k`, the scoring precision, the forward pass's seconds, the deletion total and the methods.
+    """
     ex, seq = ctx.example, ctx.prepared.sequence
     return {
         "task": ex.task, "meta": ex.meta, "prompt": ex.prompt, "response": ex.response, "answer": ex.answer,
@@ -92,7 +127,17 @@ def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
 
 def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress: MethodProgress | None = None) -> dict:
     """Every method in turn (`evaluate_method`: attribution, then its deletion curve, sharing the states
-    already scored); returns the example's record."""
+    already scored); returns the example's record.
+
+    Args:
+        ctx: The example ready for evaluation.
+        methods: The evaluation methods, run in this order.
+        k: The deletion curves' steps (0: none).
+        progress: Hears ``(method, phase, done, total)`` of each method.
+
+    Returns:
+        The example's record (`example_record`).
+    """
     return example_record(ctx, {name: evaluate_method(ctx, name, k, progress) for name in methods}, k)
 
 
@@ -125,7 +170,20 @@ def pending(examples: Iterable[tuple[str, Example]], methods: list[str], out: Pa
             target: str = "answer", resume: bool = True, score_dtype: str = "float32"
             ) -> list[tuple[str, Example, list[str]]]:
     """``[(id, example, methods still to run)]`` of a run into `out`: what `run_eval` will compute (an
-    example already written with every method is left out); `score_dtype` names the resolved precision."""
+    example already written with every method is left out).
+
+    Args:
+        examples: ``(example id, Example)`` pairs.
+        methods: The evaluation methods of the run.
+        out: The evaluation folder (records under ``out/examples``).
+        k: The deletion curves' steps.
+        target: The target of each example.
+        resume: Whether records already written are kept (without it every method of every example is to run).
+        score_dtype: The name of the resolved precision of the deletion curves.
+
+    Returns:
+        One ``(id, example, methods still to run)`` per example with something to run.
+    """
     folder = Path(out) / "examples"
     plan = _plan(examples, methods, folder, k, target, resume, score_dtype)
     return [(ex_id, example, todo) for ex_id, example, _, _, todo in plan if todo]
@@ -157,12 +215,27 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
              on_example: Callable[[str, dict], None] | None = None,
              progress: ExampleProgress | None = None) -> list[Path]:
     """Evaluate `(example id, Example)` pairs, writing ``out/examples/<id>.json``; returns the paths.
-    `progress(id, method, phase, done, total)` follows each method of each example (`evaluate_method`);
-    `score_dtype` is the deletion curves' precision (`engine.models.scoring.score_dtype`).
 
-    With `resume`, an example already written for the same prompt, response, target and k is kept when it
-    has every method, and extended when it lacks some: only the missing methods are attributed and scored, and merged into
-    its record (the others keep their results). `on_example(id, record)` gets ``{}`` for a kept example."""
+    Args:
+        loaded: The model under evaluation.
+        examples: ``(example id, Example)`` pairs.
+        methods: The evaluation methods to run on each example.
+        out: The evaluation folder (records under ``out/examples``, created when missing).
+        k: The deletion curves' steps (0: none).
+        ig_steps: Integrated-gradients steps.
+        batch_size: Sequences per forward pass of the deletion curves and the methods that batch.
+        target: The target of each example (`run.tracing.resolve_target`).
+        score_dtype: The deletion curves' precision (`engine.models.scoring.score_dtype`).
+        resume: With `resume`, an example already written for the same prompt, response, target and k is kept
+            when it has every method, and extended when it lacks some: only the missing methods are attributed
+            and scored, and merged into its record (the others keep their results).
+        on_example: Called as ``on_example(id, record)`` after each example; it gets ``{}`` for a kept example.
+        progress: ``progress(id, method, phase, done, total)`` follows each method of each example
+            (`evaluate_method`).
+
+    Returns:
+        The record paths, one per example, written or kept.
+    """
     folder = Path(out) / "examples"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -206,9 +279,32 @@ def run_eval_ray(model: str, examples: Iterable[tuple[str, Example]], methods: l
                  num_cpus: float = 1, num_gpus: float = 0, max_retries: int = 2,
                  on_example: Callable[[str, dict], None] | None = None) -> tuple[list[Path], dict[str, str]]:
     """`run_eval` on Ray actors (`flashtrace.run.distributed.RayPool`), each loading `model` once; records come
-    back to this process, which alone writes them (same files, same resume rules). Returns the paths
-    written or kept and ``{id: error}`` for examples that failed (not written). `score_dtype` is a dtype name
-    (not ``auto``: the workers' hardware is not known here)."""
+    back to this process, which alone writes them (same files, same resume rules).
+
+    Args:
+        model: The model each worker loads (a name or alias `load_model` takes).
+        examples: ``(example id, Example)`` pairs.
+        methods: The evaluation methods to run on each example.
+        out: The evaluation folder (records under ``out/examples``, created when missing).
+        dtype: The dtype the workers load the model in (None: the default).
+        k: The deletion curves' steps (0: none).
+        ig_steps: Integrated-gradients steps.
+        batch_size: Sequences per forward pass of the deletion curves and the methods that batch.
+        target: The target of each example.
+        score_dtype: The deletion curves' precision as a dtype name (not ``auto``: the workers' hardware is not
+            known here).
+        resume: Keep or extend the records already written, as `run_eval` does.
+        address: The Ray cluster (``local``: start a local one).
+        workers: How many workers (None: as many as the cluster's resources hold, at most one per job).
+        num_cpus: CPUs per worker.
+        num_gpus: GPUs per worker (a worker with some runs on CUDA).
+        max_retries: How many times a job whose worker died is retried (on a fresh worker).
+        on_example: Called as ``on_example(id, record)`` after each example: ``{}`` for a kept example,
+            ``{"error": message}`` for a failed one.
+
+    Returns:
+        The paths written or kept, and ``{id: error}`` for examples that failed (not written).
+    """
     from ..run.distributed import RayPool
 
     folder = Path(out) / "examples"

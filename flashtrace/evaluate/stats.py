@@ -22,7 +22,17 @@ EXACT_UP_TO = 16  # examples: up to 2^16 sign patterns are enumerated
 
 def bootstrap_interval(values: list[float], level: float = 0.95, resamples: int = RESAMPLES,
                        seed: int = SEED) -> tuple[float, float] | None:
-    """``(low, high)``: the percentile bootstrap interval of the mean of `values` (None for fewer than 2)."""
+    """``(low, high)``: the percentile bootstrap interval of the mean of `values` (None for fewer than 2).
+
+    Args:
+        values: The per-example values (None values are left out).
+        level: The interval's coverage.
+        resamples: How many bootstrap resamples.
+        seed: The resampling's seed (the same values give the same interval).
+
+    Returns:
+        ``(low, high)``, or None for fewer than 2 values.
+    """
     data = np.asarray([v for v in values if v is not None], dtype=float)
     if data.size < 2:
         return None
@@ -45,8 +55,17 @@ def _sign_flip_p(diffs: np.ndarray, seed: int) -> float:
 
 
 def paired_difference(a: list[float | None], b: list[float | None], seed: int = SEED) -> dict | None:
-    """`a` − `b` over the examples where both have a value: ``{"n", "mean", "interval", "p", "tie"}`` (`tie`:
-    the interval holds 0), or None for fewer than 2 pairs."""
+    """`a` − `b` over the examples where both have a value.
+
+    Args:
+        a: The first method's per-example values (None: no value).
+        b: The second method's values on the same examples, in the same order.
+        seed: The seed of the bootstrap and of a sampled permutation test.
+
+    Returns:
+        ``{"n", "mean", "interval", "p", "tie"}`` (`interval`: the bootstrap interval of the mean difference,
+        `p`: the sign-flip permutation p-value, `tie`: the interval holds 0), or None for fewer than 2 pairs.
+    """
     pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
     if len(pairs) < 2:
         return None

@@ -239,12 +239,22 @@ TASKS: dict[str, Callable[..., Example]] = {
 }
 
 
-def make_example(task: str, seed: int, length: int | None = None, **options) -> Example:
+def make_example(task: str, seed: int, length: int | None = None, **options: int | str | None) -> Example:
     """Build example `seed` of `task` ("needle", "vartrack", "multihop", "arithmetic").
 
-    `length`: approximate prompt length in tokens (task default when None). Task options: needle
-    ``variant``; vartrack ``hops`` (2-10), ``distractors``, ``layout`` ("text"/"lines"); multihop ``kind`` ("count"/"compare");
-    arithmetic ``steps`` (2-4). Unset options vary with the seed.
+    Args:
+        task: The task family, a key of `TASKS`.
+        seed: The example's seed (the same arguments always give the same example).
+        length: Approximate prompt length in tokens (task default when None).
+        **options: Task options: needle ``variant``; vartrack ``hops`` (2-10), ``distractors``, ``layout``
+            ("text"/"lines"); multihop ``kind`` ("count"/"compare"); arithmetic ``steps`` (2-4). Unset options
+            vary with the seed.
+
+    Returns:
+        The example: prompt, templated reasoning and answer, the answer, and the gold character ranges.
+
+    Raises:
+        InputError: When `task` is unknown; the task raises it for an option out of range.
     """
     try:
         build = TASKS[task]
@@ -256,7 +266,18 @@ def make_example(task: str, seed: int, length: int | None = None, **options) -> 
 def load_jsonl(path: str | Path) -> list[Example]:
     """Read user examples, one JSON object per line: ``prompt``, ``response`` (required), optional
     ``answer``, ``gold`` (list of ``[start, end]`` character ranges in the prompt) or ``gold_text``
-    (list of prompt substrings; the first occurrence of each is used), ``task`` and ``meta``."""
+    (list of prompt substrings; the first occurrence of each is used), ``task`` and ``meta``.
+
+    Args:
+        path: The JSON Lines file (blank lines are skipped).
+
+    Returns:
+        The examples, in file order (each example's ``meta`` gets its ``line`` number).
+
+    Raises:
+        InputError: When a line is not valid JSON, lacks a non-empty ``prompt`` or ``response``, has a
+            ``gold_text`` not in the prompt or a ``gold`` range outside it, or the file has no example.
+    """
     examples = []
     for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():

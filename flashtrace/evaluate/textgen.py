@@ -70,18 +70,43 @@ _TAILS = ["", "", " every autumn", " without a sound", " as the light fades", " 
 
 
 def filler_sentence(rng: random.Random) -> str:
-    """A random distractor sentence drawn with `rng`."""
+    """A random distractor sentence drawn with `rng`.
+
+    Args:
+        rng: The random generator the words are drawn with.
+
+    Returns:
+        The sentence (digit-free).
+    """
     return f"{rng.choice(_SUBJECTS)} {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}{rng.choice(_TAILS)}."
 
 
 def chars_for(length: int) -> int:
-    """The characters of about `length` tokens (`CHARS_PER_TOKEN` each)."""
+    """The characters of about `length` tokens (`CHARS_PER_TOKEN` each).
+
+    Args:
+        length: A length in tokens.
+
+    Returns:
+        The characters, rounded down.
+    """
     return int(length * CHARS_PER_TOKEN)
 
 
 def interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: int,
                 filler: Callable[[random.Random], str] = filler_sentence) -> list[tuple[str, str | None]]:
-    """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters."""
+    """Place `items` (text, mark) in order at random points of a filler stream of about `budget` characters.
+
+    Args:
+        rng: The random generator of the filler and the slots.
+        items: ``(text, mark)`` pieces, kept in this order.
+        budget: About how many characters the whole stream has (items included, each piece counted with one
+            separator).
+        filler: Draws one filler sentence with `rng`.
+
+    Returns:
+        The stream as ``(text, mark)`` pieces, filler marked None.
+    """
     used = sum(len(t) + 1 for t, _ in items)
     fill: list[str] = []
     while used < budget:
@@ -102,7 +127,16 @@ def interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: 
 
 def build_prompt(header: str, body: list[tuple[str, str | None]], question: str) -> PromptBuilder:
     """A task prompt: `header`, a blank line, the `body` sentences (each ``(text, mark)``) as one paragraph, a blank
-    line and the `question`; the builder keeps each marked sentence's range."""
+    line and the `question`; the builder keeps each marked sentence's range.
+
+    Args:
+        header: The prompt's first line (the instruction).
+        body: The sentences, each ``(text, mark)`` (mark None: not recorded).
+        question: The question, last.
+
+    Returns:
+        The builder: its ``text()`` is the prompt, its ``marks`` the marked sentences' character ranges.
+    """
     b = PromptBuilder()
     b.add(header)
     first = True

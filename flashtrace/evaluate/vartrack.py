@@ -88,9 +88,25 @@ _CLOSING = {"text": "So VAR {} = {}.", "words": "So {}'s locker code is {}."}
 
 
 def vartrack_example(seed: int, length: int | None = None, hops: int | None = None, distractors: int = 2,
-                     layout: str = "text", **_) -> Example:
+                     layout: str = "text", **_: object) -> Example:
     """Example `seed`: a value chain of `hops` + 1 variables (2-5 by seed when None) and `distractors`
-    distractor chains, laid out as `layout` (see the module docstring; `lines` ignores `length`)."""
+    distractor chains, laid out as `layout` (see the module docstring; `lines` ignores `length`).
+
+    Args:
+        seed: The example's seed (the same arguments always give the same example).
+        length: Approximate prompt length in tokens (None: 384); the ``lines`` layout ignores it.
+        hops: The value chain's hops, 2-10 (None: 2-5 by seed).
+        distractors: How many distractor chains.
+        layout: One of `VARTRACK_LAYOUTS`: ``text``, ``lines`` or ``words``.
+        **_: Other tasks' options, ignored.
+
+    Returns:
+        The example; its gold is the value chain's statements.
+
+    Raises:
+        InputError: When `layout` is unknown, `hops` is outside 2-10, or the ``words`` layout would need more
+            people than it has names for.
+    """
     if layout not in VARTRACK_LAYOUTS:
         raise InputError(f"vartrack layout must be one of {VARTRACK_LAYOUTS}, got {layout!r}")
     rng = random.Random(f"vartrack:{seed}")

@@ -62,7 +62,14 @@ class BatchLine(BaseModel):
 
 
 def check_target(spec: str) -> None:
-    """Raise ValueError unless `spec` is value, answer, response, reasoning or START:END with 0 <= START < END."""
+    """Raise ValueError unless `spec` is value, answer, response, reasoning or START:END with 0 <= START < END.
+
+    Args:
+        spec: The target, as a line or the settings give it.
+
+    Raises:
+        InputError: A ValueError, when `spec` is none of those.
+    """
     if spec in ("value", "answer", "response", "reasoning"):
         return
     try:
@@ -120,7 +127,20 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def read_lines(path: str | Path, settings: BatchSettings) -> tuple[list[dict], list[BadLine]]:
-    """The jobs of an input file and its bad lines (1-based line numbers; blank lines are skipped)."""
+    """The jobs of an input file and its bad lines (1-based line numbers; blank lines are skipped).
+
+    Args:
+        path: The JSONL input file.
+        settings: The batch's settings: defaults for what a line leaves out, and part of each example's key.
+
+    Returns:
+        ``(jobs, bad)``: one job per good line, each a dict of its inputs with its ``line`` and ``key`` (a line
+            with the same inputs as an earlier one is bad, as a duplicate); and the bad lines with their errors.
+
+    Raises:
+        InputError: When the settings name an unknown method.
+        OSError: When the input file cannot be opened.
+    """
     from ..engine.attribution import get_method
 
     spec = get_method(settings.method)
@@ -176,14 +196,29 @@ def _text_lines(handle, bad: list[BadLine]):
 
 
 def example_key(job: dict, settings: BatchSettings) -> str:
-    """A hash of an example's inputs and the settings that shape its trace."""
+    """A hash of an example's inputs and the settings that shape its trace.
+
+    Args:
+        job: The example's inputs (prompt, response, generate, target, hops, title, gold, task).
+        settings: The batch's settings (those of `BatchSettings.keyed`).
+
+    Returns:
+        The first `KEY_CHARS` hexadecimal digits of the SHA-256 hash.
+    """
     inputs = {k: job[k] for k in ("prompt", "response", "generate", "target", "hops", "title", "gold", "task")}
     text = json.dumps({"inputs": inputs, "settings": settings.keyed()}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_CHARS]
 
 
 def file_stem(job: dict) -> str:
-    """The trace file's name: the title (or the prompt's start) and the example key."""
+    """The trace file's name: the title (or the prompt's start) and the example key.
+
+    Args:
+        job: The example, with its ``prompt``, ``title`` and ``key``.
+
+    Returns:
+        The file's stem, ``<title>-<key>`` (the title sanitised, at most 60 characters; ``trace`` when empty).
+    """
     lines = job["prompt"].strip().splitlines()
     head = job["title"] or (lines[0] if lines else "")
     return f"{sanitize_name(head)[:60].rstrip('.-_') or 'trace'}-{job['key']}"
@@ -191,7 +226,16 @@ def file_stem(job: dict) -> str:
 
 def check_model(name: str) -> None:
     """Refuse, before any work, a model whose family FlashTrace does not support (local folders; built-in
-    aliases are known, and refused when not prepared yet; a hub id is checked when it loads)."""
+    aliases are known, and refused when not prepared yet; a hub id is checked when it loads).
+
+    Args:
+        name: The model: an alias, a local folder or a Hugging Face id.
+
+    Raises:
+        ModelLoadError: When a local folder has no ``config.json``.
+        UnsupportedModelError: When a local folder's model type is not a supported family.
+        ModelNotPreparedError: When a built-in model is not prepared yet (the message names the command).
+    """
     from ..engine.models import MODEL_ALIASES
     from ..engine.models.builtin import BUILTINS
     from ..engine.models.families import spec_for_model_type
@@ -310,10 +354,29 @@ def run_batch(input_path: str | Path, out: str | Path, settings: BatchSettings, 
               num_gpus_per_worker: float = 0, max_retries: int = 2,
               on_record: Callable[[dict], None] | None = None,
               on_plan: Callable[[int, int, list[BadLine]], None] | None = None) -> BatchResult:
-    """Trace every line of `input_path` into `out`. Lines already traced there are skipped; with
-    `ray_address` ('local' starts a cluster on this machine, 'auto' joins a running one) examples run
-    on Ray actors. `on_plan(total, to_do, bad_lines)` is told the work before it starts; `on_record(record)` sees
-    each example's outcome as it arrives."""
+    """Trace every line of `input_path` into `out`. Lines already traced there are skipped.
+
+    Args:
+        input_path: The JSONL file of examples.
+        out: The output folder (created when missing).
+        settings: What applies to every line.
+        ray_address: Run examples on Ray actors: 'local' starts a cluster on this machine, 'auto' joins a running
+            one; None runs them in this process.
+        workers: How many Ray actors (None: as many as the cluster and the jobs allow).
+        num_cpus_per_worker: CPUs each Ray actor reserves.
+        num_gpus_per_worker: GPUs each Ray actor reserves.
+        max_retries: How many times a Ray actor's example is retried after the actor dies.
+        on_record: `on_record(record)` sees each example's outcome as it arrives.
+        on_plan: `on_plan(total, to_do, bad_lines)` is told the work before it starts.
+
+    Returns:
+        The output folder, one record per example, the bad input lines and the seconds taken.
+
+    Raises:
+        InputError: When the settings are refused (the method's options, hops or target) before any work.
+        ModelLoadError: When the model cannot be used (`check_model`).
+        DestinationError: When the batch's record folder is a symbolic link or cannot be written.
+    """
     from ..engine.attribution import get_method
 
     start = time.perf_counter()

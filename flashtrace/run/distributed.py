@@ -49,7 +49,12 @@ class RayUnavailableError(FlashTraceError, RuntimeError):
 
 
 def kill_hook(label: str) -> None:
-    """The test hook above; workers call it with their job's label (title, example id)."""
+    """The test hook above; workers call it with their job's label (title, example id).
+
+    Args:
+        label: The job's label; the process exits at once (status 17) when the test variables list it, and an
+            empty label never does.
+    """
     if not label:
         return
     if label in os.environ.get(KILL_ALWAYS_ENV, "").split(","):
@@ -77,8 +82,12 @@ class _Host:
 
 
 def require_ray() -> None:
-    """Refuse `--ray` at once when Ray is not installed (`RayUnavailableError` naming the extra), before any model
-    loads or any file is written; finds the package without importing it."""
+    """Refuse `--ray` at once when Ray is not installed, before any model loads or any file is written; finds the
+    package without importing it.
+
+    Raises:
+        RayUnavailableError: When Ray is not installed (the message names the extra).
+    """
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:

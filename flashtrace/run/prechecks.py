@@ -17,15 +17,31 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.limits import MAX_INPUT_BYTES, MAX_INPUT_CHARS
 from ..base.fileio import FileTooLargeError, NotAFileError, read_regular_file
 from ..base.errors import InputError
 
+if TYPE_CHECKING:
+    from ..engine.models.loading import LoadedModel
+
 
 def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
-    """The UTF-8 text of `path` (``-``: standard input), reading at most `limit` bytes; `ValueError` with
-    one line when it is missing, a folder, larger than `limit` or not UTF-8."""
+    """The UTF-8 text of `path` (``-``: standard input), reading at most `limit` bytes.
+
+    Args:
+        path: The file to read; ``-`` reads standard input.
+        what: What the file is, to begin the error messages with ("prompt file", ...).
+        limit: The most bytes read.
+
+    Returns:
+        The file's text.
+
+    Raises:
+        InputError: A `ValueError` with one line when the file is missing, a folder (or a device or a named pipe,
+            refused unread), unreadable, larger than `limit` or not UTF-8.
+    """
     path = Path(path)
     if str(path) == "-":
         data = sys.stdin.buffer.read(limit + 1)
@@ -49,16 +65,30 @@ def read_text_bounded(path: str | Path, what: str = "file", limit: int = MAX_INP
         raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
 
 
-def context_length(loaded) -> int | None:
-    """The most tokens the model reads at once, from its config (None when the config does not say)."""
+def context_length(loaded: LoadedModel) -> int | None:
+    """The most tokens the model reads at once, from its config (None when the config does not say).
+
+    Args:
+        loaded: The model.
+
+    Returns:
+        The context in tokens, or None when the config does not say.
+    """
     from ..engine.models.generation import context_length as from_config
 
     value = from_config(loaded)
     return int(value) if value else None
 
 
-def max_token_chars(tokenizer) -> int:
-    """Characters in the tokenizer's longest vocabulary entry (an upper bound on one token's text)."""
+def max_token_chars(tokenizer: Any) -> int:
+    """Characters in the tokenizer's longest vocabulary entry (an upper bound on one token's text).
+
+    Args:
+        tokenizer: A transformers tokenizer; the result is cached on it.
+
+    Returns:
+        The length of its longest vocabulary entry (64 when it cannot list its vocabulary), at least 1.
+    """
     cached = getattr(tokenizer, "_flashtrace_max_token_chars", None)
     if cached is None:
         try:
@@ -72,16 +102,33 @@ def max_token_chars(tokenizer) -> int:
     return max(int(cached), 1)
 
 
-def max_input_chars(loaded) -> int:
+def max_input_chars(loaded: LoadedModel) -> int:
     """The most characters of prompt (or response) worth tokenising for `loaded`: beyond this the text
-    cannot fit its context, and a trace could not store it. For the app's text areas (``max_chars``)."""
+    cannot fit its context, and a trace could not store it. For the app's text areas (``max_chars``).
+
+    Args:
+        loaded: The model.
+
+    Returns:
+        The context times the longest token's characters, at most `MAX_INPUT_CHARS`.
+    """
     context = context_length(loaded)
     bound = context * max_token_chars(loaded.tokenizer) if context else MAX_INPUT_CHARS
     return min(bound, MAX_INPUT_CHARS)
 
 
-def check_text_size(loaded, prompt: str, response: str | None = None) -> None:
-    """`ValueError` when the prompt or response is certainly too long, before anything is tokenised."""
+def check_text_size(loaded: LoadedModel, prompt: str, response: str | None = None) -> None:
+    """`ValueError` when the prompt or response is certainly too long, before anything is tokenised.
+
+    Args:
+        loaded: The model that is to read them.
+        prompt: The prompt's text.
+        response: The response's text, if any.
+
+    Raises:
+        InputError: A `ValueError` when either has more than `MAX_INPUT_CHARS` characters, or both together more
+            than the model's context can hold.
+    """
     context = context_length(loaded)
     for what, text in (("prompt", prompt), ("response", response or "")):
         if len(text) > MAX_INPUT_CHARS:

@@ -11,7 +11,7 @@ afresh and is attributed with the original trace's settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..analysis.interventions import DEFAULT_NEW_TOKENS
 from ..analysis.schema import Trace
@@ -20,6 +20,9 @@ from ..engine.models.generation import generate_response
 from .interventions import Edited, Progress, check_model, chosen_segments, edit_ids, fitted_replacement, score, unedited
 from .tracing import attribute, prepare
 from ..base.errors import InputError
+
+if TYPE_CHECKING:
+    from ..engine.models.loading import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,20 @@ def _edited_text(text: str, ranges: list[tuple[int, int]], replacement: str | No
 
 def edited_texts(trace: Trace, segment_ids: Sequence[str], replacement: str | None = None) -> tuple[str, str]:
     """The trace's prompt and response texts with the segments cut (the first replaced by `replacement`,
-    fitted with `fitted_replacement`)."""
+    fitted with `fitted_replacement`).
+
+    Args:
+        trace: The trace edited.
+        segment_ids: The ids of the segments cut (prompt sentences or reasoning steps).
+        replacement: The text that takes the first segment's place; None (or empty) cuts it too.
+
+    Returns:
+        ``(prompt, response)``: the edited texts.
+
+    Raises:
+        InputError: When the edited segments have no character offsets (the trace cannot be re-run as text), or
+            a segment id is not editable (from `chosen_segments`).
+    """
     chosen = chosen_segments(trace, segment_ids)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     if any(s.char_start is None or s.char_end is None for s in chosen):
@@ -128,12 +144,31 @@ def _phases(loaded, trace: Trace, start: int, new_tokens: int, retrace: bool, pr
     return _Phases(weights, new_tokens, progress)
 
 
-def checked_edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
+def checked_edit(loaded: LoadedModel, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
                  regenerate: bool = False, retrace: bool = False,
                  max_new_tokens: int = DEFAULT_NEW_TOKENS) -> tuple[Edited, str | None]:
     """``(the edited ids, the replacement as it will be put in)`` once `edit` with these arguments is known to fit
     (`check_run`: the edited trace and the new tokens in the model's context; the scoring, and with `retrace` the
-    new trace, in memory); what `edit` checks first, for a caller to check before saying how long it will take."""
+    new trace, in memory); what `edit` checks first, for a caller to check before saying how long it will take.
+
+    Args:
+        loaded: The model the trace was made with.
+        trace: The trace edited.
+        segment_ids: The ids of the segments removed (or, the first, replaced).
+        replacement: The text that takes the first segment's place; None removes it.
+        regenerate: The model is to write a new response or answer after the edit.
+        retrace: The edited text is to be traced again.
+        max_new_tokens: The most new tokens generated (counted only with `regenerate` or `retrace`).
+
+    Returns:
+        ``(edited, replacement)``: the edited sequence, and the replacement fitted with `fitted_replacement`
+            (None when there is none).
+
+    Raises:
+        InputError: When the model is not the trace's, a segment id is not editable, or the edited trace and the
+            new tokens do not fit the model's context.
+        ResourceError: When the run would not fit in memory.
+    """
     check_model(loaded, trace)
     replacement = fitted_replacement(trace, segment_ids, replacement) if replacement else None
     insert = loaded.tokenizer.encode(replacement, add_special_tokens=False) if replacement else None
@@ -145,15 +180,34 @@ def checked_edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: 
     return edited, replacement
 
 
-def edit(loaded, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
+def edit(loaded: LoadedModel, trace: Trace, segment_ids: Sequence[str], replacement: str | None = None, *,
          regenerate: bool = False, retrace: bool = False, max_new_tokens: int = DEFAULT_NEW_TOKENS,
          progress: Progress | None = None) -> EditResult:
     """Remove `segment_ids` (prompt sentences or reasoning steps) from `trace`, or replace the first by
-    `replacement` text and remove the others; score the original target before and after. With
-    `regenerate`, the model (greedy) writes a new response or answer after the edit; with `retrace` (which
-    implies `regenerate`), the edited prompt and the new response are traced with the trace's settings.
-    `progress(done, total)` hears of the whole run as one count (`_Phases`: the scoring, each generated
-    token, the new trace's attribution, weighted by their predicted seconds) and may raise to stop."""
+    `replacement` text and remove the others; score the original target before and after.
+
+    Args:
+        loaded: The model the trace was made with.
+        trace: The trace edited.
+        segment_ids: The ids of the segments removed (prompt sentences or reasoning steps).
+        replacement: The text that replaces the first of them (the others are removed); None removes them all.
+        regenerate: The model (greedy) writes a new response or answer after the edit.
+        retrace: The edited prompt and the new response are traced with the trace's settings (implies
+            `regenerate`).
+        max_new_tokens: The most new tokens generated.
+        progress: `progress(done, total)` hears of the whole run as one count (`_Phases`: the scoring, each
+            generated token, the new trace's attribution, weighted by their predicted seconds) and may raise to
+            stop.
+
+    Returns:
+        The target's log-probability before and after, and, when asked, the generated text, the edited prompt
+            and response, and the new trace (None when the new response is blank).
+
+    Raises:
+        InputError: When the edit is refused (from `checked_edit`), or the edited segments have no character
+            offsets to re-run as text.
+        ResourceError: When the run would not fit in memory.
+    """
     edited, replacement = checked_edit(loaded, trace, segment_ids, replacement, regenerate=regenerate, retrace=retrace,
                                        max_new_tokens=max_new_tokens)
     steps_edited = any(s.role == "reasoning" for s in chosen_segments(trace, segment_ids))

@@ -19,7 +19,7 @@ storing it in the record's `resampled`; with ``n = 0`` it is exactly the teacher
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
@@ -30,6 +30,10 @@ from ..analysis.schema import InterventionRecord
 from ..analysis.segments import is_answer_marker
 from .interventions import Edited, Progress, check_model, pad_id, intervene, score, step_edits
 from ..base.errors import InputError
+
+if TYPE_CHECKING:
+    from ..analysis.schema import ModelInfo
+    from ..engine.models.loading import LoadedModel
 
 SLACK_TOKENS = 16  # new tokens beyond the original reasoning-and-answer length, by default
 
@@ -42,7 +46,14 @@ def _norm(text: str) -> str:
 
 def answer_tail(trace: Trace) -> int:
     """Where the appended tail starts: the reasoning segment just before the target when it holds only an
-    answer marker ("Answer:"), else the target itself."""
+    answer marker ("Answer:"), else the target itself.
+
+    Args:
+        trace: The trace resampled.
+
+    Returns:
+        The token position where the tail (the marker, if any, and the target) starts.
+    """
     lo = trace.settings.target[0]
     for seg in trace.segments or []:
         if seg.role == "reasoning" and seg.end == lo and is_answer_marker(seg.text):
@@ -51,7 +62,14 @@ def answer_tail(trace: Trace) -> int:
 
 
 def default_tokens(trace: Trace) -> int:
-    """The default budget: the original response up to the end of its target, plus `SLACK_TOKENS`."""
+    """The default budget: the original response up to the end of its target, plus `SLACK_TOKENS`.
+
+    Args:
+        trace: The trace resampled.
+
+    Returns:
+        The number of new tokens a continuation may have.
+    """
     return trace.settings.target[1] - trace.response_start + SLACK_TOKENS
 
 
@@ -101,9 +119,26 @@ def _rows(loaded, trace: Trace, context: Sequence[int], samples: list[list[int]]
     return rows, matches
 
 
-def check_resampling(loaded, trace: Trace, n: int, max_new_tokens: int | None = None, batch_size: int = 8) -> int:
+def check_resampling(loaded: LoadedModel, trace: Trace, n: int, max_new_tokens: int | None = None,
+                     batch_size: int = 8) -> int:
     """The new-token budget of `resample_steps`, once the run is known to fit (`check_run`: the trace and the budget
-    in the context, `n` continuations sampled side by side in memory)."""
+    in the context, `n` continuations sampled side by side in memory).
+
+    Args:
+        loaded: The model that is to resample.
+        trace: The trace resampled.
+        n: How many continuations per context.
+        max_new_tokens: The new-token budget; None (or 0) for `default_tokens`.
+        batch_size: How many rows are scored as one batch.
+
+    Returns:
+        The new-token budget.
+
+    Raises:
+        InputError: When `n` is below 1, the model is not the trace's, or the trace and the budget do not fit
+            its context.
+        ResourceError: When the sampled continuations would not fit in memory.
+    """
     if n < 1:
         raise InputError(f"n must be at least 1 to resample, got {n}")
     check_model(loaded, trace)
@@ -113,11 +148,31 @@ def check_resampling(loaded, trace: Trace, n: int, max_new_tokens: int | None = 
     return budget
 
 
-def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_tokens: int | None = None,
+def resample_steps(loaded: LoadedModel, trace: Trace, n: int, *, seed: int = 0, max_new_tokens: int | None = None,
                    temperature: float | None = DEFAULT_TEMPERATURE, top_p: float | None = DEFAULT_TOP_P,
                    batch_size: int = 8, progress: StepProgress | None = None) -> ResampleRecord:
     """`n` continuations per reasoning step before the target, with the step kept and removed (see the module
-    docstring); `progress(done, total)` hears of each batch of continuations and may raise to stop."""
+    docstring).
+
+    Args:
+        loaded: The model the trace was made with.
+        trace: The trace resampled.
+        n: How many continuations per context.
+        seed: Seeds step i's continuations with ``seed + i`` (the same for its kept and removed contexts).
+        max_new_tokens: The new-token budget; None for `default_tokens`.
+        temperature: The sampling temperature; None for the model's generation default.
+        top_p: The nucleus-sampling mass; None for the model's generation default.
+        batch_size: How many rows are scored as one batch.
+        progress: `progress(done, total)` hears of each batch of continuations (two per step) and may raise
+            to stop.
+
+    Returns:
+        The record: per step, the target's log-probabilities and answer matches with the step kept and removed.
+
+    Raises:
+        InputError: When the resampling is refused (from `check_resampling`).
+        ResourceError: When it would not fit in memory.
+    """
     budget = check_resampling(loaded, trace, n, max_new_tokens, batch_size)
     ids = [t.id for t in trace.tokens]
     steps = [e.segments[0] for e in step_edits(trace)]
@@ -138,12 +193,31 @@ def resample_steps(loaded, trace: Trace, n: int, *, seed: int = 0, max_new_token
                           seconds=time.perf_counter() - start, steps=out)
 
 
-def intervene_and_resample(loaded, trace: Trace, n: int = 0, *, resample_options: dict | None = None,
+def intervene_and_resample(loaded: LoadedModel, trace: Trace, n: int = 0, *,
+                           resample_options: dict[str, Any] | None = None,
                            resample_progress: StepProgress | None = None, progress: Progress | None = None,
-                           **options) -> InterventionRecord:
+                           **options: Any) -> InterventionRecord:
     """`interventions.intervene(loaded, trace, **options)`; with `n` > 0 (and the steps not left out), also
-    `resample_steps` with `n` continuations (seeded with the options' seed unless `resample_options` names
-    one), stored in the record's `resampled`."""
+    `resample_steps` with `n` continuations, stored in the record's `resampled`.
+
+    Args:
+        loaded: The model the trace was made with.
+        trace: The trace edited.
+        n: How many continuations per context to resample (0: the teacher-forced standard set only).
+        resample_options: Keyword arguments of `resample_steps` (seed, max_new_tokens, temperature, top_p,
+            batch_size); the seed and batch size default to the options' own.
+        resample_progress: Hears of each batch of continuations, as `resample_steps`'s `progress`.
+        progress: Hears of the standard set's scoring, as `interventions.intervene`'s `progress`.
+        **options: Keyword arguments of `interventions.intervene` (steps, sentences, n_random, seed, batch_size).
+
+    Returns:
+        The standard set's record, with the resampling in `resampled` (and its seconds added) when it ran.
+
+    Raises:
+        InputError: When `n` is negative, or the resampling (checked before the standard set's minutes, not after)
+            or the standard set is refused.
+        ResourceError: When the run would not fit in memory.
+    """
     if n < 0:
         raise InputError(f"n must be at least 0, got {n}")
     chosen = {"seed": options.get("seed", 0), "batch_size": options.get("batch_size", 8), **(resample_options or {})}
@@ -157,9 +231,20 @@ def intervene_and_resample(loaded, trace: Trace, n: int = 0, *, resample_options
     return record.model_copy(update={"resampled": resampled, "seconds": record.seconds + resampled.seconds})
 
 
-def estimate_resample_seconds(model, trace: Trace, n: int, max_new_tokens: int | None = None) -> float:
+def estimate_resample_seconds(model: LoadedModel | ModelInfo, trace: Trace, n: int,
+                              max_new_tokens: int | None = None) -> float:
     """Predicted seconds of `resample_steps`: per step two contexts, each `n` continuations (counted one after
-    another: an upper bound for the batched sampling) and their scoring; `model` as `estimate_seconds` takes."""
+    another: an upper bound for the batched sampling) and their scoring.
+
+    Args:
+        model: The `LoadedModel`, or ``trace.model`` before any model is loaded (as `estimate_seconds` takes).
+        trace: The trace resampled.
+        n: How many continuations per context.
+        max_new_tokens: The new-token budget; None (or 0) for `default_tokens`.
+
+    Returns:
+        The predicted seconds; 0 when `n` is below 1.
+    """
     if n < 1:
         return 0.0
     budget = max_new_tokens or default_tokens(trace)

@@ -10,7 +10,7 @@ import inspect
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -32,6 +32,9 @@ from ..engine.models.generation import Sampling, generate as generate_text, gene
 from ..analysis.segments import segment_sequence
 from ..analysis.schema import (HopRecord, ModelInfo, Scores, SegmentRecord, Settings, Spans, StepRecord, TokenRecord, Trace,
                     normalised)
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 TargetSpec = str | tuple[int, int]
 
@@ -55,29 +58,52 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
             check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
             do_sample: bool = False, temperature: float | None = None, top_p: float | None = None,
-            seed: int | None = None, on_text: Callable[[str, int], None] | None = None, generation_config=None,
-            **generate_options) -> Prepared:
+            seed: int | None = None, on_text: Callable[[str, int], None] | None = None,
+            generation_config: GenerationConfig | dict[str, Any] | None = None,
+            **generate_options: Any) -> Prepared:
     """Tokenise prompt + response (or generate the response first) and record one forward pass.
 
-    `prompt` is a string, token ids (a tensor, array or list of ints, taken as the model reads them: no chat
-    template is added; they must tokenise back from their text, `inputs.ids`) or a chat-messages list (``[{"role": "user", "content": ...}, ...]``, rendered with
-    the model's chat template; the trace's prompt is the contents joined by a blank line, the list is kept
-    in ``trace.extra["messages"]``).
+    With `generate`, the response is the model's: greedy, or sampled with ``do_sample=True``, at most
+    `max_new_tokens` tokens; these settings are recorded in ``trace.extra["generation"]``. Any other setting of
+    transformers' ``generate`` is accepted too, as a `generation_config` or as keywords: checked by transformers,
+    passed to ``generate`` and recorded likewise.
 
-    With `generate`, the response is the model's: greedy, or sampled with ``do_sample=True`` (and
-    `temperature`, `top_p`; `seed` makes it repeatable), at most `max_new_tokens` tokens; these settings
-    are recorded in ``trace.extra["generation"]``. `on_text(text, n_new_tokens)` sees the response as it grows
-    (one call per new token; it may raise to stop). Any other setting of transformers' ``generate`` is accepted
-    too, as a `generation_config` (a ``GenerationConfig`` or a dict) or as keywords (``top_k=50``, ``num_beams=1``,
-    ``repetition_penalty=1.1``, ...): checked by transformers, passed to ``generate`` and recorded likewise.
+    Args:
+        model: A loaded model, or a name to load (alias, local folder or Hugging Face id).
+        prompt: A string, token ids (a tensor, array or list of ints, taken as the model reads them: no chat
+            template is added; they must tokenise back from their text, `inputs.ids`) or a chat-messages list
+            (``[{"role": "user", "content": ...}, ...]``, rendered with the model's chat template; the trace's
+            prompt is the contents joined by a blank line, the list is kept in ``trace.extra["messages"]``).
+        response: The response to teacher-force; None with `generate`.
+        generate: The model writes the response.
+        max_new_tokens: The most tokens generated.
+        chat_template: Render the prompt with the model's chat template.
+        reasoning_instruction: Off by default; appends `REASONING_INSTRUCTION` to the prompt before generating, for
+            models without a thinking mode; its tokens get the template role, so evidence, shares and Recovery
+            never count what the tool itself wrote.
+        check_memory: Refuse (`ResourceError`) a sequence whose predicted peak memory exceeds what is available,
+            before the model runs.
+        on_estimate: `on_estimate(Estimate)` sees the prediction first.
+        hops: The hops the prediction is made for, over the generated tokens (the hops the caller will attribute
+            with).
+        do_sample: Sample the response instead of greedy decoding.
+        temperature: The sampling temperature (with `do_sample`).
+        top_p: The nucleus-sampling mass (with `do_sample`).
+        seed: Makes the sampling repeatable.
+        on_text: `on_text(text, n_new_tokens)` sees the response as it grows (one call per new token; it may
+            raise to stop).
+        generation_config: Other settings of ``generate``: a transformers ``GenerationConfig`` or a dict.
+        **generate_options: Other settings of ``generate`` as keywords (``top_k=50``, ``num_beams=1``,
+            ``repetition_penalty=1.1``, ...).
 
-    With `check_memory`, a sequence whose predicted peak memory exceeds what is available is refused
-    (`ResourceError`) before the model runs; `on_estimate(Estimate)` sees the prediction first, made
-    for `hops` hops over the generated tokens (the hops the caller will attribute with).
+    Returns:
+        The tokenised sequence and its recording, ready for `attribute`.
 
-    `reasoning_instruction` (off by default) appends `REASONING_INSTRUCTION` to the prompt before
-    generating, for models without a thinking mode; its tokens get the template role, so evidence,
-    shares and Recovery never count what the tool itself wrote."""
+    Raises:
+        InputError: When generation settings are given without `generate`, the response is empty, or the
+            prompt or response is too long for the model.
+        ResourceError: With `check_memory`, when the predicted peak memory exceeds what is available.
+    """
     sampling = Sampling(do_sample, temperature, top_p, seed, generation_options(generation_config, **generate_options))
     if not generate and sampling != Sampling():
         raise InputError("do_sample, temperature, top_p, seed and other generation settings apply only with "
@@ -107,10 +133,22 @@ def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = Non
 
 def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
                    target_chars: tuple[int, int] | None = None) -> tuple[int, int]:
-    """Token range ``[start, end)`` of a target: 'value', 'answer', 'response', 'reasoning', 'START:END' or a
-    tuple of token positions, or `target_chars` (character range in the response). 'value' is the answer's value
-    when the answer line restates the question ("Tom has 15 marbles now." gives "15"; `inputs.answer_value`),
-    else the whole answer, as 'answer'."""
+    """Token range ``[start, end)`` of a target.
+
+    Args:
+        sequence: The tokenised sequence.
+        target: 'value', 'answer', 'response', 'reasoning', 'START:END' or a tuple of token positions. 'value' is
+            the answer's value when the answer line restates the question ("Tom has 15 marbles now." gives "15";
+            `inputs.answer_value`), else the whole answer, as 'answer'.
+        target_chars: A character range in the response; used instead of `target` when given.
+
+    Returns:
+        ``(start, end)``: the target's token positions.
+
+    Raises:
+        InputError: When the response has no such span, the target is not one of the forms above, or the range is
+            outside the sequence or starts in the prompt.
+    """
     n = len(sequence)
     if target_chars is not None:
         rng = sequence.char_range_to_tokens(target_chars)
@@ -140,7 +178,14 @@ def resolve_target(sequence: TokenSequence, target: TargetSpec = "answer",
 
 def value_chars(sequence: TokenSequence) -> tuple[int, int] | None:
     """Characters of the answer's value in the response (`inputs.answer_value`); None when it is the whole
-    answer."""
+    answer.
+
+    Args:
+        sequence: The tokenised sequence.
+
+    Returns:
+        ``(start, end)`` in the response's characters, or None when the value is the whole answer.
+    """
     return answer_value(sequence.response, sequence.spans.answer, sequence.prompt)
 
 
@@ -153,17 +198,32 @@ def _warn_if_guessed(prepared: Prepared) -> None:
 
 
 def stop_mask(sequence: TokenSequence, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> torch.Tensor:
-    """``[N]`` bool: tokens that get weight 0 in targets and scores, under a preset (``paper``,
-    ``punctuation``, ``none``) or a user list (see `flashtrace.engine.inputs.stop_rule`). Every token is tested,
-    chat-template tokens included: a template token is zeroed only when it matches the set."""
+    """``[N]`` bool: tokens that get weight 0 in targets and scores. Every token is tested, chat-template tokens
+    included: a template token is zeroed only when it matches the set.
+
+    Args:
+        sequence: The tokenised sequence.
+        stop_tokens: A preset (``paper``, ``punctuation``, ``none``) or a user list (see
+            `flashtrace.engine.inputs.stop_rule`).
+
+    Returns:
+        ``[N]`` bool, True for a stop token.
+    """
     rule = stop_rule(stop_tokens)
     return torch.tensor([rule(t.text) for t in sequence.tokens], dtype=torch.bool)
 
 
 
 
-def replacement_id(tokenizer) -> int | None:
-    """The pad (or EOS) id used to delete tokens (ablation, IG baseline, deletion curves); None if neither."""
+def replacement_id(tokenizer: Any) -> int | None:
+    """The pad (or EOS) id used to delete tokens (ablation, IG baseline, deletion curves); None if neither.
+
+    Args:
+        tokenizer: A transformers tokenizer.
+
+    Returns:
+        Its pad token id, else its EOS id, else None.
+    """
     for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
         if tid is not None:
             return int(tid)
@@ -172,7 +232,15 @@ def replacement_id(tokenizer) -> int | None:
 
 def method_source(prepared: Prepared, segments: list | None = None) -> Source:
     """What a registered method reads from a prepared sequence: recording, model, the user's prompt
-    positions, prompt segments (token positions; automatic split unless `segments` are given)."""
+    positions, prompt segments (token positions).
+
+    Args:
+        prepared: The prepared sequence.
+        segments: The sequence's segments; None for the automatic split.
+
+    Returns:
+        The method's source, with the prompt segments' token positions and the id that deletes a token.
+    """
     seq = prepared.sequence
     segments = segments if segments is not None else segment_sequence(seq)
     return Source(recording=prepared.recording, model=prepared.loaded.model, explained=seq.positions("prompt"),
@@ -294,27 +362,44 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
               stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
               threshold: float | None = None, title: str = "",
               steps: bool = False, segment_boundaries: list[int] | None = None,
-              progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace:
+              progress: Callable[[int, int], None] | None = None, options: dict | None = None) -> Trace | list[Trace]:
     """Attribute a target span of a prepared sequence; returns a `Trace`.
 
-    `method` is any registered method (`flashtrace.engine.attribution.METHODS`, or captum's and inseq's name for
-    one: `registry.ALIASES`, stored under ours); `options` are its declared
-    options (checked before anything runs; `threshold` is flashtrace's option, kept as a keyword).
-    The trace always holds the segments (prompt sentences, reasoning steps, answer; `segment_boundaries`,
-    token positions where a segment starts, replaces the automatic split). `steps=True` also attributes
-    every reasoning step and the answer in one batched call of the method (the hop graph's data).
-    `progress(done, total)` is called as work advances, in the method's progress unit (layers for
-    flashtrace, target rows for IFR, weight vectors for baselines); the last call has done == total.
-    Methods with signed scores (IG, perturbation) keep only the positive part in the trace.
+    The trace always holds the segments (prompt sentences, reasoning steps, answer). Methods with signed scores
+    (IG, perturbation) keep only the positive part in the trace.
 
-    `stop_tokens` (default ``paper``: ``,``, ``.`` and whitespace-only tokens, the set the authors' code
-    used for the paper's numbers; ``punctuation`` zeroes every punctuation-only token, which drops
-    tokens such as a question's final ``?`` that are often the top-scored ones) get weight 0 in targets and
-    scores. `hop0` = ``answer`` attributes the target span at hop 0 (the paper's formulation);
-    ``generation`` attributes the whole response (reasoning + answer) at hop 0 whatever the target,
-    as the code behind the paper's tables (flashtrace 0.1.1) did.
+    Args:
+        prepared: The prepared sequence; a list of `Prepared` gives a list of Traces, one each, with the same
+            settings.
+        target: The target span, as `resolve_target` takes it ('value', 'answer', 'response', 'reasoning',
+            'START:END' or a tuple of token positions).
+        target_chars: A character range in the response, used as the target instead of `target`.
+        hops: How many recursive hops.
+        method: Any registered method (`flashtrace.engine.attribution.METHODS`, or captum's and inseq's name for
+            one: `registry.ALIASES`, stored under ours).
+        recursive: The span later hops re-attribute: ``reasoning+answer`` or ``reasoning``.
+        stop_tokens: Tokens that get weight 0 in targets and scores; default ``paper``: ``,``, ``.`` and
+            whitespace-only tokens, the set the authors' code used for the paper's numbers; ``punctuation``
+            zeroes every punctuation-only token, which drops tokens such as a question's final ``?`` that are
+            often the top-scored ones.
+        hop0: ``answer`` attributes the target span at hop 0 (the paper's formulation); ``generation`` attributes
+            the whole response (reasoning + answer) at hop 0 whatever the target, as the code behind the paper's
+            tables (flashtrace 0.1.1) did.
+        threshold: Flashtrace's option, kept as a keyword (None: the method's default).
+        title: The trace's title; empty for the prompt's first line.
+        steps: Also attribute every reasoning step and the answer in one batched call of the method (the hop
+            graph's data).
+        segment_boundaries: Token positions where a segment starts; replaces the automatic split.
+        progress: `progress(done, total)` is called as work advances, in the method's progress unit (layers for
+            flashtrace, target rows for IFR, weight vectors for baselines); the last call has done == total.
+        options: The method's declared options (checked before anything runs).
 
-    A list of `Prepared` gives a list of Traces, one each, with the same settings.
+    Returns:
+        The trace; a list of traces, in order, for a list of `Prepared`.
+
+    Raises:
+        InputError: When an option is refused, the method cannot run the hops or steps asked for, or the target
+            is not in the response.
     """
     if isinstance(prepared, (list, tuple)):
         settings = dict(target=target, target_chars=target_chars, hops=hops, method=method, recursive=recursive,
@@ -360,15 +445,38 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
 def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str | list[str | None] | None = None,
           *, generate: bool = False, max_new_tokens: int = 256, chat_template: bool = True,
           reasoning_instruction: bool = False, do_sample: bool = False, temperature: float | None = None,
-          top_p: float | None = None, seed: int | None = None, generation_config=None,
-          **options) -> Trace | list[Trace]:
-    """One call: load (if given a name), record, attribute. `options` that `attribute` takes go to it (checked
-    first); any other is a setting of transformers' ``generate`` (``top_k``, ``num_beams``, ...: see `prepare`,
-    with `generation_config`); `reasoning_instruction`, the chat-messages prompt and the generation settings
-    (`do_sample`, `temperature`, `top_p`, `seed`, `max_new_tokens`) as in `prepare`.
+          top_p: float | None = None, seed: int | None = None,
+          generation_config: GenerationConfig | dict[str, Any] | None = None,
+          **options: Any) -> Trace | list[Trace]:
+    """One call: load (if given a name), record, attribute.
 
-    A list of prompts (strings or chat-messages lists), with a list of as many responses (or None to
-    generate them), gives a list of Traces in the same order; the model is loaded once."""
+    Args:
+        model: A loaded model, or a name to load (loaded once for a list of prompts).
+        prompt: A string, token ids or a chat-messages list, as in `prepare`; or a list of prompts (strings or
+            chat-messages lists).
+        response: The response to teacher-force (None to generate it); for a list of prompts, a list of as many
+            responses (or None to generate them).
+        generate: The model writes the response.
+        max_new_tokens: The most tokens generated, as in `prepare`.
+        chat_template: Render the prompt with the model's chat template.
+        reasoning_instruction: As in `prepare`.
+        do_sample: Sample the response, as in `prepare`.
+        temperature: The sampling temperature, as in `prepare`.
+        top_p: The nucleus-sampling mass, as in `prepare`.
+        seed: Makes the sampling repeatable, as in `prepare`.
+        generation_config: Other settings of transformers' ``generate``, as in `prepare`.
+        **options: Those `attribute` takes go to it (checked first); any other is a setting of transformers'
+            ``generate`` (``top_k``, ``num_beams``, ...: see `prepare`).
+
+    Returns:
+        The trace; for a list of prompts, a list of Traces in the same order.
+
+    Raises:
+        InputError: When a list of prompts has no list of as many responses, or an option is refused (also from
+            `prepare` and `attribute`).
+        TypeError: When a setting is one neither `attribute` nor transformers' ``generate`` takes.
+        ResourceError: When the run would not fit in memory.
+    """
     generation = {k: options.pop(k) for k in list(options) if k not in _ATTRIBUTE_OPTIONS}
     generation_options(generation_config, **generation)  # a name neither takes is refused before any work
     check_options(**{k: options[k] for k in ("hops", "title", "recursive") if k in options})
@@ -391,9 +499,22 @@ def trace(model: LoadedModel | str, prompt: Prompt | list[Prompt], response: str
 _ATTRIBUTE_OPTIONS = frozenset(inspect.signature(attribute).parameters) - {"prepared"}
 
 
-def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options) -> HopDepthComparison:
+def hop_depth_comparison(prepared: Prepared, max_hops: int = 4, k: int = 10, **options: Any) -> HopDepthComparison:
     """Attribute with ``max_hops`` hops once on `prepared` (no new forward pass) and compare depths
-    ``0..max_hops``. `options` go to `attribute` (target, method, recursive, stop_tokens, threshold)."""
+    ``0..max_hops``.
+
+    Args:
+        prepared: The prepared sequence.
+        max_hops: The deepest hop count compared.
+        k: The size of the top-k prompt lists compared between consecutive depths.
+        **options: Go to `attribute` (target, method, recursive, stop_tokens, threshold).
+
+    Returns:
+        The comparison of depths ``0..max_hops``.
+
+    Raises:
+        InputError: When `attribute` refuses the options.
+    """
     trace = attribute(prepared, hops=max_hops, **options)
     return compare_depths(trace, k=k, max_hops=max_hops)
 

@@ -14,7 +14,14 @@ BUNDLED = PACKAGE / "_app"
 
 
 def app_root() -> Path:
-    """The folder holding ``app.py`` and ``pages/``: the checkout when there is one, else the wheel's copy."""
+    """The folder holding ``app.py`` and ``pages/``: the checkout when there is one, else the wheel's copy.
+
+    Returns:
+        The checkout's top level when it holds ``app.py`` and ``pages/``, else the wheel's ``flashtrace/_app``.
+
+    Raises:
+        FileNotFoundError: When neither the checkout nor the wheel's copy holds ``app.py`` and ``pages/``.
+    """
     for root in (CHECKOUT, BUNDLED):
         if (root / "app.py").is_file() and (root / "pages").is_dir():
             return root
@@ -23,7 +30,11 @@ def app_root() -> Path:
 
 
 def bundled_gallery() -> Path:
-    """The shipped gallery: the checkout's ``assets/gallery`` or the wheel's copy."""
+    """The shipped gallery: the checkout's ``assets/gallery`` or the wheel's copy.
+
+    Returns:
+        The first of the two that is a folder; the checkout's path when neither is.
+    """
     for root in (CHECKOUT, BUNDLED):
         folder = root / "assets" / "gallery"
         if folder.is_dir():

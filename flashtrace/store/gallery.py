@@ -55,7 +55,11 @@ class GalleryItem:
 
 
 def gallery_dir() -> Path:
-    """``$FLASHTRACE_GALLERY``, or the checkout's ``assets/gallery`` (the wheel's copy when installed)."""
+    """``$FLASHTRACE_GALLERY``, or the checkout's ``assets/gallery`` (the wheel's copy when installed).
+
+    Returns:
+        The gallery folder.
+    """
     env = os.environ.get(GALLERY_ENV)
     return Path(env) if env else bundled_gallery()
 
@@ -85,7 +89,15 @@ def _item(name: str, trace: Trace, size: int) -> GalleryItem:
 
 
 def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
-    """The gallery's cards, from its index (or, without one, from the trace files themselves)."""
+    """The gallery's cards, from its index (or, without one, from the trace files themselves).
+
+    Args:
+        folder: The gallery folder; `gallery_dir()` when None.
+
+    Returns:
+        One card per trace; the index's rows when it is readable and every file it names exists, else one per
+            readable trace file, by name (unreadable files skipped); empty when the folder is missing.
+    """
     folder = folder or gallery_dir()
     index = folder / INDEX
     if index.is_file():
@@ -108,7 +120,18 @@ def list_gallery(folder: Path | None = None) -> list[GalleryItem]:
 
 
 def gallery_path(name: str, folder: Path | None = None) -> Path:
-    """The file of gallery trace `name`; ValueError naming the entries when there is none."""
+    """The file of gallery trace `name`; ValueError naming the entries when there is none.
+
+    Args:
+        name: The gallery trace's name (its file name without ``.json``).
+        folder: The gallery folder; `gallery_dir()` when None.
+
+    Returns:
+        The path of the trace's JSON file.
+
+    Raises:
+        InputError: When the gallery has no trace named `name` (a ValueError; the message names the entries).
+    """
     folder = folder or gallery_dir()
     known = {it.name for it in list_gallery(folder)}
     if name not in known:
@@ -117,13 +140,33 @@ def gallery_path(name: str, folder: Path | None = None) -> Path:
 
 
 def load_gallery_trace(name: str, folder: Path | None = None) -> Trace:
-    """Load gallery trace `name`."""
+    """Load gallery trace `name`.
+
+    Args:
+        name: The gallery trace's name.
+        folder: The gallery folder; `gallery_dir()` when None.
+
+    Returns:
+        The loaded trace.
+
+    Raises:
+        InputError: When the gallery has no trace named `name` (from `gallery_path`).
+    """
     return Trace.load(gallery_path(name, folder))
 
 
 def write_index(folder: Path, order: list[str] | None = None) -> list[GalleryItem]:
     """Write ``index.json`` for the traces in `folder`: those whose reasoning the model wrote first, then the
-    synthetic ones; within each, as listed in `order` where named, then by name."""
+    synthetic ones.
+
+    Args:
+        folder: The gallery folder whose traces are indexed and where ``index.json`` is written.
+        order: Trace names giving the order within each group: those named here first, as listed, then the
+            others by name.
+
+    Returns:
+        The cards written, in the index's order.
+    """
     rank = {name: i for i, name in enumerate(order or [])}
     paths = sorted((p for p in folder.glob("*.json") if p.name != INDEX),
                    key=lambda p: (rank.get(p.stem, len(rank)), p.stem))

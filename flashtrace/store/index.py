@@ -56,7 +56,15 @@ def _row(tr: Trace) -> dict:
 
 
 def read_meta(path: Path) -> dict:
-    """The index row of one trace file (``error`` set, other fields empty, when it does not load)."""
+    """The index row of one trace file (``error`` set, other fields empty, when it does not load).
+
+    Args:
+        path: The trace's JSON file.
+
+    Returns:
+        The row's metadata fields (title, model, task, n_tokens, hops, method, created, prompt_head, metrics,
+            error), by name.
+    """
     try:
         return _row(Trace.load(path))
     except Exception as exc:  # noqa: BLE001 - a file that does not load is listed with its reason, whatever it is

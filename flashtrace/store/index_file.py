@@ -32,7 +32,16 @@ class IndexUnavailable(Exception):
 
 
 def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
-    """(Re)create the index table in one write transaction: another writer is waited for, not broken."""
+    """(Re)create the index table in one write transaction: another writer is waited for, not broken.
+
+    Args:
+        conn: The connection to the index file.
+        columns: The column definitions of the ``traces`` table, as SQL.
+        schema: The schema version, stored as the file's ``user_version``.
+
+    Raises:
+        sqlite3.Error: When SQLite cannot write the table (the transaction is rolled back, the error re-raised).
+    """
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DROP TABLE IF EXISTS traces")
@@ -45,7 +54,11 @@ def create_table(conn: sqlite3.Connection, columns: str, schema: int) -> None:
 
 
 def rollback(conn: sqlite3.Connection) -> None:
-    """Roll back the open transaction of `conn`, if any (errors ignored: there is nothing to undo)."""
+    """Roll back the open transaction of `conn`, if any (errors ignored: there is nothing to undo).
+
+    Args:
+        conn: The connection whose transaction is rolled back.
+    """
     try:
         conn.rollback()
     except sqlite3.Error:  # no transaction open, or the connection is unusable: nothing to undo
@@ -53,7 +66,14 @@ def rollback(conn: sqlite3.Connection) -> None:
 
 
 def ensure_table(conn: sqlite3.Connection, fields: tuple[str, ...], columns: str, schema: int) -> None:
-    """The table of `fields` at version `schema`, rebuilt when the file holds another version or shape."""
+    """The table of `fields` at version `schema`, rebuilt when the file holds another version or shape.
+
+    Args:
+        conn: The connection to the index file.
+        fields: The table's column names, in order.
+        columns: The column definitions of the ``traces`` table, as SQL (used when it is rebuilt).
+        schema: The schema version the file must hold.
+    """
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     shape = tuple(row[1] for row in conn.execute("PRAGMA table_info(traces)"))
     if version != schema or shape != fields:
@@ -113,8 +133,21 @@ def _connect(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> 
 
 
 def open_index(path: Path, fields: tuple[str, ...], columns: str, schema: int) -> sqlite3.Connection:
-    """A connection to the index file `path`, its table ready; `IndexUnavailable` when the file cannot
-    be used now (the caller then reads the files into memory)."""
+    """A connection to the index file `path`, its table ready.
+
+    Args:
+        path: The index file (``.index.sqlite``).
+        fields: The table's column names, in order.
+        columns: The column definitions of the ``traces`` table, as SQL.
+        schema: The schema version the file must hold.
+
+    Returns:
+        An open connection (autocommit) whose table has `fields` at version `schema`.
+
+    Raises:
+        IndexUnavailable: When the file cannot be used now (busy, read-only folder, not a regular file, changed
+            while opened, damaged under a lock); the caller then reads the files into memory.
+    """
     if not os.access(path.parent, os.W_OK):
         raise IndexUnavailable(f"{path.parent} is read-only")
     try:

@@ -42,7 +42,11 @@ class LibraryError(FlashTraceError, ValueError):
 
 
 def default_root() -> Path:
-    """The library's folder: $FLASHTRACE_LIBRARY when set, else the user's data folder."""
+    """The library's folder: $FLASHTRACE_LIBRARY when set, else the user's data folder.
+
+    Returns:
+        ``$FLASHTRACE_LIBRARY`` (``~`` expanded) when set, else the user data directory's ``flashtrace/library``.
+    """
     env = os.environ.get(LIBRARY_ENV)
     if env:
         return Path(env).expanduser()
@@ -53,8 +57,15 @@ def default_root() -> Path:
 
 def sanitize_name(name: str) -> str:
     """A safe file stem: ASCII letters, digits, ``.``, ``_`` and ``-`` only, no leading dot, at most
-    80 characters; anything else becomes ``-``. Empty input gives ``trace``. A name a platform reserves
-    (``con``, ``nul.txt``, ``COM1``: Windows) gets ``_`` after its first part (pathvalidate's rules)."""
+    80 characters; anything else becomes ``-``.
+
+    Args:
+        name: The wanted name (any text).
+
+    Returns:
+        The sanitised stem; ``trace`` for empty input. A name a platform reserves (``con``, ``nul.txt``,
+            ``COM1``: Windows) gets ``_`` after its first part (pathvalidate's rules).
+    """
     text = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode("ascii")
     text = _UNSAFE.sub("-", text.strip())
     text = re.sub(r"-{2,}", "-", text).strip(".-_")[:MAX_NAME].strip(".-_")

@@ -10,10 +10,13 @@ says the other is missing).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..analysis.schema import Trace
 from .library import Library
+
+if TYPE_CHECKING:
+    from ..analysis.records import InterventionRecord
 
 EDITED_FROM = "edited_from"
 EDITED_VERSIONS = "edited_versions"
@@ -35,9 +38,21 @@ def _with_extra(trace: Trace, **items) -> Trace:
 
 def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, Any], name: str,
               original_name: str | None = None) -> tuple[str, str]:
-    """Save `edited` linked to `original`; returns ``(original's name, edited's name)``. With
-    `original_name` (the original already in `library`), that file gains the link; otherwise a copy of the
-    original is saved under `name` (made unique)."""
+    """Save `edited` linked to `original`.
+
+    Args:
+        library: The library both traces are saved in.
+        original: The original trace.
+        edited: The trace of the edited version.
+        edit: The edit and the answer's log-probability before and after, stored (with the original's name) as
+            the edited trace's ``extra["edited_from"]``.
+        name: The name a copy of the original is saved under (made unique) when `original_name` is None.
+        original_name: The original already in `library`: that file gains the link (it must be there and
+            readable before the edited trace is written); None saves a copy of the original under `name`.
+
+    Returns:
+        ``(original's name, edited's name)``.
+    """
     if original_name is not None:
         library.open(original_name)  # it must be there (and readable) before the edited trace is written
     else:
@@ -52,18 +67,32 @@ def save_pair(library: Library, original: Trace, edited: Trace, edit: dict[str, 
     return original_name, edited_name
 
 
-def store_interventions(library: Library, name: str, interventions) -> None:
-    """Put a computed step influence (an `InterventionRecord`, or None) into the library trace `name` (in a
-    collection as ``collection/name``): onto the file as it is then, under the library's update lock, so an edited
-    version linked meanwhile stays linked (the app's "Save it to the trace in the library")."""
+def store_interventions(library: Library, name: str, interventions: InterventionRecord | None) -> None:
+    """Put a computed step influence into a library trace: onto the file as it is then, under the library's update
+    lock, so an edited version linked meanwhile stays linked (the app's "Save it to the trace in the library").
+
+    Args:
+        library: The library holding the trace.
+        name: The library trace's name (in a collection as ``collection/name``).
+        interventions: The computed step influence (an `InterventionRecord`), or None.
+    """
     collection, sep, name = name.rpartition("/")
     (library.collection(collection) if sep else library).update(
         name, lambda current: current.model_copy(update={"interventions": interventions}))
 
 
 def linked(library: Library | None, trace: Trace, exists: Callable[[str], bool] | None = None) -> Link | None:
-    """The link a trace holds (None when it is neither an original nor an edited version); the linked names
-    are looked up in `library`, or with `exists` (the gallery's names, for a gallery pair)."""
+    """The link a trace holds.
+
+    Args:
+        library: The library the linked names are looked up in (None: none is, unless `exists` is given).
+        trace: The trace whose link is read.
+        exists: Looks up a linked name instead of `library` (the gallery's names, for a gallery pair).
+
+    Returns:
+        The link, with the linked names not found as `missing`; None when the trace is neither an original nor
+            an edited version.
+    """
     source = trace.extra.get(EDITED_FROM)
     if isinstance(source, dict) and isinstance(source.get("name"), str):
         names = (source["name"],)

@@ -39,7 +39,15 @@ CHIP_ALPHA = [[0.0, 0.05], [0.04, 0.22], [0.2, 0.45], [0.5, 0.66], [1.0, 0.85]]
 
 def scale_color(scale: list[list], t: float) -> str:
     """The colour at position `t` in [0, 1] of a Plotly-style scale (linear between stops) as ``#rrggbb``
-    (`plotly.colors.sample_colorscale`)."""
+    (`plotly.colors.sample_colorscale`).
+
+    Args:
+        scale: A Plotly-style colour scale: ``[position, colour]`` stops, positions rising from 0 to 1.
+        t: The position in [0, 1]; values outside are clamped to it.
+
+    Returns:
+        The colour at `t`, as ``#rrggbb``.
+    """
     (rgb,) = sample_colorscale(scale, [min(max(float(t), 0.0), 1.0)], colortype="tuple")
     return "#{:02x}{:02x}{:02x}".format(*(round(255 * c) for c in rgb))
 
@@ -54,25 +62,55 @@ def _ramp(stops: list[list[float]], t: float) -> float:
 
 def chip_color(cls: str, t: float) -> str:
     """Background of a token at position `t` in [0, 1] of its class's scale in the text view, as
-    ``rgba(...)`` (translucent, so it works on light and dark pages)."""
+    ``rgba(...)`` (translucent, so it works on light and dark pages).
+
+    Args:
+        cls: The token's class: ``"prompt"``, ``"generated"`` or ``"template"``.
+        t: The position in [0, 1] of the class's scale; values outside are clamped to it.
+
+    Returns:
+        The background colour, as ``rgba(r,g,b,alpha)``.
+    """
     r, g, b = hex_to_rgb(CHIP_BASE[cls])
     return f"rgba({r},{g},{b},{_ramp(CHIP_ALPHA, t):.3f})"
 
 
 def chip_solid(cls: str, t: float) -> str:
-    """`chip_color` made opaque over white, as ``rgb(r,g,b)`` (for a terminal, which has no alpha)."""
+    """`chip_color` made opaque over white, as ``rgb(r,g,b)`` (for a terminal, which has no alpha).
+
+    Args:
+        cls: The token's class: ``"prompt"``, ``"generated"`` or ``"template"``.
+        t: The position in [0, 1] of the class's scale; values outside are clamped to it.
+
+    Returns:
+        The opaque background colour, as ``rgb(r,g,b)``.
+    """
     alpha = _ramp(CHIP_ALPHA, t)
     r, g, b = (round(255 + alpha * (c - 255)) for c in hex_to_rgb(CHIP_BASE[cls]))
     return f"rgb({r},{g},{b})"
 
 
 def chip_gradient(cls: str) -> str:
-    """A CSS linear gradient through the text view's colours of `cls`, from 0 to the top of the scale."""
+    """A CSS linear gradient through the text view's colours of `cls`, from 0 to the top of the scale.
+
+    Args:
+        cls: The token class: ``"prompt"``, ``"generated"`` or ``"template"``.
+
+    Returns:
+        The CSS value ``linear-gradient(to right, ...)``, one stop per opacity stop of the text view.
+    """
     return "linear-gradient(to right, " + ", ".join(f"{chip_color(cls, t)} {t * 100:.0f}%" for t, _a in CHIP_ALPHA) + ")"
 
 
 def text_color_for(background: str) -> str:
-    """Black or white, whichever reads better on `background` (WCAG relative luminance)."""
+    """Black or white, whichever reads better on `background` (WCAG relative luminance).
+
+    Args:
+        background: The background colour, as ``#rrggbb``.
+
+    Returns:
+        ``"#111827"`` (near black) on a light background, else ``"#ffffff"``.
+    """
     def channel(c: int) -> float:
         c = c / 255
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
@@ -116,7 +154,14 @@ def _other_method_color(name: str, used: set[str]) -> str:
 def method_colors(methods: list[str]) -> dict[str, str]:
     """A distinct ``#rrggbb`` colour for each of `methods`: the fixed `METHOD_PALETTE` colour where the
     name has one, else a free colour picked from the name (names taken in sorted order, so the same set of
-    methods gets the same colours in any order)."""
+    methods gets the same colours in any order).
+
+    Args:
+        methods: The evaluation method names, e.g. ``"flashtrace-k1"``, ``"ifr"``.
+
+    Returns:
+        ``{method: "#rrggbb"}``, in the order of `methods`.
+    """
     colors = {m: METHOD_PALETTE[m] for m in methods if m in METHOD_PALETTE}
     used = set(colors.values())
     for m in sorted(set(methods) - set(colors)):

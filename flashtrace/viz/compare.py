@@ -18,7 +18,16 @@ from ..base.errors import InputError
 def score_strips(rows: dict[str, list[float]], tokens: list[str], title: str) -> go.Figure:
     """One heatmap row per label (a hop depth or a method) over the same prompt tokens; each row scaled
     to its own maximum so rankings compare at a glance (hover shows the raw value). Labels and the title are
-    shown as text (they may come from an evaluation folder)."""
+    shown as text (they may come from an evaluation folder).
+
+    Args:
+        rows: ``{label: one value per prompt token}``, rows in this order.
+        tokens: The prompt tokens' texts, in text order.
+        title: The figure's title.
+
+    Returns:
+        The heatmap figure, one row per label.
+    """
     labels = list(rows)
     z, raw = [], []
     for label in labels:
@@ -75,7 +84,19 @@ def _pct_format(top: float) -> str:
 
 
 def strongest_positions(facts: TraceFacts, view: str = "added", limit: int = 30) -> list[int]:
-    """The `limit` prompt positions with the largest value in any row of `view`, in text order."""
+    """The `limit` prompt positions with the largest value in any row of `view`, in text order.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        view: ``"added"`` (what each hop adds) or ``"cumulative"`` (the picture after hops 0..K).
+        limit: How many positions at most.
+
+    Returns:
+        The chosen prompt positions, in text order.
+
+    Raises:
+        InputError: When `view` is neither ``"added"`` nor ``"cumulative"``.
+    """
     _labels, values, _pieces, _of = _hop_rows(facts, view)
     best = values.max(axis=0) if values.size else np.zeros(0)  # [P]
     ranked = sorted(range(len(best)), key=lambda j: (-best[j], j))[:limit]
@@ -86,7 +107,21 @@ def hop_token_strips(facts: TraceFacts, token_texts: list[str], view: str = "add
                      limit: int = 30) -> go.Figure:
     """One row per hop (what it adds) or per depth (the picture after hops 0..K) over the prompt tokens
     that matter most at any depth, in text order, each column labelled with its token. `shared` puts every
-    row on one colour scale (else each row is scaled to its own maximum)."""
+    row on one colour scale (else each row is scaled to its own maximum).
+
+    Args:
+        facts: The trace's facts (`analyse`).
+        token_texts: Every token's text, by position.
+        view: ``"added"`` (one row per hop: what it adds) or ``"cumulative"`` (one row per depth).
+        shared: Put every row on one colour scale.
+        limit: How many prompt tokens (columns) at most (`strongest_positions`).
+
+    Returns:
+        The heatmap figure.
+
+    Raises:
+        InputError: When `view` is neither ``"added"`` nor ``"cumulative"``.
+    """
     labels, values, _pieces, of = _hop_rows(facts, view)
     cols = strongest_positions(facts, view, limit)
     index = {p: j for j, p in enumerate(facts.prompt_positions)}
@@ -115,7 +150,22 @@ def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = Tr
                        details: bool = False) -> go.Figure:
     """The same per prompt sentence (labelled with its distinct short label): one row per sentence, one
     column per hop or depth; the `limit` sentences with the largest value anywhere, in text order.
-    `shared`: one scale for all cells, else each column scaled to its own maximum."""
+    `shared`: one scale for all cells, else each column scaled to its own maximum.
+
+    Args:
+        facts: The trace's facts (`analyse`), with prompt sentences as its pieces.
+        view: ``"added"`` (one column per hop: what it adds) or ``"cumulative"`` (one column per depth).
+        shared: Put every cell on one colour scale.
+        limit: How many sentences (rows) at most.
+        details: Put each sentence's id before its label.
+
+    Returns:
+        The heatmap figure.
+
+    Raises:
+        InputError: When the trace has no segments (it was made by an older version), or `view` is neither
+            ``"added"`` nor ``"cumulative"``.
+    """
     if facts.piece_kind != "sentence":
         raise InputError("this trace has no segments (it was made by an older version); re-run it to get them")
     labels, _values, pieces, of = _hop_rows(facts, view)
@@ -145,7 +195,14 @@ def hop_segment_strips(facts: TraceFacts, view: str = "added", shared: bool = Tr
 
 def depth_agreement(comparison: HopDepthComparison) -> go.Figure:
     """Rank correlation (Spearman) and top-k overlap between consecutive depths; the convergence depth
-    (from which on the top-k overlap stays at or above 0.9) is marked on this chart."""
+    (from which on the top-k overlap stays at or above 0.9) is marked on this chart.
+
+    Args:
+        comparison: The comparison of consecutive hop depths (`analysis.compare`).
+
+    Returns:
+        The line figure, one point per pair of consecutive depths.
+    """
     pairs = [f"K={d}→{d + 1}" for d in comparison.depths[:-1]]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=pairs, y=comparison.spearman, mode="lines+markers", name="rank correlation (Spearman)",
@@ -167,7 +224,14 @@ def depth_agreement(comparison: HopDepthComparison) -> go.Figure:
 
 def reach_bars(facts: TraceFacts) -> go.Figure:
     """Per depth K, the share of the answer's attribution that has reached the input, stacked by the hop
-    that moved it there."""
+    that moved it there.
+
+    Args:
+        facts: The trace's facts (`analyse`).
+
+    Returns:
+        The stacked bar figure, one bar per depth with its total written on top.
+    """
     depths = [f"K={d.k}" for d in facts.depths]
     fig = go.Figure()
     for k, moved in enumerate(facts.input_share):
@@ -187,7 +251,14 @@ def reach_bars(facts: TraceFacts) -> go.Figure:
 def deletion_curves(record: dict) -> go.Figure:
     """Normalised deletion curves (lower area = more faithful) of every method in an evaluation
     record (`flashtrace.evaluate.runner.evaluate_context`), each in its method's colour (`method_colors`); a
-    method without a curve (a run with ``--k 0``) is left out."""
+    method without a curve (a run with ``--k 0``) is left out.
+
+    Args:
+        record: One evaluation record: ``{"methods": {name: {"n": curve, "rise": RISE, ...}}, ...}``.
+
+    Returns:
+        The line figure, one curve per method.
+    """
     colors = method_colors(list(record["methods"]))
     fig = go.Figure()
     for name, m in record["methods"].items():
@@ -207,13 +278,28 @@ def deletion_curves(record: dict) -> go.Figure:
 
 def method_table(record: dict) -> list[dict]:
     """Rows: method, attribution seconds, deletion-curve seconds (None in records that lack them), RISE, MAS,
-    Recovery@10% (None without gold tokens)."""
+    Recovery@10% (None without gold tokens).
+
+    Args:
+        record: One evaluation record (`flashtrace.evaluate.runner.evaluate_context`).
+
+    Returns:
+        One row (column name to value) per method of the record, in its order.
+    """
     return [{"method": name, "attribution s": m["seconds"], "deletion curve s": m.get("deletion_s"),
              "RISE ↓": m["rise"], "MAS ↓": m["mas"], "Recovery@10% ↑": m["recovery"]}
             for name, m in record["methods"].items()]
 
 
 def method_strips(record: dict) -> go.Figure:
-    """`score_strips` of every method's prompt attribution in the record."""
+    """`score_strips` of every method's prompt attribution in the record.
+
+    Args:
+        record: One evaluation record (`flashtrace.evaluate.runner.evaluate_context`), with its prompt
+            ``tokens`` and each method's ``scores``.
+
+    Returns:
+        The heatmap figure, one row per method.
+    """
     rows = {name: m["scores"] for name, m in record["methods"].items()}
     return score_strips(rows, record["tokens"], "Prompt attribution by method")

@@ -20,7 +20,15 @@ NEW = "#d6d3d1"  # inserted text and the answers: no partner, no difference
 
 
 def shared_tops(original: Trace, edited: Trace) -> dict[str, float]:
-    """One colour scale for both heatmaps: per colour class, the larger of the two traces' tops."""
+    """One colour scale for both heatmaps: per colour class, the larger of the two traces' tops.
+
+    Args:
+        original: The original trace.
+        edited: The edited trace.
+
+    Returns:
+        ``{"prompt": top, "generated": top, "template": top}`` of the combined views, target tokens left out.
+    """
     a = class_maxima(original, view_values(original), target_positions(original))
     b = class_maxima(edited, view_values(edited), target_positions(edited))
     return {cls: max(a[cls], b[cls]) for cls in a}
@@ -28,7 +36,17 @@ def shared_tops(original: Trace, edited: Trace) -> dict[str, float]:
 
 def difference_heatmap(edited: Trace, diff: AttributionDiff, width: int = 16) -> go.Figure:
     """The edited trace's tokens in reading order, each aligned token coloured by its difference (blue: it
-    gained share, red: it lost share); new tokens and the answer grey."""
+    gained share, red: it lost share); new tokens and the answer grey.
+
+    Args:
+        edited: The edited trace.
+        diff: The difference of the edited trace's attribution from the original's (`analysis.diff`): one
+            value per position of `edited`, None where a token has no partner or is a target token.
+        width: The most tokens in a grid row.
+
+    Returns:
+        The heatmap figure: a ``difference`` trace on a diverging scale centred on zero and a grey ``new`` trace.
+    """
     cells = token_grid(edited, width)
     n_rows = max((r for r, _c in cells), default=-1) + 1
     grids = {name: ([[None] * width for _ in range(n_rows)], [[""] * width for _ in range(n_rows)],
@@ -63,7 +81,16 @@ def difference_heatmap(edited: Trace, diff: AttributionDiff, width: int = 16) ->
 
 
 def pair_heatmaps(original: Trace, edited: Trace, diff: AttributionDiff) -> list[go.Figure]:
-    """The original's and the edited trace's heatmaps on one colour scale, then the difference heatmap."""
+    """The original's and the edited trace's heatmaps on one colour scale, then the difference heatmap.
+
+    Args:
+        original: The original trace.
+        edited: The edited trace.
+        diff: The difference of the edited trace's attribution from the original's.
+
+    Returns:
+        Three figures: the original's heatmap, the edited trace's, the difference heatmap.
+    """
     top = shared_tops(original, edited)
     return [token_heatmap(original, title="Original: combined prompt attribution", top=top),
             token_heatmap(edited, title="Edited: combined prompt attribution (same colour scale)", top=top),
@@ -71,7 +98,15 @@ def pair_heatmaps(original: Trace, edited: Trace, diff: AttributionDiff) -> list
 
 
 def outcome_html(outcome: EditOutcome, edit_words: str) -> str:
-    """The edit and its verdict as escaped HTML: what was edited, the log-probabilities, the new answer."""
+    """The edit and its verdict as escaped HTML: what was edited, the log-probabilities, the new answer.
+
+    Args:
+        outcome: The edit's effect on the answer.
+        edit_words: What was edited, in words.
+
+    Returns:
+        A ``<table>`` of the edit and its numbers, then the verdict sentence as a caption.
+    """
     rows = [("edit", edit_words), ("log-probability before", f"{outcome.before:.3f}"),
             ("log-probability after", f"{outcome.after:.3f}"), ("change", f"{outcome.change:+.3f} nats"),
             ("original answer", outcome.old_answer)]
@@ -83,7 +118,19 @@ def outcome_html(outcome: EditOutcome, edit_words: str) -> str:
 
 def pair_document(original: Trace, edited: Trace | None, outcome: EditOutcome, diff: AttributionDiff | None,
                   edit_words: str, title: str) -> str:
-    """The pair as one offline HTML page: the verdict, both heatmaps on one scale and the difference."""
+    """The pair as one offline HTML page: the verdict, both heatmaps on one scale and the difference.
+
+    Args:
+        original: The original trace.
+        edited: The edited trace, or None when there is none (then only the original's heatmap is shown).
+        outcome: The edit's effect on the answer.
+        diff: The difference of the edited trace's attribution from the original's, or None (as for `edited`).
+        edit_words: What was edited, in words.
+        title: The page's title.
+
+    Returns:
+        The whole HTML page (`standalone_html`).
+    """
     blocks: list[go.Figure | str] = [outcome_html(outcome, edit_words)]
     if edited is not None and diff is not None:
         blocks += [f"<p>{safe_html(diff.sentence)}</p>", *pair_heatmaps(original, edited, diff)]

@@ -5,6 +5,8 @@ trace text (`plotly_text`, `template_text`), never as Plotly's HTML."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -13,12 +15,22 @@ from .colors import method_colors
 from .compare import score_strips
 from .tokens import plotly_text, template_text
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 RATE_METRICS = ("rise", "mas", "recovery")
 
 
 def summary_columns(rows: list[dict]) -> dict:
     """Streamlit column settings for `summary_rows` that fit eleven columns in a 1280-px window: fixed
-    narrow widths, three decimals, and a plain "±" header on each std column (its help names the metric)."""
+    narrow widths, three decimals, and a plain "±" header on each std column (its help names the metric).
+
+    Args:
+        rows: The `summary_rows` shown (the first row's columns are configured).
+
+    Returns:
+        ``{column: settings}`` (``label``, ``width``, ``help``) for each column.
+    """
     config = {"method": {"width": 140}, "hops": {"width": 48}, "examples": {"label": "n", "width": 40},
               LABELS["seconds"]: {"label": "seconds", "width": 72, "help": "attribution seconds per example"}}
     for column in (rows[0] if rows else {}):
@@ -33,7 +45,16 @@ def summary_columns(rows: list[dict]) -> dict:
 
 
 def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
-    """One row per method: hops, then mean and std of RISE, MAS, Recovery@10% and attribution seconds."""
+    """One row per method: hops, then mean and std of RISE, MAS, Recovery@10% and attribution seconds.
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+        task: The task's name in the summary.
+        methods: The methods shown, in order; those the task does not hold are left out.
+
+    Returns:
+        One row (column name to value) per method, with its number of examples.
+    """
     info = summary["tasks"][task]["methods"]
     rows = []
     for m in methods:
@@ -50,7 +71,16 @@ def summary_rows(summary: dict, task: str, methods: list[str]) -> list[dict]:
 
 def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
     """RISE, MAS and Recovery@10% of each method on one task: mean with its 95 % interval; Recovery shows
-    the level a random ranking reaches and the best any ranking can reach."""
+    the level a random ranking reaches and the best any ranking can reach.
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+        task: The task's name in the summary.
+        methods: The methods shown, in order; those without a value for a metric are left out of its chart.
+
+    Returns:
+        The figure: one bar chart per metric, side by side.
+    """
     info = summary["tasks"][task]
     colors = method_colors(methods)
     metrics = [m for m in RATE_METRICS if any(info["methods"].get(x, {}).get(m, {}).get("mean") is not None
@@ -82,7 +112,16 @@ def metric_bars(summary: dict, task: str, methods: list[str]) -> go.Figure:
 
 
 def mean_deletion_curves(summary: dict, task: str, methods: list[str]) -> go.Figure:
-    """The mean normalised deletion curve of each method on one task (lower = more faithful)."""
+    """The mean normalised deletion curve of each method on one task (lower = more faithful).
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+        task: The task's name in the summary.
+        methods: The methods shown; those without a mean curve are left out.
+
+    Returns:
+        The line figure, one curve per method.
+    """
     curves = summary["tasks"][task]["mean_deletion_curve"]
     colors = method_colors(methods)
     fig = go.Figure()
@@ -105,7 +144,15 @@ def mean_deletion_curves(summary: dict, task: str, methods: list[str]) -> go.Fig
 
 
 def example_strips(record: dict, methods: list[str]) -> go.Figure:
-    """Each method's prompt attribution for one example, under a `gold` row marking the gold tokens."""
+    """Each method's prompt attribution for one example, under a `gold` row marking the gold tokens.
+
+    Args:
+        record: The example's evaluation record (`flashtrace.evaluate.runner.evaluate_context`).
+        methods: The methods shown, in order; those the record does not hold are left out.
+
+    Returns:
+        The `score_strips` figure; no `gold` row when the record has no gold.
+    """
     rows = {}
     gold = gold_token_mask(record)
     if gold is not None:
@@ -118,7 +165,14 @@ def example_strips(record: dict, methods: list[str]) -> go.Figure:
 
 def task_figures(summary: dict) -> dict[str, tuple[go.Figure, go.Figure]]:
     """Per task of a summary: its `metric_bars` and `mean_deletion_curves` over every method it holds (the
-    charts of the app's Evaluation page, and of the report `flashtrace eval` writes)."""
+    charts of the app's Evaluation page, and of the report `flashtrace eval` writes).
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+
+    Returns:
+        ``{task: (metric bars, mean deletion curves)}``.
+    """
     figures = {}
     for task, info in summary["tasks"].items():
         methods = list(info["methods"])
@@ -127,7 +181,14 @@ def task_figures(summary: dict) -> dict[str, tuple[go.Figure, go.Figure]]:
 
 
 def report_html(summary: dict) -> str:
-    """The figures of `task_figures` as one offline HTML page (the vendored plotly.js, no network)."""
+    """The figures of `task_figures` as one offline HTML page (the vendored plotly.js, no network).
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+
+    Returns:
+        The whole HTML page (`standalone_html`).
+    """
     from .export import standalone_html
 
     model = (summary.get("settings") or {}).get("model")
@@ -138,7 +199,18 @@ def report_html(summary: dict) -> str:
 
 
 def stacked_png(figures: list[go.Figure], width: int = 1100) -> bytes:
-    """The figures drawn as PNG (kaleido) one under the other in one image."""
+    """The figures drawn as PNG (kaleido) one under the other in one image.
+
+    Args:
+        figures: The figures, top to bottom.
+        width: Each figure's width in pixels.
+
+    Returns:
+        The PNG file's bytes.
+
+    Raises:
+        MissingDependencyError: When kaleido or a Chromium is missing, or drawing fails (`figure_image`).
+    """
     import io
 
     from PIL import Image
@@ -156,12 +228,20 @@ def stacked_png(figures: list[go.Figure], width: int = 1100) -> bytes:
     return buffer.getvalue()
 
 
-def write_charts(summary: dict, out) -> list:
+def write_charts(summary: dict, out: str | Path) -> list[Path]:
     """The charts of the Evaluation page for every task of `summary`, written into folder `out`:
     ``report.html`` (offline, interactive) and, where kaleido can draw (a Chromium on the machine),
     ``metrics.png`` (mean ± 95 % interval per task × method, Recovery's random-ranking and best-achievable
     levels) and ``deletion_curves.png`` (mean normalised deletion curves), the tasks one under the other.
-    Returns the paths written."""
+    Returns the paths written.
+
+    Args:
+        summary: The evaluation folder's summary (`flashtrace.evaluate.report.write_report`).
+        out: The folder written into.
+
+    Returns:
+        The paths written: ``report.html``, then the two PNG files where they could be drawn.
+    """
     from pathlib import Path
 
     from ..base.fileio import atomic_write_bytes, atomic_write_text

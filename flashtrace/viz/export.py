@@ -20,13 +20,16 @@ import json
 import shutil
 import warnings
 from importlib import resources
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..base.errors import InputError, MissingDependencyError
 from .tokens import safe_html
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 PLOTLY_JS_VERSION = "4.1.1"
 BUNDLE = f"plotly-cartesian-{PLOTLY_JS_VERSION}.min.js.gz"
@@ -40,7 +43,11 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 
 
 @functools.lru_cache(maxsize=1)
 def bundle_base64() -> str:
-    """The vendored gzipped plotly.js bundle as base64 (read once)."""
+    """The vendored gzipped plotly.js bundle as base64 (read once).
+
+    Returns:
+        The bundle's bytes, base64-encoded as ASCII text.
+    """
     data = resources.files("flashtrace.viz").joinpath("vendor", BUNDLE).read_bytes()
     return base64.b64encode(data).decode("ascii")
 
@@ -60,7 +67,14 @@ def _no_template_braces(text: str) -> str:
 
 
 def check_bundle_covers(fig: go.Figure) -> None:
-    """Raise ValueError when `fig` uses a trace type the vendored bundle does not hold."""
+    """Raise ValueError when `fig` uses a trace type the vendored bundle does not hold.
+
+    Args:
+        fig: The figure to be exported.
+
+    Raises:
+        InputError: When `fig` uses a trace type the vendored bundle does not hold (a ValueError).
+    """
     missing = sorted({tr.type or "scatter" for tr in fig.data} - BUNDLE_TRACE_TYPES)
     if missing:
         raise InputError(f"the standalone export cannot draw {', '.join(missing)} traces")
@@ -91,7 +105,19 @@ def standalone_html(title: str, blocks: Sequence[go.Figure | str], intro: str = 
     """A complete offline HTML document: `title` (escaped), optional `intro` (escaped), then each block in
     order: a figure (drawn by the embedded plotly.js) or a string of HTML the caller has already escaped.
     No network requests (a Content-Security-Policy forbids them); figures are interactive (hover, zoom,
-    the camera button saves a PNG)."""
+    the camera button saves a PNG).
+
+    Args:
+        title: The page's title and heading (escaped).
+        blocks: The page's content in order: figures, and strings of HTML the caller has already escaped.
+        intro: A paragraph under the heading (escaped); empty for none.
+
+    Returns:
+        The whole HTML document, with the plotly.js bundle embedded when there is a figure.
+
+    Raises:
+        InputError: When a figure uses a trace type the vendored bundle does not hold (`check_bundle_covers`).
+    """
     body, n_fig = [], 0
     for block in blocks:
         if isinstance(block, go.Figure):
@@ -129,7 +155,11 @@ td,th{{border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:ui-mono
 
 
 def image_export_problem() -> str | None:
-    """Why PNG/SVG images cannot be drawn here (kaleido or a Chromium missing), or None when they can."""
+    """Why PNG/SVG images cannot be drawn here (kaleido or a Chromium missing), or None when they can.
+
+    Returns:
+        A message saying what is missing and how to install it, or None when images can be drawn.
+    """
     try:
         import kaleido  # noqa: F401
     except ImportError:
@@ -147,7 +177,22 @@ def image_export_problem() -> str | None:
 def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int | None = None,
                  scale: float = 2.0) -> bytes:
     """`fig` as PNG or SVG bytes through kaleido (a headless Chromium). Raises RuntimeError with a
-    message when it cannot."""
+    message when it cannot.
+
+    Args:
+        fig: The figure drawn.
+        fmt: The image format: ``"png"`` or ``"svg"``.
+        width: The image width in pixels; None for the figure's own, else 1200.
+        height: The image height in pixels; None for the figure's own, else 500.
+        scale: The pixel scale of a PNG (an SVG is always drawn at 1).
+
+    Returns:
+        The image file's bytes.
+
+    Raises:
+        InputError: When `fmt` is neither png nor svg.
+        MissingDependencyError: When kaleido or a Chromium is missing, or drawing fails (a RuntimeError).
+    """
     if fmt not in ("png", "svg"):
         raise InputError(f"image format must be png or svg, got {fmt!r}")
     problem = image_export_problem()
@@ -164,10 +209,14 @@ def figure_image(fig: go.Figure, fmt: str, width: int | None = None, height: int
 
 
 @contextlib.contextmanager
-def image_session():
+def image_session() -> Iterator[None]:
     """Draw every `figure_image` inside the block with one headless browser instead of one started per image
     (a few seconds each). Does nothing where images cannot be drawn, or where a session is already open (the
-    outer one keeps it); the browser is closed when the block ends, also on an error."""
+    outer one keeps it); the browser is closed when the block ends, also on an error.
+
+    Yields:
+        None; the block runs while the browser is open.
+    """
     if image_export_problem():
         yield
         return

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import math
 import textwrap
 import weakref
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -39,13 +40,28 @@ LABEL_CHARS = 34
 
 def plain(text: str) -> str:
     """`text` safe inside Plotly text (a small HTML subset): ``&``, ``<`` and ``>`` escaped, quotes left as
-    they are (Plotly shows them literally), so nothing in a trace is read as markup."""
+    they are (Plotly shows them literally), so nothing in a trace is read as markup.
+
+    Args:
+        text: The text shown.
+
+    Returns:
+        The escaped text.
+    """
     return safe_html(text, quote=False)
 
 
 def short_label(text: str, max_chars: int = LABEL_CHARS) -> str:
     """`text` on one line, chat-template markers dropped, shortened in the middle (a sentence's end often
-    holds what tells it apart). Not escaped."""
+    holds what tells it apart). Not escaped.
+
+    Args:
+        text: The node's text.
+        max_chars: The longest label.
+
+    Returns:
+        The label, ``∅`` when nothing is left of `text`.
+    """
     return short_text(text, max_chars) if flat(text) else "∅"
 
 
@@ -55,7 +71,15 @@ _LABELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def node_labels(graph: HopGraph, max_chars: int = LABEL_CHARS) -> dict[str, str]:
     """Every node's label in words (not escaped), no two alike: within the inputs and within the reasoning,
     sentences that would read the same show the part that tells them apart (`analysis.text.distinct_labels`);
-    reasoning steps are numbered ("step 2: …") and the chat template says so."""
+    reasoning steps are numbered ("step 2: …") and the chat template says so.
+
+    Args:
+        graph: The hop graph (its labels are cached per graph and length).
+        max_chars: The longest label (before the step number or the template's prefix).
+
+    Returns:
+        ``{node id: label}`` for every node of the graph.
+    """
     cached = _LABELS.setdefault(graph, {})
     if max_chars not in cached:
         labels: dict[str, str] = {}
@@ -75,7 +99,14 @@ def node_labels(graph: HopGraph, max_chars: int = LABEL_CHARS) -> dict[str, str]
 
 def step_spans(graph: HopGraph) -> dict[str, tuple[int, int]]:
     """The numbers, from 1 in the whole chain, of the steps each reasoning node stands for: (n, n) for a step,
-    (first, last) for a folded run of steps."""
+    (first, last) for a folded run of steps.
+
+    Args:
+        graph: The hop graph.
+
+    Returns:
+        ``{node id: (first, last)}`` for every reasoning node, a step or a folded run of steps.
+    """
     spans, number = {}, 0
     for n in graph.nodes():
         role = graph.graph.nodes[n]["role"]
@@ -88,25 +119,61 @@ def step_spans(graph: HopGraph) -> dict[str, tuple[int, int]]:
 
 def step_numbers(graph: HopGraph) -> dict[str, int]:
     """Each reasoning step's number in the whole chain, from 1, as its label shows it (a folded run of steps
-    counts its steps)."""
+    counts its steps).
+
+    Args:
+        graph: The hop graph.
+
+    Returns:
+        ``{node id: number}`` for every reasoning step (not the folded runs).
+    """
     return {n: first for n, (first, _) in step_spans(graph).items() if graph.graph.nodes[n]["role"] == "reasoning"}
 
 
 def node_links(graph: HopGraph) -> dict[str, str]:
     """Each node's name in a link (the Hop graph page's ``node`` URL parameter): a reasoning step by the number
-    its label shows ("step-3"), every other node by its id."""
+    its label shows ("step-3"), every other node by its id.
+
+    Args:
+        graph: The hop graph.
+
+    Returns:
+        ``{node id: link name}`` for every node of the graph.
+    """
     steps = step_numbers(graph)
     return {n: f"step-{steps[n]}" if n in steps else n for n in graph.graph.nodes}
 
 
 def node_label(graph: HopGraph, node: str, max_chars: int = LABEL_CHARS) -> str:
-    """A node's label (`node_labels`)."""
+    """A node's label (`node_labels`).
+
+    Args:
+        graph: The hop graph.
+        node: The node's id.
+        max_chars: The longest label (before the step number or the template's prefix).
+
+    Returns:
+        The label, not escaped.
+
+    Raises:
+        KeyError: When `node` is not a node of the graph.
+    """
     return node_labels(graph, max_chars)[node]
 
 
 def path_text(graph: HopGraph, path: HopPath, max_chars: int = 24, ids: bool = False) -> str:
     """A path in words (not escaped): ``“16819” ← “step 4: VAR RPBER = 16819.” ← “…”``; with `ids`, each
-    label after its node id (``A “16819” ← S4 “…”``)."""
+    label after its node id (``A “16819” ← S4 “…”``).
+
+    Args:
+        graph: The hop graph the path runs through.
+        path: The path, from the answer back.
+        max_chars: The longest label of a node.
+        ids: Put each node's id before its label.
+
+    Returns:
+        The labels of the path's nodes in quotes, joined by ``←``.
+    """
     return " ← ".join((f"{n} " if ids else "") + f"“{node_label(graph, n, max_chars)}”" for n in path.nodes)
 
 
@@ -120,7 +187,14 @@ def _hover_text(text: str, width: int = 72, max_chars: int = 700) -> str:
 def layout_positions(graph: HopGraph) -> dict[str, tuple[float, float]]:
     """``{node: (x, y)}``: input segments in a column at x=0 in text order with the folded "other context"
     node last, reasoning steps on a diagonal from x=0.4 to 0.75 (so step→step edges stay apart and each
-    step's label has room on its right), the answer at x=1; y runs 0 (top) → 1."""
+    step's label has room on its right), the answer at x=1; y runs 0 (top) → 1.
+
+    Args:
+        graph: The hop graph.
+
+    Returns:
+        ``{node id: (x, y)}`` for the input, reasoning and answer nodes.
+    """
     inputs = [n for n in graph.nodes() if graph.graph.nodes[n]["role"] in INPUT_ROLES]
     if OTHER in graph.graph:
         inputs.append(OTHER)
@@ -188,7 +262,17 @@ def evidence_paths(graph: HopGraph, k: int = EVIDENCE_PATHS, trace: Trace | None
                    ) -> list[tuple[str, float, HopPath | None]]:
     """``[(prompt id, share, strongest path to it)]`` for the `k` strongest pieces of evidence: with `trace`,
     the trace's own evidence ranking (share of the prompt's attribution, as on every page); without, the
-    graph's most influential prompt segments (their influence)."""
+    graph's most influential prompt segments (their influence).
+
+    Args:
+        graph: The hop graph.
+        k: How many pieces of evidence at most.
+        trace: The trace the graph was made from, whose evidence ranking is used when its pieces are sentences;
+            None for the graph's own ranking.
+
+    Returns:
+        ``(prompt segment id, share or influence, strongest path from the answer to it or None)``, strongest first.
+    """
     if trace is not None and analyse(trace).piece_kind == "sentence":
         ranked = [(p.key, share) for p, share in analyse(trace).evidence(k) if p.key in graph.graph]
     else:
@@ -213,7 +297,14 @@ def _path_traces(graph: HopGraph, pos: dict, trace: Trace | None) -> list[go.Sca
 
 
 def segment_mass(trace: Trace) -> dict[str, float]:
-    """Each prompt segment's share of the prompt's attribution after all hops (`TraceFacts`)."""
+    """Each prompt segment's share of the prompt's attribution after all hops (`TraceFacts`).
+
+    Args:
+        trace: The trace.
+
+    Returns:
+        ``{segment id: share}``; empty when the trace's pieces are not sentences.
+    """
     facts = analyse(trace)
     if facts.piece_kind != "sentence":
         return {}
@@ -246,7 +337,14 @@ def _hover(graph: HopGraph, node: str, influence: dict, depths: dict, mass: dict
 
 def figure_height(n_inputs: int) -> int:
     """Pixels: rows of at least 30 px for up to 15 inputs (fits a 720-px-high screen), at least 15 px
-    beyond that so every label stays legible when all inputs are shown."""
+    beyond that so every label stays legible when all inputs are shown.
+
+    Args:
+        n_inputs: The number of input rows (nodes in the input column).
+
+    Returns:
+        The figure's height in pixels.
+    """
     return max(400, min(560, 30 * n_inputs + 110)) if n_inputs <= 15 else 15 * n_inputs + 110
 
 
@@ -273,7 +371,15 @@ class GraphDrawing:
 
 def graph_drawing(graph: HopGraph, trace: Trace | None = None) -> GraphDrawing:
     """The `GraphDrawing` of `graph` (pruned first when it has more than `MAX_DRAWN_NODES` nodes: thousands of
-    nodes cannot be read, nor drawn quickly)."""
+    nodes cannot be read, nor drawn quickly).
+
+    Args:
+        graph: The hop graph.
+        trace: The trace it was made from, for the prompt segments' mass and the gold sentences; None for neither.
+
+    Returns:
+        What the hop graph draws.
+    """
     if graph.pruning is None and graph.graph.number_of_nodes() > MAX_DRAWN_NODES:
         graph = graph.pruned()
     pos, influence = layout_positions(graph), graph.influence()
@@ -340,7 +446,17 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
                      ids: bool = False) -> go.Figure:
     """The layered drawing of `graph` (pruned or not). With `trace`, prompt hovers add the segment's share of
     the final prompt attribution. `selected` is outlined. Node traces are named by role; ``customdata`` = id
-    (hovers name node ids only with `ids`: the app's Details)."""
+    (hovers name node ids only with `ids`: the app's Details).
+
+    Args:
+        graph: The hop graph (pruned or not; pruned here when it is too large to draw).
+        trace: The trace it was made from, for the prompt segments' mass, its evidence paths and gold sentences.
+        selected: The id of the node outlined and labelled in bold; None for none.
+        ids: Name node ids in the hovers.
+
+    Returns:
+        The graph figure.
+    """
     d = graph_drawing(graph, trace)
     fig = go.Figure(_edge_traces(d.graph, d.pos, ids))
     fig.add_traces(_path_traces(d.graph, d.pos, trace))
@@ -358,8 +474,16 @@ def hop_graph_figure(graph: HopGraph, trace: Trace | None = None, selected: str 
     return fig
 
 
-def selected_node(event) -> str | None:
-    """The node id of a Streamlit plotly selection event (first selected node point), or None."""
+def selected_node(event: Any) -> str | None:
+    """The node id of a Streamlit plotly selection event (first selected node point), or None.
+
+    Args:
+        event: The selection event ``st.plotly_chart(..., on_select=...)`` returns, a mapping
+            ``{"selection": {"points": [...]}}``; anything else (None, a malformed event) reads as no selection.
+
+    Returns:
+        The first selected point's node id (its ``customdata``), or None when no node is selected.
+    """
     try:
         points = event["selection"]["points"]
     except (KeyError, TypeError):

@@ -36,7 +36,18 @@ def heatmap_cells(trace: Trace, width: int, token_range: tuple[int, int], keep: 
                   ) -> tuple[list[tuple[int, int] | None], list[tuple[int, int, int]]]:
     """Where each token of `token_range` is drawn: ``(row, column)``, or None when its grid row is folded
     away (with `keep`, rows holding neither a kept position nor a target token fold). Also the folded runs
-    as ``(first position, end position, display row they sit above)``."""
+    as ``(first position, end position, display row they sit above)``.
+
+    Args:
+        trace: The trace drawn.
+        width: The most tokens in a grid row (`token_grid`).
+        token_range: The tokens drawn, ``[start, end)``.
+        keep: The positions whose grid rows stay shown; None folds nothing.
+
+    Returns:
+        ``(cells, folds)``: per token of `token_range`, its display ``(row, column)`` or None; and the folded
+        runs, empty without `keep` (or when no row would be shown).
+    """
     lo = token_range[0]
     cells = token_grid(trace, width, token_range)
     if keep is None:
@@ -61,14 +72,31 @@ def heatmap_cells(trace: Trace, width: int, token_range: tuple[int, int], keep: 
 
 
 def heatmap_windows(n_tokens: int, size: int = WINDOW) -> list[tuple[int, int]]:
-    """Token ranges a long trace's heatmap is paged into (one range when it fits in 1.5 windows)."""
+    """Token ranges a long trace's heatmap is paged into (one range when it fits in 1.5 windows).
+
+    Args:
+        n_tokens: The number of tokens of the trace.
+        size: The number of tokens per window.
+
+    Returns:
+        ``(start, end)`` ranges, end exclusive, covering ``[0, n_tokens)`` in order.
+    """
     if n_tokens <= size * 3 // 2:
         return [(0, n_tokens)]
     return [(lo, min(lo + size, n_tokens)) for lo in range(0, n_tokens, size)]
 
 
 def window_of(windows: list[tuple[int, int]], values: list[float], positions: list[int]) -> int:
-    """Index of the window holding the highest of `values` among `positions` (0 when there are none)."""
+    """Index of the window holding the highest of `values` among `positions` (0 when there are none).
+
+    Args:
+        windows: Token ranges ``(start, end)``, as from `heatmap_windows`.
+        values: One value per position.
+        positions: The positions considered.
+
+    Returns:
+        The index into `windows`.
+    """
     if not positions:
         return 0
     best = max(positions, key=lambda i: values[i])
@@ -104,7 +132,19 @@ class HeatmapLayout:
 
 def heatmap_layout(trace: Trace, values: list[float], width: int, token_range: tuple[int, int],
                    keep: set[int] | None, top: dict[str, float] | None) -> HeatmapLayout:
-    """The `HeatmapLayout` of `values` over `token_range` (`heatmap_cells`), scale tops `top` or the view's own."""
+    """The `HeatmapLayout` of `values` over `token_range` (`heatmap_cells`), scale tops `top` or the view's own.
+
+    Args:
+        trace: The trace drawn.
+        values: One value per position of `trace`.
+        width: The most tokens in a grid row.
+        token_range: The tokens drawn, ``[start, end)``.
+        keep: The positions whose grid rows stay shown; None folds nothing.
+        top: The scale top per colour class; None for the maxima of `values` over non-target tokens.
+
+    Returns:
+        Where the heatmap draws what.
+    """
     cells, folds = heatmap_cells(trace, width, token_range, keep)
     drawn = [(i, rc) for i, rc in enumerate(cells, start=token_range[0]) if rc is not None]
     top = scale_maxima(trace, values=values) if top is None else top
@@ -178,6 +218,27 @@ def token_heatmap(trace: Trace, hop: int | None = None, width: int = 16, title: 
     line; `heatmap_values` reads None for them. Hover shows each token's value as the share it is (`share_of`,
     by default named from the view: of the prompt's attribution, of hop k's, of the shown attribution), as the
     tables do, never a raw score.
+
+    Args:
+        trace: The trace drawn.
+        hop: The hop whose mass share is shown, or None for the combined prompt attribution.
+        width: The most tokens in a grid row.
+        title: The figure's heading instead of the view's name (the token range is still added).
+        values: Explicit per-position values shown instead of the view's, one per token.
+        token_range: Only the tokens ``[start, end)``; None for all.
+        top: The scale top per colour class; None for the view's own maxima over non-target tokens.
+        keep: The positions whose grid rows stay shown; None folds nothing.
+        details: Label each row with its first token's position.
+        share_of: What the hovered values are a share of, e.g. ``"of hop 1's attribution"``; None names it
+            from the view.
+
+    Returns:
+        The heatmap figure; its ``layout.meta`` records the view, width, range, gold, folded rows, `keep`
+        and scale tops.
+
+    Raises:
+        InputError: When `values` does not have one value per token, when `token_range` is empty or outside
+            the trace, or (from `view_values`) when `hop` is not a hop of the trace.
     """
     share_of = share_of or _share_of(hop, values)
     values = view_values(trace, hop) if values is None else list(values)
@@ -242,7 +303,14 @@ _NUMBERS = ("rank", "position", "share")  # right-aligned, as in a data table
 def top_tokens_html(rows: list[dict]) -> str:
     """The `top_tokens` rows as a plain HTML table (class ``ft-topk``): every cell escaped text, shares as
     percentages with two decimals. A page shows it instead of a data grid, whose scripts (~1.6 MB) cost a
-    first load more than ten rows are worth."""
+    first load more than ten rows are worth.
+
+    Args:
+        rows: The `top_tokens` rows (column name to value), all with the same columns.
+
+    Returns:
+        The table with its CSS, or a ``No tokens to rank.`` paragraph when `rows` is empty.
+    """
     if not rows:
         return '<p class="ft-topk">No tokens to rank.</p>'
 
@@ -258,7 +326,15 @@ def top_tokens_html(rows: list[dict]) -> str:
 
 def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:
     """Read back each token's value from a `token_heatmap` figure, in position order over its token
-    range, None for tokens on folded rows (for tests and the HTML export)."""
+    range, None for tokens on folded rows (for tests and the HTML export).
+
+    Args:
+        fig: A figure made by `token_heatmap`.
+        trace: The trace it was made from.
+
+    Returns:
+        One value per token of the figure's range, None on folded rows.
+    """
     meta = fig.layout.meta
     width, (lo, hi) = meta["width"], meta["range"]
     keep = None if meta.get("keep") is None else set(meta["keep"])
@@ -272,7 +348,20 @@ def heatmap_values(fig: go.Figure, trace: Trace) -> list[float | None]:
 def top_tokens(trace: Trace, hop: int | None = None, k: int = 10, details: bool = False) -> list[dict]:
     """The view's `k` strongest tokens (`analysis.views.top_view_tokens`: punctuation-only and target tokens
     left out). Rows: rank, token (visible whitespace, unescaped), role, share of the view; the position
-    with `details`."""
+    with `details`.
+
+    Args:
+        trace: The trace ranked.
+        hop: The hop whose view is ranked, or None for the combined view.
+        k: How many tokens at most.
+        details: Add each token's position.
+
+    Returns:
+        One dict per token, strongest first: ``rank``, (``position``,) ``token``, ``role``, ``share``.
+
+    Raises:
+        InputError: When `hop` is not a hop of the trace (from `view_values`).
+    """
     values = view_values(trace, hop)
     return [{"rank": rank, **({"position": i} if details else {}), "token": visible_label(trace.tokens[i].text, 40),
              "role": trace.tokens[i].role, "share": values[i]}

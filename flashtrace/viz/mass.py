@@ -13,7 +13,14 @@ ROLE_ORDER = ("prompt", "template", "reasoning", "answer")
 
 def mass_per_hop(facts: TraceFacts) -> go.Figure:
     """Stacked horizontal bars: where hop k's own attribution lands (prompt, template, reasoning, answer),
-    as shares of that hop's attribution (`Depth.split`)."""
+    as shares of that hop's attribution (`Depth.split`).
+
+    Args:
+        facts: The trace's facts (`analyse`); only the hops that ran get a bar.
+
+    Returns:
+        The bar figure, one bar per hop with its ρ written beside it.
+    """
     ran = [d for d in facts.depths if d.ran]
     split = [d.split for d in ran]
     labels = [f"hop {d.k}" for d in ran]

@@ -4,6 +4,7 @@ trace's views (`schema.register_views`) when it is imported; they load Plotly or
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.facts import OF_PROMPT, analyse
 from ..analysis.story import DEPTH_COLUMNS, change_words, depth_table, reach_words
@@ -11,6 +12,11 @@ from ..analysis.text import pct
 from ..analysis.schema import Trace
 from ..base.errors import InputError
 from .tokens import safe_html
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+    from rich.console import Console
 
 
 def _html_table(rows: list[dict[str, str]], columns: tuple[str, ...], cell: str) -> str:
@@ -23,7 +29,16 @@ def _html_table(rows: list[dict[str, str]], columns: tuple[str, ...], cell: str)
 def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
     """The trace as one self-contained HTML fragment: title and settings, what the answer rests on at each
     depth (the analysis every page shows), the top `k` prompt tokens, and the text coloured by the combined
-    prompt attribution. Every piece of text is escaped; nothing is fetched from outside."""
+    prompt attribution. Every piece of text is escaped; nothing is fetched from outside.
+
+    Args:
+        trace: The trace shown.
+        k: How many top prompt tokens are listed.
+        max_height_px: The height above which the coloured text scrolls.
+
+    Returns:
+        The HTML fragment, one ``<div class="flashtrace-trace">``.
+    """
     from .tokens import tokens_html
 
     from .terminal import about_line
@@ -47,17 +62,42 @@ def trace_html(trace: Trace, k: int = 10, max_height_px: int = 320) -> str:
             + "</div>")
 
 
-def heatmap(trace: Trace, hop: int | None = None, **kwargs):
-    """The Explore page's token heatmap: combined prompt attribution, or hop `hop`'s own vector."""
+def heatmap(trace: Trace, hop: int | None = None, **kwargs: Any) -> go.Figure:
+    """The Explore page's token heatmap: combined prompt attribution, or hop `hop`'s own vector.
+
+    Args:
+        trace: The trace drawn.
+        hop: The hop whose own vector is drawn, or None for the combined prompt attribution.
+        **kwargs: Further options of `token_heatmap` (``width``, ``title``, ``values``, ``token_range``, ``top``,
+            ``keep``, ``details``, ``share_of``).
+
+    Returns:
+        The heatmap figure (`token_heatmap`).
+
+    Raises:
+        InputError: When `hop` is not a hop of the trace, or an option is out of range (from `token_heatmap`).
+    """
     from .heatmap import token_heatmap
 
     return token_heatmap(trace, hop, **kwargs)
 
 
-def hop_graph(trace: Trace, keep: float = 0.8, fold: bool = True):
+def hop_graph(trace: Trace, keep: float = 0.8, fold: bool = True) -> go.Figure:
     """The Hop graph page's figure: prompt sentences → reasoning steps → answer, pruned to the inputs
     holding `keep` of the influence (the rest folded into one node unless `fold` is False). Needs a
-    trace made with ``steps=True``."""
+    trace made with ``steps=True``.
+
+    Args:
+        trace: The trace drawn, made with ``steps=True``.
+        keep: The share of the influence the inputs shown hold together.
+        fold: Fold the other inputs into one node (else they are left out).
+
+    Returns:
+        The hop graph figure (`hop_graph_figure`).
+
+    Raises:
+        InputError: When the trace has no step-level attribution.
+    """
     from ..analysis.graph import HopGraph
     from .graph import hop_graph_figure
 
@@ -66,18 +106,38 @@ def hop_graph(trace: Trace, keep: float = 0.8, fold: bool = True):
     return hop_graph_figure(HopGraph.from_trace(trace).pruned(node_threshold=keep, fold=fold), trace)
 
 
-def compare_depths(trace: Trace, view: str = "added", shared: bool = True):
+def compare_depths(trace: Trace, view: str = "added", shared: bool = True) -> go.Figure:
     """The Compare page's hop strips: what each hop adds (``view="added"``) or the attribution after
-    hops 0..K (``view="cumulative"``), on the prompt tokens that matter most, one colour scale."""
+    hops 0..K (``view="cumulative"``), on the prompt tokens that matter most, one colour scale.
+
+    Args:
+        trace: The trace compared.
+        view: ``"added"`` or ``"cumulative"``.
+        shared: Put every row on one colour scale (else each row is scaled to its own maximum).
+
+    Returns:
+        The strips figure (`hop_token_strips`).
+
+    Raises:
+        InputError: When `view` is neither ``"added"`` nor ``"cumulative"`` (from `hop_token_strips`).
+    """
     from .compare import hop_token_strips
 
     return hop_token_strips(analyse(trace), [t.text for t in trace.tokens], view, shared=shared)
 
 
-def to_pandas(trace: Trace):
+def to_pandas(trace: Trace) -> pd.DataFrame:
     """One row per token: position, text, role, character offsets, the final attribution, the prompt
     score (normalised over the user's prompt; 0 elsewhere) and each hop's additive contribution. The
-    offsets are nullable integers (``Int64``): a template token has none (``<NA>``)."""
+    offsets are nullable integers (``Int64``): a template token has none (``<NA>``).
+
+    Args:
+        trace: The trace tabled.
+
+    Returns:
+        The table, indexed by ``position``, with columns ``token``, ``role``, ``start``, ``end``, ``final``,
+        ``prompt_score`` and ``hop{k}_contribution`` per hop.
+    """
     import pandas as pd
 
     table = pd.DataFrame({
@@ -94,8 +154,15 @@ def to_pandas(trace: Trace):
     return table.set_index("position")
 
 
-def show(trace: Trace, k: int = 10, console=None) -> None:
-    """`terminal.show`: the HTML view in a notebook, coloured text (rich) in a terminal."""
+def show(trace: Trace, k: int = 10, console: Console | None = None) -> None:
+    """`terminal.show`: the HTML view in a notebook, coloured text (rich) in a terminal.
+
+    Args:
+        trace: The trace shown.
+        k: How many top prompt words the terminal view lists.
+        console: The ``rich.console.Console`` printed on; None for a new one (or the notebook's display in a
+            Jupyter kernel).
+    """
     from .terminal import show as draw
 
     draw(trace, k, console)
@@ -108,7 +175,14 @@ def notebook_figures(png: bool | None = None) -> str:
     """Make Plotly figures in this notebook travel: each is saved as Plotly JSON (interactive where the Plotly
     extension runs), as HTML with plotly.js embedded once (no network needed: nbviewer, any Jupyter) and,
     with `png` (by default when kaleido finds a Chrome or Chromium here), as a PNG image, which is what
-    GitHub shows. Sets ``plotly.io.renderers.default`` and returns it."""
+    GitHub shows. Sets ``plotly.io.renderers.default`` and returns it.
+
+    Args:
+        png: Also save each figure as a PNG image; None for whether kaleido can draw here.
+
+    Returns:
+        The renderers now the default, e.g. ``"plotly_mimetype+notebook+png"``.
+    """
     import plotly.io as pio
 
     from .export import image_export_problem

@@ -22,7 +22,14 @@ from .tokens import safe_html, tokens_html
 
 
 def heatmap_with_hop_selector(trace: Trace) -> go.Figure:
-    """All views of `token_heatmap` (combined, hop 0, 1, ...) in one figure, switched by buttons."""
+    """All views of `token_heatmap` (combined, hop 0, 1, ...) in one figure, switched by buttons.
+
+    Args:
+        trace: The trace drawn.
+
+    Returns:
+        The heatmap figure, the combined view shown first.
+    """
     views = [None] + [h.k for h in trace.hops]
     figures = [token_heatmap(trace, hop=v) for v in views]
     fig = go.Figure(figures[0])
@@ -56,7 +63,17 @@ def _table(rows: list[dict]) -> str:
 
 def trace_report_html(trace: Trace, graph_figure: go.Figure | None = None, graph_threshold: float = 0.05) -> str:
     """The standalone page (a complete HTML document) for `trace`. Without `graph_figure`, a trace with
-    step vectors gets its hop graph drawn at `graph_threshold`."""
+    step vectors gets its hop graph drawn at `graph_threshold`.
+
+    Args:
+        trace: The trace reported.
+        graph_figure: A hop-graph figure to show (made static: `static_graph`); None to draw one when the
+            trace has step vectors and segments.
+        graph_threshold: The edge threshold τ of a hop graph drawn here: edges with a smaller share are dropped.
+
+    Returns:
+        The whole HTML page (`standalone_html`).
+    """
     if graph_figure is None and trace.steps is not None and trace.segments:
         from ..analysis.graph import HopGraph
         from .graph import hop_graph_figure
@@ -88,7 +105,14 @@ _APP_HINT = re.compile(r"<br>\([^()]*(?:click|switch on)[^()]*\)", re.I)
 
 def static_graph(fig: go.Figure) -> go.Figure:
     """A copy of a hop-graph figure that promises nothing a static page cannot do: no "click a node" in the
-    title and no app-only hints (a parenthesised line about clicking or switching a control) in the hovers."""
+    title and no app-only hints (a parenthesised line about clicking or switching a control) in the hovers.
+
+    Args:
+        fig: A hop-graph figure (`hop_graph_figure`); it is not changed.
+
+    Returns:
+        The copy, its title ending in "hover a node for its text".
+    """
     fig = go.Figure(fig)
     title = fig.layout.title.text or "Hop graph"
     kept = [part for part in title.split(" · ") if "click" not in part.lower()]

@@ -16,7 +16,18 @@ FOLDED_COLOR = "#9ca3af"
 
 
 def segment_totals(trace: Trace, values: list[float]) -> list[tuple[str, str, str, float]]:
-    """``(id, role, text, summed value)`` per segment, template segments left out."""
+    """``(id, role, text, summed value)`` per segment, template segments left out.
+
+    Args:
+        trace: The trace, with segments.
+        values: One value per position of `trace`.
+
+    Returns:
+        One ``(id, role, text, summed value)`` per non-template segment, in text order.
+
+    Raises:
+        InputError: When the trace has no segments (it was made by an older version).
+    """
     if not trace.segments:
         raise InputError("this trace has no segments (it was made by an older version); re-run it to get them")
     return [(s.id, s.role, s.text, sum(values[s.start:s.end])) for s in trace.segments if s.role != "template"]
@@ -24,7 +35,19 @@ def segment_totals(trace: Trace, values: list[float]) -> list[tuple[str, str, st
 
 def folded_totals(trace: Trace, values: list[float], keep: set[int]) -> list[tuple[str, str, str, float]]:
     """`segment_totals` with each run of two or more neighbouring segments that hold neither a kept
-    position nor a target token merged into one row ``("⋯", "folded", "n segments: first ids…", sum)``."""
+    position nor a target token merged into one row ``("⋯", "folded", "n segments: first ids…", sum)``.
+
+    Args:
+        trace: The trace, with segments.
+        values: One value per position of `trace`.
+        keep: The positions whose segments stay rows of their own.
+
+    Returns:
+        ``(id, role, text, summed value)`` rows in text order, folded runs among them.
+
+    Raises:
+        InputError: When the trace has no segments (from `segment_totals`).
+    """
     target = target_positions(trace)
     by_id = {s.id: s for s in trace.segments or []}
     rows: list[tuple[str, str, str, float]] = []
@@ -51,7 +74,20 @@ def folded_totals(trace: Trace, values: list[float], keep: set[int]) -> list[tup
 
 def segment_bars(trace: Trace, hop: int | None = None, label_chars: int = 60, keep: set[int] | None = None) -> go.Figure:
     """One horizontal bar per segment in text order, length = the view's summed value, coloured by role.
-    With `keep`, runs of segments holding none of those positions (and no target token) are one grey bar."""
+    With `keep`, runs of segments holding none of those positions (and no target token) are one grey bar.
+
+    Args:
+        trace: The trace, with segments.
+        hop: The hop whose mass share is summed, or None for the combined prompt attribution.
+        label_chars: The longest segment text in a bar's label (longer ones are cut).
+        keep: The positions whose segments keep a bar of their own; None folds nothing.
+
+    Returns:
+        The bar figure.
+
+    Raises:
+        InputError: When the trace has no segments, or `hop` is not a hop of the trace.
+    """
     values = view_values(trace, hop)
     rows = segment_totals(trace, values) if keep is None else folded_totals(trace, values, keep)
     labels = [f"{sid} · {safe_html(visible_label(text.strip(), label_chars))}" for sid, _r, text, _v in rows]

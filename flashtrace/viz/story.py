@@ -30,7 +30,19 @@ def _escaped(text: str) -> str:
 def text_html(label: str, text: str, size_rem: float, max_height_px: int | None = None, strong: bool = False,
               css_class: str = "ft-text") -> str:
     """`text` as plain, escaped HTML under a small `label`: line breaks kept, long words wrapped, in a box
-    that scrolls only past `max_height_px` (None: never)."""
+    that scrolls only past `max_height_px` (None: never).
+
+    Args:
+        label: The small label above the text (escaped).
+        text: The text (escaped, leading and trailing whitespace stripped).
+        size_rem: The text's font size in rem.
+        max_height_px: The height above which the box scrolls; None (or 0): never.
+        strong: Set the text in bold.
+        css_class: The CSS class of the outer ``<div>``.
+
+    Returns:
+        The HTML: a ``<div>`` holding the label and the text.
+    """
     scroll = f"max-height:{max_height_px}px;overflow-y:auto;" if max_height_px else ""
     weight = "font-weight:600;" if strong else ""
     return (f'<div class="{css_class}" style="margin:0 0 10px 0">'
@@ -41,7 +53,16 @@ def text_html(label: str, text: str, size_rem: float, max_height_px: int | None 
 
 def question_html(data: dict, large: bool = False) -> str:
     """Story step 1's question: the sentence that asks it, large (a long prompt; the whole prompt is offered
-    apart), or the whole short prompt."""
+    apart), or the whole short prompt.
+
+    Args:
+        data: The question panel's data: ``question`` (the prompt), ``ask`` (its asking sentence, or empty),
+            ``reasoning`` and ``answer``.
+        large: Use the presenter view's larger type.
+
+    Returns:
+        The question as HTML (`text_html`).
+    """
     if data["ask"]:
         return text_html("The question (its last sentence; the whole prompt is below)", data["ask"],
                          2.0 if large else 1.45, strong=True, css_class="ft-question")
@@ -54,18 +75,43 @@ ASKED_APART = 2  # lines fewer when step 1 shows the asking sentence with "The w
 
 
 def reasoning_lines(data: dict, large: bool) -> int:
-    """How many screen lines of reasoning fit on step 1 under the question (1280×720)."""
+    """How many screen lines of reasoning fit on step 1 under the question (1280×720).
+
+    Args:
+        data: The question panel's data; an ``ask`` (asking sentence) costs lines.
+        large: For the presenter view.
+
+    Returns:
+        The number of screen lines.
+    """
     return REASONING_LINES[large] - (ASKED_APART if data.get("ask") else 0)
 
 
 def screen_lines(text: str, width: int) -> int:
-    """How many screen lines `text` takes at `width` characters a line (its own line breaks kept)."""
+    """How many screen lines `text` takes at `width` characters a line (its own line breaks kept).
+
+    Args:
+        text: The text (leading and trailing whitespace stripped).
+        width: The characters in a screen line.
+
+    Returns:
+        The number of screen lines (0 for an empty text).
+    """
     return sum(max(1, -(-len(line) // width)) for line in text.strip().splitlines())
 
 
 def condensed(text: str, max_lines: int, width: int) -> tuple[str, int]:
     """`text` as it fits in `max_lines` screen lines: whole, or its first and last lines with a line in the
-    middle that says how many lines it leaves out. Returns the text and how many of its lines were left out."""
+    middle that says how many lines it leaves out. Returns the text and how many of its lines were left out.
+
+    Args:
+        text: The text (leading and trailing whitespace stripped).
+        max_lines: The most screen lines it may take.
+        width: The characters in a screen line.
+
+    Returns:
+        ``(text shown, number of its lines left out)``; 0 left out when it fits whole.
+    """
     lines = text.strip().splitlines()
     if screen_lines(text, width) <= max_lines:
         return text.strip(), 0
@@ -85,7 +131,18 @@ def condensed(text: str, max_lines: int, width: int) -> tuple[str, int]:
 def reasoning_html(data: dict, large: bool = False, max_height_px: int | None = 480, whole: bool = False) -> str:
     """The model's reasoning in step 1: as many screen lines as fit beside the answer (`reasoning_lines`; its
     opening and closing lines, the middle counted), or `whole` (a box that scrolls past `max_height_px`; None:
-    never scrolls, for an export)."""
+    never scrolls, for an export).
+
+    Args:
+        data: The question panel's data: ``question`` (the prompt), ``ask`` (its asking sentence, or empty),
+            ``reasoning`` and ``answer``.
+        large: Use the presenter view's larger type (and its taller box).
+        max_height_px: The height above which the box scrolls; None: never (the whole reasoning, for an export).
+        whole: Show the whole reasoning rather than the lines that fit.
+
+    Returns:
+        The reasoning as HTML (`text_html`).
+    """
     text = data["reasoning"] if whole or max_height_px is None else \
         condensed(data["reasoning"], reasoning_lines(data, large), LINE_CHARS[large])[0]
     box = None if max_height_px is None else 600 if large else max_height_px
@@ -94,13 +151,32 @@ def reasoning_html(data: dict, large: bool = False, max_height_px: int | None = 
 
 
 def answer_html(data: dict, large: bool = False, max_height_px: int | None = 400) -> str:
-    """The answer (the text being explained), large (a long one scrolls past `max_height_px`; None: never)."""
+    """The answer (the text being explained), large (a long one scrolls past `max_height_px`; None: never).
+
+    Args:
+        data: The question panel's data: ``question`` (the prompt), ``ask`` (its asking sentence, or empty),
+            ``reasoning`` and ``answer``.
+        large: Use the presenter view's larger type.
+        max_height_px: The height above which the box scrolls; None: never.
+
+    Returns:
+        The answer as HTML (`text_html`).
+    """
     return text_html("The answer (the text being explained)", data["answer"], 2.0 if large else 1.45,
                      max_height_px=max_height_px, strong=True, css_class="ft-answer")
 
 
 def prompt_html(data: dict, max_height_px: int | None = 320) -> str:
-    """The whole prompt as plain text (a scroll box in the app; whole in an export)."""
+    """The whole prompt as plain text (a scroll box in the app; whole in an export).
+
+    Args:
+        data: The question panel's data: ``question`` (the prompt), ``ask`` (its asking sentence, or empty),
+            ``reasoning`` and ``answer``.
+        max_height_px: The height above which the box scrolls; None: never (an export).
+
+    Returns:
+        The prompt as HTML (`text_html`), labelled with its number of words.
+    """
     return text_html(f"The whole prompt ({len(data['question'].split()):,} words)", data["question"], 0.95,
                      max_height_px=max_height_px, css_class="ft-prompt")
 
@@ -127,7 +203,18 @@ def piece_rows(pieces: list[Ranked], gold: dict | None = None, asked: list[Ranke
                suspect: Ranked | None = None) -> PieceRows:
     """The ranked pieces, then the gold piece when it ranks below them (noted with its rank), the suspect
     sentence when it is not among them, then the asked questions not yet shown; every gold, suspect and asked
-    row noted."""
+    row noted.
+
+    Args:
+        pieces: The ranked pieces, strongest first.
+        gold: The best-ranked gold piece (`analysis.story.gold_at`): ``{"piece": Ranked, "rank": ...,
+            "ranked": "37th"}``; None without gold.
+        asked: The asked question sentences (kept out of the ranking); None for none.
+        suspect: The edited sentence of an honest failure; None for none.
+
+    Returns:
+        The bars' rows, notes and flags.
+    """
     rows = list(pieces)
     gold_added = gold is not None and gold["piece"].key not in {p.key for p in pieces}
     if gold_added:
@@ -157,9 +244,23 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
     """Horizontal bars: the top prompt sentences (or tokens), labelled with their distinct short labels, and
     their shares of the prompt's attribution (or of what `share_of` names); the whole text on hover (escaped).
     Bars holding known evidence (gold) are ringed in gold and say so; when `gold` (`analysis.story.gold_at`)
-    ranks below the listed pieces, it is added as a bar with its rank, so the gold shows even when it ranks low. `asked` (the question
-    sentences, kept out of the ranking) come last, grey and marked "asked", with their shares. `suspect` (an
-    honest failure's edited sentence) is ringed in red and marked, added when it is not among the pieces."""
+    ranks below the listed pieces, it is added as a bar with its rank, so the gold shows even when it ranks low.
+    `asked` (the question sentences, kept out of the ranking) come last, grey and marked "asked", with their
+    shares. `suspect` (an honest failure's edited sentence) is ringed in red and marked, added when it is not
+    among the pieces.
+
+    Args:
+        pieces: The ranked pieces, strongest first.
+        title: The figure's title.
+        view: The view's name, kept in the figure's ``layout.meta``.
+        gold: The best-ranked gold piece (`analysis.story.gold_at`); None without gold.
+        asked: The asked question sentences; None for none.
+        suspect: The edited sentence of an honest failure; None for none.
+        share_of: What the shares are a share of, e.g. ``"of that step's prompt attribution"``.
+
+    Returns:
+        The bar figure.
+    """
     bars = piece_rows(pieces, gold, asked, suspect)
     rows = bars.rows
     rings = [_ring(p, bars.flagged) for p in rows]
@@ -184,7 +285,14 @@ def pieces_figure(pieces: list[Ranked], title: str, view: str, gold: dict | None
 
 
 def split_figure(shares: dict[str, float]) -> go.Figure:
-    """One 100 % bar: where the answer's direct (hop 0) attribution sits."""
+    """One 100 % bar: where the answer's direct (hop 0) attribution sits.
+
+    Args:
+        shares: Hop 0's shares: ``{"prompt": ..., "template": ..., "generated": ...}``.
+
+    Returns:
+        The stacked bar figure.
+    """
     parts = (("prompt", "the prompt", PROMPT), ("template", "chat template", TEMPLATE),
              ("generated", "its own reasoning and answer", REASONING))
     fig = go.Figure()
@@ -203,7 +311,14 @@ def split_figure(shares: dict[str, float]) -> go.Figure:
 
 def reach_figure(panel: Panel) -> go.Figure:
     """Per depth K (hops 0..K): the share of the answer's attribution that has reached the input, and the
-    share still on the reasoning (ρ_K)."""
+    share still on the reasoning (ρ_K).
+
+    Args:
+        panel: The ``hops`` panel; its data's ``reached`` holds the share reached per depth.
+
+    Returns:
+        The stacked bar figure, one bar per depth.
+    """
     reach = panel.data["reached"]
     labels = ["directly (hop 0)"] + [f"after {k} hop{'s' if k > 1 else ''}" for k in range(1, len(reach))]
     fig = go.Figure([
@@ -223,7 +338,14 @@ def reach_figure(panel: Panel) -> go.Figure:
 
 def check_figure(check: Check) -> go.Figure:
     """Answer log-probability: nothing deleted, the top tokens deleted, random tokens deleted (bar: mean of
-    the draws, dots: each draw, so their spread shows). Values are written under each bar's name."""
+    the draws, dots: each draw, so their spread shows). Values are written under each bar's name.
+
+    Args:
+        check: The trace's stored deletion check.
+
+    Returns:
+        The bar figure, the random draws as dots.
+    """
     share = pct(check.fraction)
     random_mean = check.before - check.drop_random_mean
     values = (check.before, check.top, random_mean)
@@ -245,14 +367,30 @@ def check_figure(check: Check) -> go.Figure:
 
 
 def evidence_html(trace: Trace, max_height_px: int | None = 300) -> str:
-    """The prompt's text with each token's background set by its final attribution (escaped)."""
+    """The prompt's text with each token's background set by its final attribution (escaped).
+
+    Args:
+        trace: The trace shown.
+        max_height_px: The height above which the text scrolls; None: never.
+
+    Returns:
+        The HTML (`tokens_html`); the whole text when the trace has no prompt span.
+    """
     span = trace.spans.prompt
     return tokens_html(trace, None, max_height_px=max_height_px, token_range=tuple(span) if span else None)
 
 
 def sentences_html(trace: Trace, pieces: list[Ranked]) -> str:
     """Each top prompt sentence on its own line, its tokens coloured by their final attribution, with its
-    share (escaped). Pieces that are not segments (a trace without segments) are skipped."""
+    share (escaped). Pieces that are not segments (a trace without segments) are skipped.
+
+    Args:
+        trace: The trace shown.
+        pieces: The ranked pieces, strongest first.
+
+    Returns:
+        The HTML, one ``<div>`` per sentence with its rank and share; empty when no piece is a segment.
+    """
     by_id = {seg.id: seg for seg in trace.segments or []}
     rows = []
     for rank, piece in enumerate(pieces, start=1):
@@ -268,7 +406,16 @@ def sentences_html(trace: Trace, pieces: list[Ranked]) -> str:
 
 def panel_figures(trace: Trace, panel: Panel, large: bool = False) -> list[go.Figure]:
     """The figures a panel shows, in order (the question panel has none); `large`: the presenter view's
-    larger type (and height to match)."""
+    larger type (and height to match).
+
+    Args:
+        trace: The trace told.
+        panel: The Story panel.
+        large: Use the presenter view's larger type and height.
+
+    Returns:
+        The panel's figures; empty for a panel without any.
+    """
     figs = _figures(trace, panel)
     if large:  # sizes set on each part: the app's chart theme would otherwise keep its own small ticks
         for fig in figs:
@@ -305,7 +452,15 @@ def _figures(trace: Trace, panel: Panel) -> list[go.Figure]:
 
 def panel_blocks(trace: Trace, panel: Panel) -> list[go.Figure | str]:
     """What one panel shows, for an HTML export: its text (escaped) and its figures, in the page's order
-    (the whole prompt and the reasoning unboxed)."""
+    (the whole prompt and the reasoning unboxed).
+
+    Args:
+        trace: The trace told.
+        panel: The Story panel.
+
+    Returns:
+        Figures and escaped HTML strings, in order (`standalone_html`'s blocks).
+    """
     data = panel.data
     if panel.key == "question":
         return [question_html(data), prompt_html(data, None) if data["ask"] else "",
@@ -325,7 +480,16 @@ _SECTION_CSS = ("<style>.ft-step{border-top:1px solid #d1d5db;padding-top:8px;ma
 def story_document(trace: Trace, panels: list[Panel], title: str) -> str:
     """The whole Story of `trace` (`panels`, in order) as one offline HTML page for sending after a meeting:
     a contents list (in-page links), then each step's title, caption, text and interactive figures. Every
-    text from the trace is escaped; nothing is fetched (`standalone_html`)."""
+    text from the trace is escaped; nothing is fetched (`standalone_html`).
+
+    Args:
+        trace: The trace told.
+        panels: The Story's panels, in order.
+        title: The page's title.
+
+    Returns:
+        The whole HTML page.
+    """
     contents = "".join(f'<li><a href="#step-{n}">{safe_html(p.title)}</a></li>' for n, p in enumerate(panels, 1))
     blocks: list[go.Figure | str] = [_SECTION_CSS, f"<ol>{contents}</ol>"]
     for n, panel in enumerate(panels, 1):

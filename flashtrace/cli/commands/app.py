@@ -5,14 +5,22 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ...base.errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "open the FlashTrace Studio app in the browser (Streamlit)"
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace app` (port, address, headless, read-only) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace app` (port, address, headless, read-only) to `parser`.
+
+    Args:
+        parser: The `app` subcommand's parser; the options are added to it in place.
+    """
     parser.add_argument("--port", type=int, default=8501, help="port to serve on")
     parser.add_argument("--address", default="localhost", help="address to bind")
     parser.add_argument("--headless", action="store_true", help="do not open a browser window")
@@ -23,8 +31,21 @@ def add_arguments(parser) -> None:
                              "under [flashtrace] in .streamlit/secrets.toml")
 
 
-def run(args) -> int:
-    """Serve the Streamlit app (refused without the app extra); returns the server's exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Serve the Streamlit app (refused without the app extra); returns the server's exit code.
+
+    The process becomes the Streamlit server (`os.execv`), so signals such as Ctrl-C reach Streamlit itself.
+
+    Args:
+        args: The parsed options of `flashtrace app` (port, address, headless, read_only).
+
+    Returns:
+        The server's exit code (the process is replaced by the server, which exits with it).
+
+    Raises:
+        MissingDependencyError: When Streamlit (the app extra) is not installed.
+        FileNotFoundError: When the app's files (``app.py`` and ``pages/``) are missing.
+    """
     from ...base.install import extra_hint
     from ...store.app_files import READ_ONLY_ENV, app_root
 

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = ("trace every prompt of a JSONL file into one trace file each (resumable; --ray spreads the "
         "examples over a Ray cluster)")
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace batch` (input JSONL, output, model, method, Ray) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace batch` (input JSONL, output, model, method, Ray) to `parser`.
+
+    Args:
+        parser: The `batch` subcommand's parser; the options are added to it in place.
+    """
     from ...engine.choices import model_help
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
@@ -62,8 +70,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def run(args) -> int:
-    """Trace every line of the input file into the output folder or collection; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Trace every line of the input file into the output folder or collection; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace batch`.
+
+    Returns:
+        0 when every example was traced or kept, 1 when one failed or a line was bad.
+
+    Raises:
+        FileNotFoundError: When the input file does not exist.
+        InputError: When --workers or --num-gpus-per-worker is given without --ray, or --threads is below 1.
+    """
     from tqdm import tqdm
 
     from ...run.batch import BatchSettings, run_batch

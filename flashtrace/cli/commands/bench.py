@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "benchmark FlashTrace (K hops) against token-wise IFR and one plain forward pass, one process per cell"
 
@@ -13,8 +17,12 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace bench` (model, lengths, modes, hops, repeats) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace bench` (model, lengths, modes, hops, repeats) to `parser`.
+
+    Args:
+        parser: The `bench` subcommand's parser; the options are added to it in place.
+    """
     from ...engine.choices import model_help
 
     parser.add_argument("--model", default="smollm2-135m", help=model_help())
@@ -50,8 +58,19 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cell-timeout", type=float, default=3600, help="seconds before a cell is abandoned")
 
 
-def run(args) -> int:
-    """Time and measure the chosen modes over the length grid, print the table; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Time and measure the chosen modes over the length grid, print the table; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace bench`.
+
+    Returns:
+        0 when every cell was measured, 1 when a cell ended in an error.
+
+    Raises:
+        InputError: When a mode is unknown, --target-tokens is negative, --repeats is below 1, or
+            --target-tokens leaves no response before the target for a response length.
+    """
     from ...run.bench.sweep import MODES, run_sweep
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]

@@ -5,15 +5,23 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 EVAL_LENGTH = 100  # the command's default prompt length, as in the published runs (the tasks' own run 200-512 tokens)
 HELP = "evaluate attribution faithfulness (RISE, MAS, Recovery@10%) on synthetic tasks or a JSONL file"
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace eval` (model, tasks or JSONL, methods, sizes, output) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace eval` (model, tasks or JSONL, methods, sizes, output) to `parser`.
+
+    Args:
+        parser: The `eval` subcommand's parser; the options are added to it in place.
+    """
     from ...engine.choices import model_help
     from ...engine.models.scoring import SCORE_DTYPES
     from ...evaluate.names import DEFAULT_METHODS
@@ -249,8 +257,19 @@ def _evaluate(args, loaded, examples, methods) -> dict[str, str]:
     return failed
 
 
-def run(args) -> int:
-    """Run the faithfulness evaluation (or only rewrite its report), print the summary; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Run the faithfulness evaluation (or only rewrite its report), print the summary; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace eval`.
+
+    Returns:
+        0 when every example was evaluated (or the report rewritten), 1 when an example failed.
+
+    Raises:
+        InputError: When --n, --k, --ig-steps or --length is out of range, a task is unknown, or no example
+            is left to evaluate (the writer model answered none right).
+    """
     from ...evaluate.report import markdown, write_report
     from ...base.fileio import atomic_write_text, check_folder
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "export a trace file as one standalone offline HTML page, validated JSON, or PNG/SVG figures"
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace export` (trace file, HTML, JSON, PNG, SVG) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace export` (trace file, HTML, JSON, PNG, SVG) to `parser`.
+
+    Args:
+        parser: The `export` subcommand's parser; the options are added to it in place.
+    """
     parser.add_argument("trace", type=Path, help="trace JSON file (validated on read)")
     parser.add_argument("--html", type=Path, default=None, help="write a standalone HTML page (works offline)")
     parser.add_argument("--json", type=Path, default=None, help="write the validated trace as JSON")
@@ -23,8 +31,19 @@ def add_arguments(parser) -> None:
                         help=f"hop-graph edge threshold in the HTML page (in {GRAPH_THRESHOLD_RANGE})")
 
 
-def run(args) -> int:
-    """Write the trace in each format asked for; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Write the trace in each format asked for; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace export`.
+
+    Returns:
+        0 (every format asked for was written).
+
+    Raises:
+        InputError: When no output format is given, or a destination or the threshold is refused.
+        MissingDependencyError: When a PNG or SVG cannot be rendered (kaleido or a Chromium browser missing).
+    """
     from ...base.fileio import atomic_write_bytes, atomic_write_text, check_destination, check_not_input
     from ...analysis.limits import check_graph_threshold
     from ...analysis.schema import Trace

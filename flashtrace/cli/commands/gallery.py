@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "rebuild the app's gallery of precomputed traces (assets/gallery) with the built-in model, or list it"
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace gallery` (output, model, entries, list) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace gallery` (output, model, entries, list) to `parser`.
+
+    Args:
+        parser: The `gallery` subcommand's parser; the options are added to it in place.
+    """
     from ...engine.choices import model_help
     from ...evaluate.gallery import GALLERY
 
@@ -30,8 +38,18 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (with --spec)")
 
 
-def run(args) -> int:
-    """List the gallery, or rebuild its traces and index; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """List the gallery, or rebuild its traces and index; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace gallery`.
+
+    Returns:
+        0 when the gallery was listed or built, 1 when --list finds it empty.
+
+    Raises:
+        InputError: When --spec is given without --out.
+    """
     from ...evaluate.gallery import build_gallery
     from ...store.gallery import gallery_dir, list_gallery
 

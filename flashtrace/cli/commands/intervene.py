@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = ("remove reasoning steps and prompt sentences from a saved trace and score the answer again: step influence "
         "by intervention beside the hop graph's, top/random/gold sentence removal, or one edit (--remove)")
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace intervene` (trace file, model, the edits) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace intervene` (trace file, model, the edits) to `parser`.
+
+    Args:
+        parser: The `intervene` subcommand's parser; the options are added to it in place.
+    """
     from ...analysis.interventions import DEFAULT_NEW_TOKENS, DEFAULT_RANDOM, DEFAULT_TEMPERATURE, DEFAULT_TOP_P
     from ...engine.choices import model_help
 
@@ -218,8 +226,19 @@ def _single(args, trace, loaded) -> None:
         _write(result.trace, args.retrace, "--retrace")
 
 
-def run(args) -> int:
-    """Rerun the trace's model with segments removed or replaced and report the changes; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Rerun the trace's model with segments removed or replaced and report the changes; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace intervene`.
+
+    Returns:
+        0 (the changes were reported).
+
+    Raises:
+        InputError: When the options contradict each other or are out of range, or the model wrote
+            nothing after an edit.
+    """
     from ...analysis.schema import Trace
     from ...engine.models import load_model
 

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from ...engine.models.builtin import BUILTINS, DEFAULT_ALIAS, DTYPES, describe
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = ("install, check and convert a built-in model once into a cached safetensors folder (quick afterwards): "
         + "; ".join(f"{m.name} ({m.gguf_bytes / 1e9:.2f} GB download, {m.converted_bytes() / 1e9:.1f} GB converted)"
                     for m in BUILTINS.values()))
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace prepare` (model, dtype, list, quiet) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace prepare` (model, dtype, list, quiet) to `parser`.
+
+    Args:
+        parser: The `prepare` subcommand's parser; the options are added to it in place.
+    """
     parser.add_argument("--model", default=DEFAULT_ALIAS, choices=list(BUILTINS), metavar="NAME",
                         help="the built-in model: " + "; ".join(describe(m) for m in BUILTINS.values()))
     parser.add_argument("--dtype", default="float32", choices=DTYPES,
@@ -34,8 +42,15 @@ def _listing() -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
-    """Prepare the model (nothing when it is already prepared) and say where it is; returns 0."""
+def run(args: argparse.Namespace) -> int:
+    """Prepare the model (nothing when it is already prepared) and say where it is; returns 0.
+
+    Args:
+        args: The parsed options of `flashtrace prepare`.
+
+    Returns:
+        0 (the model is prepared, or the list was printed).
+    """
     from tqdm import tqdm
 
     from ...engine.estimate import cpu_slowdown

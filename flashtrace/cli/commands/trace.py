@@ -5,14 +5,22 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
 
 HELP = "trace which prompt tokens caused a model's answer (FlashTrace with recursive hops)"
 
 
-def add_arguments(parser) -> None:
-    """Add the options of `flashtrace trace` (model, prompt, response or generation, target, method) to `parser`."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `flashtrace trace` (model, prompt, response or generation, target, method) to `parser`.
+
+    Args:
+        parser: The `trace` subcommand's parser; the options are added to it in place.
+    """
     from ...engine.choices import model_help
     from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
@@ -70,7 +78,17 @@ def add_arguments(parser) -> None:
 
 
 def method_options(pairs: list[str]) -> dict:
-    """The method options of `--option NAME=VALUE` flags (trace and batch), names and values stripped."""
+    """The method options of `--option NAME=VALUE` flags (trace and batch), names and values stripped.
+
+    Args:
+        pairs: The values of the `--option` flags, each ``NAME=VALUE``.
+
+    Returns:
+        ``{name: value}``, both strings with surrounding whitespace stripped; a later flag wins.
+
+    Raises:
+        InputError: When a pair has no ``=`` or an empty name.
+    """
     out = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
@@ -120,8 +138,20 @@ def _check_utf8(flag: str, text: str | None) -> None:
                          "file with --prompt-file/--response-file") from None
 
 
-def run(args) -> int:
-    """Trace one prompt and response, print the summary and save the trace when asked; returns the exit code."""
+def run(args: argparse.Namespace) -> int:
+    """Trace one prompt and response, print the summary and save the trace when asked; returns the exit code.
+
+    Args:
+        args: The parsed options of `flashtrace trace`.
+
+    Returns:
+        0 (the trace was made, printed and, with --json, written).
+
+    Raises:
+        InputError: When an option is out of range, there is neither a response nor --generate, or the
+            prompt is empty.
+        OSError: When the --json file cannot be written.
+    """
     from tqdm import tqdm
 
     from ..summary import print_summary

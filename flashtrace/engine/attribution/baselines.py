@@ -26,7 +26,19 @@ def _target_weights(weights: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def raw_attention(recording: Recording, weights: torch.Tensor, block: int = 256) -> torch.Tensor:
-    """Mean over layers and heads of the target rows' attention, weighted by `weights` ``[N]``: ``[N]``."""
+    """Mean over layers and heads of the target rows' attention, weighted by `weights` ``[N]``: ``[N]``.
+
+    Args:
+        recording: The forward pass's recording (the attention rows are recomputed from it).
+        weights: ``[N]`` non-negative target weights with a positive sum (normalised to sum 1).
+        block: The rows recomputed at a time.
+
+    Returns:
+        ``[N]`` float32 scores, one per position.
+
+    Raises:
+        InputError: When `weights` are not `N` non-negative numbers with a positive sum.
+    """
     n = recording.n_tokens
     w = _target_weights(weights, n)
     rows = torch.nonzero(w).reshape(-1)
@@ -41,7 +53,20 @@ def attention_rollout(recording: Recording, weights: torch.Tensor, block: int = 
                       ) -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema 2020) of the target rows: ``v ← v·(r·I + (1-r)·Ā_l)`` from the
     last layer down, with ``Ā_l`` the head-mean attention. Only rows where ``v`` is non-zero are
-    rebuilt, a block at a time: ``[N]``."""
+    rebuilt, a block at a time: ``[N]``.
+
+    Args:
+        recording: The forward pass's recording (the attention rows are recomputed from it).
+        weights: ``[N]`` non-negative target weights with a positive sum (normalised to sum 1).
+        block: The rows rebuilt at a time.
+        residual: ``r``, the share of the identity (the residual connection) in each layer's step.
+
+    Returns:
+        ``[N]`` float32 scores, one per position.
+
+    Raises:
+        InputError: When `weights` are not `N` non-negative numbers with a positive sum.
+    """
     n = recording.n_tokens
     v = _target_weights(weights, n).double()
     for layer in reversed(recording.layers):
@@ -59,7 +84,20 @@ def target_logprob(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange
                    ) -> torch.Tensor:
     """Summed log-probability of the tokens ``ids[:, lo:hi]`` given what precedes them, for a batch of
     sequences ``[B, N]``: ``[B]``. Only the logits predicting the target are computed, and the tokens after
-    the target (which a causal model's target does not see) are not run."""
+    the target (which a causal model's target does not see) are not run.
+
+    Args:
+        model: The causal language model (a transformers model).
+        ids: ``[B, N]`` token ids, one sequence a row.
+        target: ``(lo, hi)``, the target's token positions (end excluded).
+        batch_size: The sequences run at a time.
+
+    Returns:
+        ``[B]`` float64 summed log-probabilities, one per sequence.
+
+    Raises:
+        InputError: When the target starts at the first token (nothing precedes it).
+    """
     lo, hi = target
     if lo < 1:
         raise InputError("the target must start after the first token")
@@ -78,7 +116,22 @@ def target_logprob(model: torch.nn.Module, ids: torch.Tensor, target: TokenRange
 def segment_ablation(model: torch.nn.Module, ids: torch.Tensor, segments: Sequence[Sequence[int]], target: TokenRange,
                      replace_id: int, batch_size: int = 16) -> torch.Tensor:
     """Perturbation baseline: replace each segment's tokens (e.g. a prompt sentence) by `replace_id`;
-    the drop of the target's log-probability is shared evenly by the segment's tokens: ``[N]``."""
+    the drop of the target's log-probability is shared evenly by the segment's tokens: ``[N]``.
+
+    Args:
+        model: The causal language model (a transformers model).
+        ids: ``[N]`` token ids of the sequence.
+        segments: The positions of each segment's tokens (empty segments are skipped).
+        target: ``(lo, hi)``, the target's token positions (end excluded).
+        replace_id: The token id that replaces a segment's tokens.
+        batch_size: The sequences run at a time.
+
+    Returns:
+        ``[N]`` float32 scores, one per position (0 outside the segments).
+
+    Raises:
+        InputError: When the target starts at the first token (`target_logprob`).
+    """
     ids = torch.as_tensor(ids).reshape(-1)
     segments = [list(s) for s in segments if len(s)]
     batch = ids.repeat(len(segments) + 1, 1)  # row 0: unperturbed
@@ -102,7 +155,21 @@ def integrated_gradients(model: torch.nn.Module, ids: torch.Tensor, target: Toke
 
     The backward pass keeps every layer's activations (about 1 MB per token for SmolLM2-135M), so the
     steps run in chunks of at most `max_batch_tokens` tokens (at least one sequence) unless
-    `internal_batch_size` sets the chunk; the result does not depend on the chunking."""
+    `internal_batch_size` sets the chunk; the result does not depend on the chunking.
+
+    Args:
+        model: The causal language model (a transformers model).
+        ids: ``[N]`` token ids of the sequence.
+        target: ``(lo, hi)``, the target's token positions (end excluded).
+        positions: The explained tokens' positions, which hold `baseline_id`'s embedding at the path's start.
+        baseline_id: The token id whose embedding the baseline puts at `positions`.
+        steps: The points of the path (Gauss-Legendre).
+        internal_batch_size: The path's points run at a time (default: as `max_batch_tokens` allows).
+        max_batch_tokens: The most tokens a chunk of the path holds, when `internal_batch_size` is not given.
+
+    Returns:
+        ``[N]`` float32 signed scores, one per position.
+    """
     from captum.attr import IntegratedGradients
 
     ids = torch.as_tensor(ids).reshape(1, -1).to(next(model.parameters()).device)

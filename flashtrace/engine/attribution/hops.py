@@ -38,7 +38,23 @@ def recursive_hops(
     stop_mask: torch.Tensor | None = None,  # [N] bool, tokens with weight 0 in targets and scores
     on_hop: Callable[[int], None] | None = None,
 ) -> tuple[list[Hop], torch.Tensor]:
-    """Hops ``0..hops`` (fewer when no mass is left on G) and the final attribution ``[N]``."""
+    """Hops ``0..hops`` (fewer when no mass is left on G) and the final attribution ``[N]``.
+
+    Args:
+        aggregate: The attribution of target weights ``[B, N]`` to non-negative scores ``[B, N]``.
+        target: ``[N]`` non-negative weights of the hop-0 target.
+        recursive_mask: ``[N]`` bool, the span G re-attributed by later hops.
+        observed_mask: ``[N]`` bool, prompt positions that keep their attribution.
+        hops: The hops after hop 0.
+        stop_mask: ``[N]`` bool, tokens with weight 0 in targets and scores (default: none).
+        on_hop: Called with `k` after each hop `k` (progress).
+
+    Returns:
+        ``(hops, final)``: each hop run, and the final attribution ``[N]``, the sum of their contributions.
+
+    Raises:
+        InputError: When the target span has no token with positive weight (all stop tokens, say).
+    """
     stops = torch.zeros_like(target, dtype=torch.bool) if stop_mask is None else stop_mask
     keep = (~stops).float()
     obs = observed_mask.float()

@@ -113,8 +113,27 @@ METHODS: dict[str, Method] = {}
 
 
 def register(name: str, description: str, progress_unit: str = "layer", options: tuple[Option, ...] = (),
-             hops: bool = True, steps: bool = True, signed: bool = False):
-    """Decorator: register an aggregator builder as the attribution method `name` (see `Method`)."""
+             hops: bool = True, steps: bool = True, signed: bool = False
+             ) -> Callable[[Callable[..., Aggregator]], Callable[..., Aggregator]]:
+    """Decorator: register an aggregator builder as the attribution method `name` (see `Method`).
+
+    Args:
+        name: The method's name.
+        description: What the method does, in one line.
+        progress_unit: What one progress tick counts: ``"layer"`` (per weight batch), ``"row"`` (target row) or
+            ``"run"`` (weight vector).
+        options: The method's options.
+        hops: Whether the aggregator takes any weight vector, so recursive hops work.
+        steps: Whether it takes many weight vectors at once, so the step-level hop graph works.
+        signed: Whether its scores may be negative (a trace keeps the positive part).
+
+    Returns:
+        The decorator, which registers the builder ``(source, tick, **options) -> aggregator`` in `METHODS`
+        and returns it unchanged.
+
+    Raises:
+        InputError: When `progress_unit` is not one of `PROGRESS_UNITS`.
+    """
     if progress_unit not in PROGRESS_UNITS:
         raise InputError(f"progress_unit must be one of {PROGRESS_UNITS}")
 
@@ -132,7 +151,14 @@ ALIASES = {"integrated_gradients": "ig", "integratedgradients": "ig", "layer_int
 
 
 def method_name(name: str) -> str:
-    """Our name for `name`: a registered one as it is, a captum or inseq name (`ALIASES`) resolved."""
+    """Our name for `name`: a registered one as it is, a captum or inseq name (`ALIASES`) resolved.
+
+    Args:
+        name: A method's name, ours or captum's or inseq's (case, "-" and "_" aside).
+
+    Returns:
+        The registered name; `name` itself when it names no method.
+    """
     if name in METHODS:
         return name
     key = name.strip().lower().replace("-", "_")
@@ -140,8 +166,17 @@ def method_name(name: str) -> str:
 
 
 def get_method(name: str) -> Method:
-    """The registered method `name` (or a captum/inseq alias of one: `ALIASES`); a ValueError listing the
-    available ones otherwise."""
+    """The registered method `name` (or a captum/inseq alias of one: `ALIASES`).
+
+    Args:
+        name: A method's name, ours or captum's or inseq's.
+
+    Returns:
+        The registered method.
+
+    Raises:
+        InputError: When no method has that name (a ValueError listing the available ones).
+    """
     try:
         return METHODS[method_name(name)]
     except KeyError:

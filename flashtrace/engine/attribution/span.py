@@ -40,7 +40,19 @@ class SpanAttribution:
 
 
 def normalise_weights(weights: torch.Tensor | list, n_tokens: int) -> torch.Tensor:
-    """Validate and normalise weight vectors to ``[B, N]`` float32 rows summing to 1."""
+    """Validate and normalise weight vectors to ``[B, N]`` float32 rows summing to 1.
+
+    Args:
+        weights: ``[B, N]`` or ``[N]`` non-negative weights, a tensor or nested lists.
+        n_tokens: ``N``, the tokens of the sequence.
+
+    Returns:
+        ``[B, N]`` float32 rows on the CPU, each summing to 1.
+
+    Raises:
+        InputError: When the shape is not ``[B, N]`` (or ``[N]``), a weight is negative or not finite, or a
+            vector has no positive weight (the target span is empty).
+    """
     w = torch.as_tensor(weights, dtype=torch.float32, device="cpu")  # not torch's default device: scores live here
     if w.ndim == 1:
         w = w[None]
@@ -67,15 +79,29 @@ def span_aggregate(
 ) -> SpanAttribution:
     """Attribution scores ``[B, N]`` for the weight vectors ``[B, N]`` (or ``[N]``) over target positions.
 
-    `threshold` (τ, off by default) zeroes a (head, source) proximity whose share of its layer's total
-    is below τ, then renormalises over what is left. `on_layer(l)` is called after each layer.
+    Two CPU choices, per call: `layer_threads` and `value_kernel`. Either way the scores agree (~1e-6
+    relative); neither matters on other devices.
 
-    Two CPU choices, per call: `layer_threads` runs layers side by side on as many Python threads as torch
-    has threads (`_each_layer`; measured 1.5× faster on 2 cores, where torch's OpenMP workers and numba's pool
-    took turns on every block), False one layer at a time with each op on all torch threads. `value_kernel`
-    computes proximities from the values on CPU tensors; False forms the per-head value vectors as on GPUs (and
-    as IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both ways). Either way the
-    scores agree (~1e-6 relative); neither matters on other devices.
+    Args:
+        recording: The forward pass's recording.
+        weights: ``[B, N]`` or ``[N]`` non-negative target weights (normalised to sum 1 per vector).
+        threshold: τ, off by default: zeroes a (head, source) proximity whose share of its layer's total is below
+            τ, then renormalises over what is left.
+        per_head: Whether the per-head importance is returned too.
+        budget_bytes: The memory the blocks of rows and sources are sized from.
+        on_layer: Called as `on_layer(l)` after each layer `l`.
+        layer_threads: Runs layers side by side on as many Python threads as torch has threads (`_each_layer`;
+            measured 1.5× faster on 2 cores, where torch's OpenMP workers and numba's pool took turns on every
+            block); False one layer at a time with each op on all torch threads.
+        value_kernel: Computes proximities from the values on CPU tensors; False forms the per-head value vectors
+            as on GPUs (and as IFR and the authors' code do: benchmarks/paper_protocol.py times row-wise IFR both
+            ways).
+
+    Returns:
+        The scores ``[B, N]`` (summed over layers) and, with `per_head`, the per-head importance ``[B, L, H]``.
+
+    Raises:
+        InputError: When `weights` are not valid weight vectors (`normalise_weights`).
     """
     n = recording.n_tokens
     w = normalise_weights(weights, n)
@@ -144,12 +170,33 @@ def _layer_workers(layer, n_spans: int, n_src: int, budget_bytes: int, n_layers:
 
 def layer_workers(n_heads: int, n_spans: int, n_src: int, budget_bytes: int, n_layers: int, threads: int) -> int:
     """How many layers run at once on the CPU: one per torch thread, as many as the memory budget holds
-    (`layer_bytes` each), at most the layers."""
+    (`layer_bytes` each), at most the layers.
+
+    Args:
+        n_heads: The attention heads of a layer.
+        n_spans: The weight vectors swept together.
+        n_src: The source positions attributed.
+        budget_bytes: The sweep's memory budget.
+        n_layers: The model's layers.
+        threads: The torch threads.
+
+    Returns:
+        The number of layers run side by side, at least 1.
+    """
     return int(max(1, min(threads, n_layers, budget_bytes // layer_bytes(n_heads, n_spans, n_src))))
 
 
 def layer_bytes(n_heads: int, n_spans: int, n_src: int) -> int:
-    """A layer's transient memory on the CPU: its block of logits, ᾱ and proximities (float32)."""
+    """A layer's transient memory on the CPU: its block of logits, ᾱ and proximities (float32).
+
+    Args:
+        n_heads: The attention heads of a layer.
+        n_spans: The weight vectors swept together.
+        n_src: The source positions attributed.
+
+    Returns:
+        The bytes.
+    """
     return 4 * n_heads * n_src * (LSE_BLOCK + 3 * n_spans)
 
 

@@ -21,7 +21,15 @@ TokenRange = tuple[int, int]
 def range_weights(ranges: Sequence[TokenRange], keep: torch.Tensor) -> torch.Tensor:
     """``[B, N]`` weights: row b uniform over the kept tokens of ``ranges[b]``; all-zero when it has none.
 
-    `keep` ``[N]`` bool marks tokens that may carry weight (not stop tokens).
+    Args:
+        ranges: ``(lo, hi)`` token ranges (end excluded), one per row.
+        keep: ``[N]`` bool, marks tokens that may carry weight (not stop tokens).
+
+    Returns:
+        ``[B, N]`` float32 weights, each row summing to 1 or all zero.
+
+    Raises:
+        InputError: When a range is empty or outside the ``N`` tokens.
     """
     n = keep.numel()
     weights = torch.zeros(len(ranges), n)
@@ -38,6 +46,17 @@ def step_attributions(aggregate: Aggregator, ranges: Sequence[TokenRange], keep:
     """Attribution ``[N]`` of each range over all positions, stop tokens zeroed, from ONE aggregator call.
 
     A range made only of stop tokens has nothing to attribute and gets None.
+
+    Args:
+        aggregate: The attribution of target weights ``[B, N]`` to scores ``[B, N]``.
+        ranges: ``(lo, hi)`` token ranges (end excluded): reasoning steps, the answer.
+        keep: ``[N]`` bool, marks tokens that may carry weight (not stop tokens).
+
+    Returns:
+        One attribution ``[N]`` per range, in order; None for a range of stop tokens only.
+
+    Raises:
+        InputError: When a range is empty or outside the ``N`` tokens (`range_weights`).
     """
     weights = range_weights(ranges, keep)  # [B, N]
     valid = torch.nonzero(weights.sum(1) > 0).flatten()

@@ -25,7 +25,19 @@ def tokenwise_rows(
     value_kernel: bool = True,
 ) -> torch.Tensor:
     """IFR rows ``[M, N]`` for target positions `targets` (each row: Σ over layers, not normalised);
-    `value_kernel` as in `span_aggregate`."""
+    `value_kernel` as in `span_aggregate`.
+
+    Args:
+        recording: The forward pass's recording.
+        targets: The ``M`` target positions.
+        batched: Whether many rows share a sweep (as many as `budget_bytes` holds), else one row at a time.
+        budget_bytes: The memory a sweep may use.
+        on_rows: Called with the number of rows after each sweep (progress).
+        value_kernel: As in `span_aggregate`: proximities from the values on CPU tensors.
+
+    Returns:
+        ``[M, N]`` rows, one per target position, not normalised.
+    """
     targets = torch.as_tensor(targets, dtype=torch.long).flatten()
     n = recording.n_tokens
     layer = recording.layers[0]
@@ -43,9 +55,24 @@ def tokenwise_rows(
     return rows
 
 
-def tokenwise_aggregate(recording: Recording, weights, *, batched: bool = True,
-                        budget_bytes: int = DEFAULT_BUDGET, on_rows=None) -> torch.Tensor:
-    """Token-wise IFR for weight vectors ``[B, N]``: ``Σ_i w_i · row_i / Σ row_i`` → ``[B, N]``."""
+def tokenwise_aggregate(recording: Recording, weights: torch.Tensor | list, *, batched: bool = True,
+                        budget_bytes: int = DEFAULT_BUDGET, on_rows: Callable[[int], None] | None = None
+                        ) -> torch.Tensor:
+    """Token-wise IFR for weight vectors ``[B, N]``: ``Σ_i w_i · row_i / Σ row_i`` → ``[B, N]``.
+
+    Args:
+        recording: The forward pass's recording.
+        weights: ``[B, N]`` or ``[N]`` non-negative target weights (normalised to sum 1 per vector).
+        batched: Whether many rows share a sweep, else one row at a time.
+        budget_bytes: The memory a sweep may use.
+        on_rows: Called with the number of rows after each sweep (progress).
+
+    Returns:
+        ``[B, N]`` scores.
+
+    Raises:
+        InputError: When `weights` are not valid weight vectors (`normalise_weights`).
+    """
     w = normalise_weights(weights, recording.n_tokens)
     targets = torch.nonzero(w.sum(0) > 0).flatten()
     rows = tokenwise_rows(recording, targets, batched=batched, budget_bytes=budget_bytes, on_rows=on_rows)

@@ -17,12 +17,30 @@ Prompt = Union[str, list]  # a prompt string, or a chat-messages list
 
 
 def is_messages(prompt: object) -> bool:
-    """True for a chat-messages list (a list of dicts), False for a prompt string."""
+    """True for a chat-messages list (a list of dicts), False for a prompt string.
+
+    Args:
+        prompt: A prompt: a string, or a chat-messages list.
+
+    Returns:
+        True for a non-empty list or tuple of dicts; False for anything else.
+    """
     return isinstance(prompt, (list, tuple)) and bool(prompt) and all(isinstance(m, dict) for m in prompt)
 
 
 def check_messages(messages: list) -> list[dict]:
-    """The messages as plain ``{"role", "content"}`` dicts, or `ValueError` saying what is wrong."""
+    """The messages as plain ``{"role", "content"}`` dicts, or `ValueError` saying what is wrong.
+
+    Args:
+        messages: A chat-messages list.
+
+    Returns:
+        The messages, each as a new ``{"role", "content"}`` dict.
+
+    Raises:
+        InputError: When `messages` is not a non-empty list of dicts, a message lacks a string role or a string
+            content, or the last message is not the user's (a ValueError saying what is wrong).
+    """
     if not is_messages(messages):
         raise InputError("a chat prompt is a non-empty list of {'role': ..., 'content': ...} dicts")
     checked = []
@@ -38,18 +56,44 @@ def check_messages(messages: list) -> list[dict]:
 
 
 def prompt_text(prompt: Prompt) -> str:
-    """The traced prompt text: the string itself, or the messages' contents joined by `SEPARATOR`."""
+    """The traced prompt text: the string itself, or the messages' contents joined by `SEPARATOR`.
+
+    Args:
+        prompt: A prompt string, or a chat-messages list.
+
+    Returns:
+        The prompt text.
+
+    Raises:
+        InputError: When `prompt` is a messages list `check_messages` refuses.
+    """
     return SEPARATOR.join(m["content"] for m in check_messages(prompt)) if is_messages(prompt) else prompt
 
 
 def with_last_user_text(messages: list[dict], text: str) -> list[dict]:
-    """The messages with the last (user) message's content replaced by `text`."""
+    """The messages with the last (user) message's content replaced by `text`.
+
+    Args:
+        messages: A checked chat-messages list (`check_messages`).
+        text: The new content of the last message.
+
+    Returns:
+        A new list; `messages` is left as it was.
+    """
     return [*messages[:-1], {**messages[-1], "content": text}]
 
 
 def content_pieces(rendered: str, messages: list[dict]) -> list[tuple[int, int, int]]:
     """``(offset in rendered, offset in prompt_text, length)`` of each message's content inside the rendered
-    conversation, found from the end backwards (a content the template does not show verbatim is left out)."""
+    conversation, found from the end backwards (a content the template does not show verbatim is left out).
+
+    Args:
+        rendered: The conversation as the chat template rendered it.
+        messages: The checked chat-messages list it was rendered from.
+
+    Returns:
+        One ``(offset in rendered, offset in prompt_text, length)`` per message found, in message order.
+    """
     starts, at = [], 0
     for message in messages:
         starts.append(at)

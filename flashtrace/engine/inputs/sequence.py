@@ -9,10 +9,14 @@ from __future__ import annotations
 import string
 import unicodedata
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .chat import Prompt, check_messages, content_pieces, is_messages, prompt_text
 from .spans import CharRange, ResponseSpans, detect_spans
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 ROLES = ("template", "prompt", "reasoning", "answer")
 
@@ -106,7 +110,14 @@ INSTRUCTION_SEPARATOR = "\n\n"
 
 def scaffold_range(prompt: str) -> tuple[int, int] | None:
     """The characters of `prompt` that the tool added, not the user: a trailing `REASONING_INSTRUCTION`
-    (with the blank line before it), or None."""
+    (with the blank line before it), or None.
+
+    Args:
+        prompt: The prompt text.
+
+    Returns:
+        ``(start, end)`` of the added characters, or None when the tool added none.
+    """
     added = INSTRUCTION_SEPARATOR + REASONING_INSTRUCTION
     if prompt.endswith(added):
         return len(prompt) - len(added), len(prompt)
@@ -148,14 +159,28 @@ def _prompt_tokens(tokenizer, prompt: Prompt, chat_template: bool) -> tuple[list
     return tokens, use_template
 
 
-def build_sequence(tokenizer, prompt: Prompt, response: str = "", chat_template: bool = True,
+def build_sequence(tokenizer: Any, prompt: Prompt, response: str = "", chat_template: bool = True,
                    spans: ResponseSpans | None = None) -> TokenSequence:
     """Tokenise `prompt` (inside the chat template when it has one and `chat_template`) followed by
     `response`; roles from `spans` (detected from the response when not given). Text the tool added to
     the prompt (`scaffold_range`: the reasoning instruction) gets the template role, like the chat
-    template around it: it is not the user's prompt, and evidence never counts it. `prompt` may be a
-    chat-messages list (`inputs.chat`): the sequence's prompt is then its `prompt_text`, and
-    `messages` keeps the list."""
+    template around it: it is not the user's prompt, and evidence never counts it.
+
+    Args:
+        tokenizer: The model's tokenizer (a transformers tokenizer).
+        prompt: A prompt string, or a chat-messages list (`inputs.chat`): the sequence's prompt is then its
+            `prompt_text`, and `messages` keeps the list.
+        response: The response text.
+        chat_template: Whether the prompt goes inside the tokenizer's chat template (when it has one).
+        spans: The response's reasoning and answer spans (default: detected from the response).
+
+    Returns:
+        The tokens with their roles and offsets, the texts and the spans.
+
+    Raises:
+        InputError: When the prompt is empty, or a chat-messages prompt has no chat template to render it or is
+            refused by `check_messages`.
+    """
     text = prompt_text(prompt)
     if not text.strip():
         raise InputError("the prompt is empty")
@@ -180,7 +205,14 @@ PAPER_STOP_TOKENS = (",", ".")
 
 
 def is_punctuation_token(text: str) -> bool:
-    """The ``punctuation`` preset: whitespace-only or punctuation-only token text."""
+    """The ``punctuation`` preset: whitespace-only or punctuation-only token text.
+
+    Args:
+        text: A token's text.
+
+    Returns:
+        True when the text, stripped, is empty or only punctuation.
+    """
     stripped = text.strip()
     if not stripped:
         return True
@@ -195,16 +227,25 @@ def _in_list(words: frozenset[str]):
     return rule
 
 
-def stop_rule(stop_tokens: StopTokens = DEFAULT_STOP_TOKENS):
+def stop_rule(stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> Callable[[str], bool]:
     """The predicate ``token text -> is a stop token`` for a preset or a user list.
 
     - ``paper`` (default): ``,`` and ``.`` and whitespace-only tokens, compared after stripping
-      surrounding whitespace (so ``" ."`` and ``".\n"`` are stops, ``"..."``, ``"?"`` and ``":"`` are not).
+      surrounding whitespace (so ``" ."`` and ``".\\n"`` are stops, ``"..."``, ``"?"`` and ``":"`` are not).
       This is the set of the authors' code (flashtrace 0.1.1), behind the paper's published numbers.
     - ``punctuation``: every punctuation-only or whitespace-only token (this project's rule before
       the presets; traces written then record ``punctuation``).
     - ``none``: no stop tokens.
     - a list of token texts: those texts (compared after stripping) plus whitespace-only tokens.
+
+    Args:
+        stop_tokens: A preset name (``paper``, ``punctuation`` or ``none``) or a list of token texts.
+
+    Returns:
+        The predicate: True for a stop token's text.
+
+    Raises:
+        InputError: When `stop_tokens` is an unknown preset, or a list holding something other than strings.
     """
     if isinstance(stop_tokens, str):
         if stop_tokens == "paper":
@@ -222,12 +263,33 @@ def stop_rule(stop_tokens: StopTokens = DEFAULT_STOP_TOKENS):
 
 
 def is_stop_token(text: str, stop_tokens: StopTokens = DEFAULT_STOP_TOKENS) -> bool:
-    """Whether `text` is a stop token under `stop_tokens` (default: the ``paper`` preset)."""
+    """Whether `text` is a stop token under `stop_tokens` (default: the ``paper`` preset).
+
+    Args:
+        text: A token's text.
+        stop_tokens: A preset name or a list of token texts (`stop_rule`).
+
+    Returns:
+        True for a stop token.
+
+    Raises:
+        InputError: When `stop_tokens` is refused (`stop_rule`).
+    """
     return stop_rule(stop_tokens)(text)
 
 
 def parse_stop_tokens(spec: str) -> StopTokens:
-    """A command-line value: a preset name, or a whitespace-separated list such as ``", . ?"``."""
+    """A command-line value: a preset name, or a whitespace-separated list such as ``", . ?"``.
+
+    Args:
+        spec: The value as given on the command line.
+
+    Returns:
+        The preset name, or the list of token texts.
+
+    Raises:
+        InputError: When `spec` is empty or only white space.
+    """
     spec = spec.strip()
     if spec in STOP_PRESETS:
         return spec

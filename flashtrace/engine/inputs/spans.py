@@ -71,13 +71,27 @@ def _forms(word: str) -> set[str]:
 
 
 def is_question(sentence: str) -> bool:
-    """Whether a prompt sentence is a question (it ends in "?"): what was asked, not what supplies the answer."""
+    """Whether a prompt sentence is a question (it ends in "?"): what was asked, not what supplies the answer.
+
+    Args:
+        sentence: A sentence of the prompt.
+
+    Returns:
+        True when the sentence, stripped, ends in "?".
+    """
     return sentence.strip().endswith("?")
 
 
 def asked_text(prompt: str) -> str:
     """What the prompt asks: its sentences that end in "?" (`is_question`; the question, without a passage before
-    it), else its last non-empty line."""
+    it), else its last non-empty line.
+
+    Args:
+        prompt: The prompt text.
+
+    Returns:
+        The questions joined by a space, else the last non-empty line ("" for a blank prompt).
+    """
     questions = re.findall(r"[^.!?\n]*\?", prompt)
     if questions:
         return " ".join(q.strip() for q in questions)
@@ -89,7 +103,16 @@ def answer_value(response: str, answer: CharRange | None, prompt: str) -> CharRa
     """The answer's value inside the answer span, when the answer line restates the question ("Tom has 15 marbles
     now." gives "15"): the last number in it, else the run of words from the first to the last one that neither
     the question (`asked_text`) nor `_FILLER` holds. None when there is no answer or the value is the whole answer
-    ("Answer: 7", "\\boxed{Paris}"), so the answer span is its own value."""
+    ("Answer: 7", "\\boxed{Paris}"), so the answer span is its own value.
+
+    Args:
+        response: The response text.
+        answer: The answer span's characters in `response`, or None.
+        prompt: The prompt text (its question's words are not the value).
+
+    Returns:
+        ``(start, end)`` of the value in `response`, or None.
+    """
     if answer is None:
         return None
     lo, hi = answer
@@ -110,7 +133,15 @@ def answer_guess(spans: ResponseSpans, response: str, reached_limit: bool = Fals
     """One sentence saying that the answer span is a guess (the last-line rule: no ``\\boxed{}``, no "Answer:",
     no ``</think>`` in `response`), naming the line taken and what to do; None when a rule found the answer or
     the response is one line that was not cut.
-    `reached_limit`: the response was generated and cut at ``max_new_tokens``."""
+
+    Args:
+        spans: The response's spans, as `detect_spans` found them.
+        response: The response text.
+        reached_limit: The response was generated and cut at ``max_new_tokens``.
+
+    Returns:
+        The sentence, or None when the answer span is not a guess.
+    """
     if spans.rule != "last-line" or spans.answer is None:
         return None
     if not reached_limit and spans.answer == _strip(response, 0, len(response)):
@@ -128,7 +159,15 @@ def _line_start(text: str, pos: int) -> int:
 
 
 def detect_spans(response: str) -> ResponseSpans:
-    """Find the reasoning and answer character ranges of `response`."""
+    """Find the reasoning and answer character ranges of `response`.
+
+    Args:
+        response: The response text.
+
+    Returns:
+        The reasoning and answer ranges (None where there is none) and the rule that found the answer
+        (``"boxed"``, ``"answer-line"``, ``"after-think"``, ``"last-line"`` or ``"empty"``).
+    """
     lo, hi = 0, len(response)
     think_open, think_close = response.find("<think>"), response.find("</think>")
     reasoning = None

@@ -59,8 +59,18 @@ SERIAL[_gemv] = _gemv_serial
 
 def gemv(w: np.ndarray, x: np.ndarray, out: np.ndarray, threads: int = 1) -> np.ndarray:
     """``out[i] = Σ_j w[i, j] · x[j]`` for float32 C-contiguous ``w`` ``[n, k]``, ``x`` ``[k]``, ``out`` ``[n]``, on
-    `threads` threads of numba's pool (one kernel at a time: `softmax.KERNEL_LOCK`; one thread runs the serial twin
-    without the lock). Returns `out`."""
+    `threads` threads of numba's pool.
+
+    Args:
+        w: The matrix ``[n, k]``, float32 and C-contiguous.
+        x: The vector ``[k]``, float32 and C-contiguous.
+        out: Where the product is written, ``[n]`` float32 and C-contiguous.
+        threads: Threads of numba's pool (one kernel at a time: `softmax.KERNEL_LOCK`); one thread runs the serial
+            twin without the lock.
+
+    Returns:
+        `out`, holding the product.
+    """
     if threads <= 1 or in_serial_kernels():
         _gemv_serial(w, x, out, 1)
         return out

@@ -102,7 +102,15 @@ SERIAL[_value_proximity_cpu] = _value_proximity_cpu_serial
 
 def proximity(part: torch.Tensor, whole: torch.Tensor) -> torch.Tensor:
     """Proximity of a part to a whole (ALTI / IFR), ``max(0, ‖y‖₁ − ‖y − z‖₁)`` over the last dim:
-    ``[..., D], [..., D] → [...]``; broadcasts like ``whole - part``."""
+    ``[..., D], [..., D] → [...]``; broadcasts like ``whole - part``.
+
+    Args:
+        part: The part ``z``, ``[..., D]``.
+        whole: The whole ``y``, ``[..., D]``.
+
+    Returns:
+        The proximities ``[...]`` (the broadcast shape without the last dim).
+    """
     return (whole.abs().sum(-1) - (whole - part).abs().sum(-1)).clamp_min(0)
 
 
@@ -115,7 +123,16 @@ def _proximity_torch(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> to
 def head_proximities(f: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """``f [H, c, D]`` head values, ``abar [B, H, c]`` aggregated attention, ``y [B, D]`` span targets
     → proximities ``[B, H, c]`` (float32). On the CPU a numba kernel reads each head value once for all
-    spans (the formulation of IFR and the authors' code, kept as the paper protocol's baseline)."""
+    spans (the formulation of IFR and the authors' code, kept as the paper protocol's baseline).
+
+    Args:
+        f: The head values ``[H, c, D]``.
+        abar: The aggregated attention ``[B, H, c]``.
+        y: The span targets ``[B, D]``.
+
+    Returns:
+        The proximities ``[B, H, c]``, float32 (on `f`'s device; on the CPU from the numba kernel).
+    """
     if f.device.type != "cpu":
         return _proximity_torch(f, abar, y)
     out = np.empty(abar.shape, dtype=np.float32)
@@ -132,7 +149,17 @@ SPAN_CHUNK_ELEMENTS = 2**22  # spans per kernel call are capped so their sorted 
 
 def value_proximities(v: torch.Tensor, w_o: torch.Tensor, abar: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The proximities of `head_proximities` from the values ``v [KVH, c, d_v]`` and the per-head output
-    projection ``w_o [H, d_v, D]`` (CPU): ``abar [B, H, c]``, ``y [B, D]`` → ``[B, H, c]`` float32."""
+    projection ``w_o [H, d_v, D]`` (CPU): ``abar [B, H, c]``, ``y [B, D]`` → ``[B, H, c]`` float32.
+
+    Args:
+        v: The values ``[KVH, c, d_v]``.
+        w_o: The per-head output projection ``[H, d_v, D]``.
+        abar: The aggregated attention ``[B, H, c]``.
+        y: The span targets ``[B, D]``.
+
+    Returns:
+        The proximities ``[B, H, c]``, float32, on the CPU.
+    """
     n_heads, _, d_model = w_o.shape
     w64 = w_o.detach().double().cpu()
     w_t = w64.float().transpose(1, 2).contiguous().numpy()  # [H, D, d_v]: one output dimension's column is contiguous

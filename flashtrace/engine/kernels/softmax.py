@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numba
 import numpy as np
@@ -22,6 +23,9 @@ import torch
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+if TYPE_CHECKING:
+    from typing import Callable, Iterator
 
 # numba's own thread pool for every kernel of the package (this module and kernels/proximity.py): its
 # OpenMP layer would share libgomp with torch and reset torch's thread count
@@ -38,9 +42,14 @@ SERIAL: dict = {}  # parallel kernel -> its serial twin (same loop body, ``nogil
 _local = threading.local()
 
 
-def run_kernel(kernel, *args) -> None:
+def run_kernel(kernel: Callable[..., None], *args: np.ndarray | int) -> None:
     """Call a numba ``parallel=True`` kernel, one thread at a time (see `KERNEL_LOCK`); inside
-    `serial_kernels`, its serial twin instead, without the lock (twins run side by side)."""
+    `serial_kernels`, its serial twin instead, without the lock (twins run side by side).
+
+    Args:
+        kernel: A numba ``parallel=True`` kernel with a serial twin in `SERIAL`.
+        *args: The kernel's arguments (arrays and integers), passed on as they are.
+    """
     if in_serial_kernels():
         SERIAL[kernel](*args)
         return
@@ -50,14 +59,22 @@ def run_kernel(kernel, *args) -> None:
 
 
 def in_serial_kernels() -> bool:
-    """Whether this thread is inside `serial_kernels` (kernels then run their serial twins)."""
+    """Whether this thread is inside `serial_kernels` (kernels then run their serial twins).
+
+    Returns:
+        True inside `serial_kernels` in this thread, else False.
+    """
     return getattr(_local, "serial", False)
 
 
 @contextmanager
-def serial_kernels():
+def serial_kernels() -> Iterator[None]:
     """In this thread, `run_kernel` calls each kernel's single-threaded twin: for work split over
-    Python threads (``span_aggregate``'s ``layer_threads``), where one numba pool would take one kernel at a time."""
+    Python threads (``span_aggregate``'s ``layer_threads``), where one numba pool would take one kernel at a time.
+
+    Yields:
+        None, once: inside the block this thread runs the serial twins; on leaving, what it ran before.
+    """
     before = getattr(_local, "serial", False)
     _local.serial = True
     try:
@@ -75,8 +92,15 @@ def _float_from_bits(typingctx, bits):  # pragma: no cover - compiled
 
 
 @numba.njit(inline="always", fastmath=True)
-def fast_exp(x):  # pragma: no cover - compiled
-    """``exp(x)`` for float32 ``x ≤ ~88``; values under -87 give ~1e-38 instead of a denormal or 0."""
+def fast_exp(x: float) -> float:  # pragma: no cover - compiled
+    """``exp(x)`` for float32 ``x ≤ ~88``; values under -87 give ~1e-38 instead of a denormal or 0.
+
+    Args:
+        x: The exponent, a float32 at most ~88 (values under -87 count as -87).
+
+    Returns:
+        ``exp(x)`` as a float32, within 2.5e-7 relative on [-80, 0.5].
+    """
     x = max(x, np.float32(-87.0))
     k = np.floor(x * np.float32(1.4426950408889634) + np.float32(0.5))
     r = x - k * np.float32(0.693145751953125) - k * np.float32(1.428606765330187e-06)  # |r| ≤ ln2 / 2
@@ -117,18 +141,45 @@ def _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile):  # pra
 
 
 @numba.njit(parallel=True, fastmath=True, cache=True)
-def exp_accumulate(logits, lse, coef, starts, stops, i0, out, c0, tile):  # pragma: no cover - compiled
+def exp_accumulate(logits: np.ndarray, lse: np.ndarray, coef: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+                   i0: int, out: np.ndarray, c0: int, tile: int) -> None:  # pragma: no cover - compiled
     """Block ``logits [H, r, w]`` of columns ``c0..c0+w-1`` for the rows ``i0..i0+r-1`` of ``lse [H, R]``,
     ``coef [B, R]`` and of the visible column range ``starts[i] ≤ col < stops[i]`` (absolute positions);
-    ``out [H, B, n_src]`` accumulated in place. Tasks (head, column tile) write disjoint columns."""
+    ``out [H, B, n_src]`` accumulated in place. Tasks (head, column tile) write disjoint columns.
+
+    Args:
+        logits: The block of logits ``[H, r, w]``, float32, for columns ``c0..c0+w-1``.
+        lse: The log-sum-exp of every row ``[H, R]``, float32.
+        coef: Each span's weight of every row ``[B, R]``, float32.
+        starts: Each row's first visible column ``[R]`` (absolute position).
+        stops: Each row's end of the visible columns ``[R]`` (absolute position, excluded).
+        i0: The row of `lse`, `coef`, `starts` and `stops` that the block's first row is.
+        out: The sums ``[H, B, n_src]``, float32, accumulated in place.
+        c0: The absolute position of the block's first column.
+        tile: Columns per parallel task (`TILE`).
+    """
     n_tasks = logits.shape[0] * ((logits.shape[2] + tile - 1) // tile)
     for task in numba.prange(n_tasks):
         _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile)
 
 
 @numba.njit(nogil=True, fastmath=True, cache=True)
-def exp_accumulate_serial(logits, lse, coef, starts, stops, i0, out, c0, tile):  # pragma: no cover - compiled
-    """`exp_accumulate` on the calling thread, without the GIL."""
+def exp_accumulate_serial(logits: np.ndarray, lse: np.ndarray, coef: np.ndarray, starts: np.ndarray,
+                          stops: np.ndarray, i0: int, out: np.ndarray, c0: int,
+                          tile: int) -> None:  # pragma: no cover - compiled
+    """`exp_accumulate` on the calling thread, without the GIL.
+
+    Args:
+        logits: The block of logits ``[H, r, w]``, float32, for columns ``c0..c0+w-1``.
+        lse: The log-sum-exp of every row ``[H, R]``, float32.
+        coef: Each span's weight of every row ``[B, R]``, float32.
+        starts: Each row's first visible column ``[R]`` (absolute position).
+        stops: Each row's end of the visible columns ``[R]`` (absolute position, excluded).
+        i0: The row of `lse`, `coef`, `starts` and `stops` that the block's first row is.
+        out: The sums ``[H, B, n_src]``, float32, accumulated in place.
+        c0: The absolute position of the block's first column.
+        tile: Columns per task (`TILE`).
+    """
     n_tasks = logits.shape[0] * ((logits.shape[2] + tile - 1) // tile)
     for task in range(n_tasks):
         _exp_task(task, logits, lse, coef, starts, stops, i0, out, c0, tile)

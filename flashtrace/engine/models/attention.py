@@ -7,11 +7,14 @@ attribution needs are rebuilt here exactly as the model's eager attention would 
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import torch
 
 from ..kernels.softmax import TILE, exp_accumulate, run_kernel
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def attention_logits(
@@ -24,7 +27,21 @@ def attention_logits(
     key_offset: int = 0,
 ) -> torch.Tensor:
     """Masked, scaled (and soft-capped) logits ``[H, r, n]`` in float32 for keys at positions
-    ``key_offset..key_offset+n-1``; masked entries are -inf."""
+    ``key_offset..key_offset+n-1``; masked entries are -inf.
+
+    Args:
+        q: The queries of the target rows, ``[H, r, d]``.
+        k: The keys of the sources ``0..n-1``, ``[KVH, n, d]`` (query head ``h`` reads key head ``h // (H // KVH)``).
+        rows: The absolute positions of the target rows, ``[r]``.
+        scaling: The factor the queries are multiplied by.
+        softcap: The soft-cap of the logits (``softcap · tanh(logit / softcap)``), or None for none.
+        sliding_window: The attention's sliding window (a row sees the last `sliding_window` positions up to its
+            own), or None for none.
+        key_offset: The absolute position of the first key.
+
+    Returns:
+        The logits ``[H, r, n]``, float32, with -inf where the causal mask or the window hides a key.
+    """
     n_heads, r, d = q.shape
     n_kv, n, _ = k.shape
     rep = n_heads // n_kv
@@ -42,20 +59,50 @@ def attention_logits(
     return logits
 
 
-def attention_probs(q, k, rows, scaling, softcap=None, sliding_window=None) -> torch.Tensor:
-    """Softmax over the logits of `attention_logits`: ``[H, r, n]`` float32."""
+def attention_probs(q: torch.Tensor, k: torch.Tensor, rows: torch.Tensor, scaling: float, softcap: float | None = None,
+                    sliding_window: int | None = None) -> torch.Tensor:
+    """Softmax over the logits of `attention_logits`: ``[H, r, n]`` float32.
+
+    Args:
+        q: The queries of the target rows, ``[H, r, d]``.
+        k: The keys of the sources ``0..n-1``, ``[KVH, n, d]``.
+        rows: The absolute positions of the target rows, ``[r]``.
+        scaling: The factor the queries are multiplied by.
+        softcap: The soft-cap of the logits, or None for none.
+        sliding_window: The attention's sliding window, or None for none.
+
+    Returns:
+        The attention probabilities ``[H, r, n]``, float32 (0 where masked).
+    """
     return torch.softmax(attention_logits(q, k, rows, scaling, softcap, sliding_window), dim=-1)
 
 
 def row_blocks(rows: torch.Tensor, block: int) -> Iterator[torch.Tensor]:
-    """Split `rows` into consecutive blocks of at most `block` elements."""
+    """Split `rows` into consecutive blocks of at most `block` elements.
+
+    Args:
+        rows: The tensor to split (1-D).
+        block: The most elements a block holds.
+
+    Yields:
+        The blocks, views of `rows`, in order.
+    """
     for start in range(0, rows.numel(), block):
         yield rows[start : start + block]
 
 
-def attention_rows(layer, rows: torch.Tensor, block: int = 256) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def attention_rows(layer: Any, rows: torch.Tensor, block: int = 256) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield ``(row_block, probs)`` for a recorded layer: ``probs[h, i, j]`` = attention of target
     row ``row_block[i]`` on source ``j`` for ``j < max(rows)+1`` (later sources are masked anyway).
+
+    Args:
+        layer: The recorded layer, a `recording.LayerRecord` (its queries, keys, scaling, soft-cap and window).
+        rows: The absolute positions of the target rows, ``[r]``.
+        block: The most rows per block.
+
+    Yields:
+        ``(row_block, probs)``: the positions of a block of rows and their attention probabilities, ``probs``
+            ``[H, len(row_block), max(rows)+1]`` float32.
     """
     rows = rows.to(layer.q.device)
     n_src = int(rows.max()) + 1
@@ -64,14 +111,22 @@ def attention_rows(layer, rows: torch.Tensor, block: int = 256) -> Iterator[tupl
         yield blk, attention_probs(layer.q[:, blk], k, blk, layer.scaling, layer.softcap, layer.sliding_window)
 
 
-def aggregate_attention(layer, rows: torch.Tensor, coef: torch.Tensor, block: int = 128) -> torch.Tensor:
+def aggregate_attention(layer: Any, rows: torch.Tensor, coef: torch.Tensor, block: int = 128) -> torch.Tensor:
     """Weighted column sums of attention rows, ``ᾱ[b, h, j] = Σ_i coef[b, i] α[h, rows[i], j]``.
 
-    `rows` ``[r]`` ascending positions, `coef` ``[B, r]``. Returns ``[B, H, n_src]`` float32 with
-    ``n_src = max(rows) + 1``. Each block of rows only touches the columns it can see (causal mask,
-    sliding window), the softmax is done in place, and no ``[H, N, N]`` tensor ever exists.
-    When the recording kept the softmax's log-sum-exp (``layer.lse``), rows are normalised with it
-    in one pass (``exp(logit - lse)``) instead of max, exp and sum passes.
+    Each block of rows only touches the columns it can see (causal mask, sliding window), the softmax is done in
+    place, and no ``[H, N, N]`` tensor ever exists.
+
+    Args:
+        layer: The recorded layer, a `recording.LayerRecord`. When the recording kept the softmax's log-sum-exp
+            (``layer.lse``), rows are normalised with it in one pass (``exp(logit - lse)``) instead of max, exp
+            and sum passes.
+        rows: The target rows' positions ``[r]``, ascending.
+        coef: Each span's weight of each row, ``[B, r]``.
+        block: The most rows per block (at most `LSE_BLOCK` on the log-sum-exp path).
+
+    Returns:
+        ``ᾱ`` ``[B, H, n_src]``, float32, with ``n_src = max(rows) + 1``.
     """
     dev = layer.q.device
     rows = rows.to(dev)

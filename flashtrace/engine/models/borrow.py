@@ -45,7 +45,16 @@ def _set_attention(model: torch.nn.Module, name: str) -> None:
 @contextmanager
 def in_use(model: torch.nn.Module, attention: str | None = None) -> Iterator[torch.nn.Module]:
     """`model` in eval mode (and with the `attention` implementation, when given) inside the block; on leaving
-    the last block in progress, every module's training flag and the attention implementation are as found."""
+    the last block in progress, every module's training flag and the attention implementation are as found.
+
+    Args:
+        model: The model to use (a transformers model when `attention` is given).
+        attention: The attention implementation to switch to inside the block (``"ft_record"`` while recording),
+            or None to leave it as it is.
+
+    Yields:
+        `model` itself, in eval mode.
+    """
     with _LOCK:
         state = _IN_USE.get(model)
         if state is None:

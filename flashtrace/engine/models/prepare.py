@@ -80,17 +80,43 @@ class Reporter:
 
 
 def model_root(model: BuiltinModel) -> Path:
-    """The cache folder holding everything of `model`: its converted copies, lock and work files."""
+    """The cache folder holding everything of `model`: its converted copies, lock and work files.
+
+    Args:
+        model: The built-in model.
+
+    Returns:
+        The folder's path (not created here).
+    """
     return cache_dir() / "models" / model.name
 
 
 def prepared_folder(name: str, dtype: str = "float32") -> Path:
-    """Where the converted copy of the built-in model `name` in `dtype` lives (prepared or not)."""
+    """Where the converted copy of the built-in model `name` in `dtype` lives (prepared or not).
+
+    Args:
+        name: The built-in model's name.
+        dtype: The dtype of the copy (float32 or bfloat16).
+
+    Returns:
+        The folder's path.
+
+    Raises:
+        KeyError: When no built-in model has that name (`builtin.builtin`).
+    """
     return model_root(builtin(name)) / dtype
 
 
 def is_prepared(name: str, dtype: str = "float32") -> bool:
-    """Whether the converted copy of `name` in `dtype` is complete: its marker names this model's GGUF hash."""
+    """Whether the converted copy of `name` in `dtype` is complete: its marker names this model's GGUF hash.
+
+    Args:
+        name: The built-in model's name.
+        dtype: The dtype of the copy (float32 or bfloat16).
+
+    Returns:
+        True when the copy's marker names this model's GGUF hash and `dtype`.
+    """
     try:
         done = json.loads((prepared_folder(name, dtype) / MARKER).read_text())
     except (OSError, ValueError):
@@ -99,19 +125,44 @@ def is_prepared(name: str, dtype: str = "float32") -> bool:
 
 
 def prepared_dtypes(name: str) -> list[str]:
-    """The dtypes in which `name` is prepared, float32 first."""
+    """The dtypes in which `name` is prepared, float32 first.
+
+    Args:
+        name: The built-in model's name.
+
+    Returns:
+        The dtype names (of `builtin.DTYPES`) whose converted copy is complete, float32 first.
+    """
     return [dtype for dtype in DTYPES if is_prepared(name, dtype)]
 
 
 def prepare_command(model: BuiltinModel) -> str:
-    """The one command that prepares `model`."""
+    """The one command that prepares `model`.
+
+    Args:
+        model: The built-in model.
+
+    Returns:
+        The command line, ``flashtrace prepare --model NAME``.
+    """
     return f"flashtrace prepare --model {model.name}"
 
 
 def stage_seconds(model: BuiltinModel, dtype: str = "float32", n_missing: int | None = None,
                   slowdown: float = 1.0) -> dict[str, float]:
     """The predicted seconds of each stage of preparing `model`: ``install`` (for `n_missing` parts, default all),
-    ``assemble`` and ``convert``, on the reference machine slowed down `slowdown` times (its load)."""
+    ``assemble`` and ``convert``, on the reference machine slowed down `slowdown` times (its load).
+
+    Args:
+        model: The built-in model.
+        dtype: The dtype it is converted to (float32 or bfloat16).
+        n_missing: The parts left to install; None for all of them.
+        slowdown: The machine's load factor (`estimate.cpu_slowdown`): the reference machine's times are
+            multiplied by it.
+
+    Returns:
+        The seconds of each stage, by name: ``install``, ``assemble`` and ``convert``.
+    """
     n_missing = len(model.parts) if n_missing is None else n_missing
     part_bytes = model.gguf_bytes / len(model.parts)
     return {"install": n_missing * (INSTALL_PART_S + part_bytes / INSTALL_BYTES_PER_S) * slowdown,
@@ -132,8 +183,21 @@ def _to_stderr(text: str) -> None:
 
 def require_prepared(name: str, dtype: str | None = None) -> Path:
     """The converted folder of `name`: in `dtype` when it is prepared in it; with `dtype` None, float32 when
-    prepared, else another prepared dtype. The default model is converted now when its wheel is installed. Raises
-    `ModelNotPreparedError` in one line naming the command otherwise; never reaches a network."""
+    prepared, else another prepared dtype. The default model is converted now when its wheel is installed. Never
+    reaches a network.
+
+    Args:
+        name: The built-in model's name.
+        dtype: The dtype wanted (float32 or bfloat16); None for float32 when prepared, else another prepared one.
+            A model prepared only in another dtype gives that folder (transformers casts at load).
+
+    Returns:
+        The converted folder's path.
+
+    Raises:
+        ModelNotPreparedError: In one line naming the command, when the model is not prepared (and, for the
+            default model, its wheel is not installed either).
+    """
     model = builtin(name)
     have = prepared_dtypes(name)
     if dtype in have:
@@ -253,9 +317,24 @@ def _marker(model: BuiltinModel, dtype: str, written: dict, timings: dict) -> di
 def prepare_builtin(name: str, dtype: str = "float32", *, install: bool = True, reporter: Reporter | None = None,
                     installer: Installer = pip_install, paths: Sequence[str] | None = None) -> Path:
     """Make the converted copy of the built-in model `name` in `dtype` (float32 or bfloat16) and return its
-    folder; at once when it is already there. `install`: pip-install missing parts (else `PrepareError` naming
-    the command). `installer` and `paths` (where installed distributions are looked for; default `sys.path`)
-    are for tests. A wrong size or hash raises `ChecksumError` with the expected and found values."""
+    folder; at once when it is already there.
+
+    Args:
+        name: The built-in model's name.
+        dtype: The dtype of the copy: float32 or bfloat16.
+        install: Pip-install missing parts (else `PrepareError` naming the command).
+        reporter: Where the stages are said and their progress drawn; None for a silent `Reporter`.
+        installer: What pip-installs the parts (for tests).
+        paths: Where installed distributions are looked for; None for `sys.path` (for tests).
+
+    Returns:
+        The converted folder's path.
+
+    Raises:
+        PrepareError: When `dtype` is not float32 or bfloat16, the disk has too little room, or pip fails.
+        ModelNotPreparedError: Without `install`, when parts are missing (naming the command; a `PrepareError`).
+        ChecksumError: When a size or hash is wrong (with the expected and found values).
+    """
     model, reporter = builtin(name), reporter or Reporter()
     if dtype not in DTYPES:
         raise PrepareError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")

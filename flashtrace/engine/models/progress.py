@@ -15,14 +15,27 @@ from typing import TYPE_CHECKING, Callable, Iterator
 if TYPE_CHECKING:
     import torch
 
+    from .loading import LoadedModel
+
 LayerCallback = Callable[[int, int], None]  # (layer index that starts, number of layers)
 
 
 @contextmanager
-def each_layer(loaded, callback: LayerCallback | None, model: "torch.nn.Module | None" = None) -> Iterator[None]:
+def each_layer(loaded: LoadedModel, callback: LayerCallback | None,
+               model: "torch.nn.Module | None" = None) -> Iterator[None]:
     """Call ``callback(i, n_layers)`` as decoder layer ``i`` starts, for forward passes this thread runs
     through `loaded` (a `LoadedModel`; or through `model`, a copy of its model such as a scoring copy) inside
-    the block. An exception the callback raises ends the pass. With `callback` None, nothing is installed."""
+    the block. An exception the callback raises ends the pass. With `callback` None, nothing is installed.
+
+    Args:
+        loaded: The model whose passes are reported (its family spec finds the decoder layers).
+        callback: Called as ``callback(i, n_layers)`` as layer ``i`` starts, in the thread that runs the pass;
+            None to install nothing.
+        model: A copy of `loaded`'s model (such as a scoring copy) to report on instead; None for `loaded`'s own.
+
+    Yields:
+        None, once: the block runs with the hooks in place; on leaving, they are removed.
+    """
     if callback is None:
         yield
         return

@@ -18,6 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from transformers import AttentionInterface
@@ -28,6 +29,9 @@ from .attention import attention_logits, row_blocks
 from .borrow import in_use
 from .families import FamilySpec
 from ...base.errors import InputError
+
+if TYPE_CHECKING:
+    from typing import Any
 
 ATTN_IMPLEMENTATION = "ft_record"
 
@@ -216,7 +220,17 @@ class _Recorder:
 
 
 def output_projection(spec: FamilySpec, layer: torch.nn.Module, n_heads: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-head output projection ``[H, dv, D]`` and bias ``[D]``, with any post-attention norm gain folded in."""
+    """Per-head output projection ``[H, dv, D]`` and bias ``[D]``, with any post-attention norm gain folded in.
+
+    Args:
+        spec: The model's family spec (where the projection and the post-attention norm are).
+        layer: The decoder layer.
+        n_heads: The number of query heads.
+
+    Returns:
+        ``(w_o, b_o)``: the projection ``[H, dv, D]`` and the bias ``[D]`` (None when the projection has none),
+            detached, the gain folded in (then float32).
+    """
     proj = getattr(getattr(layer, spec.attention), spec.out_proj)
     w_o = spec.heads_of(proj, n_heads).detach()
     b_o = proj.bias.detach() if getattr(proj, "bias", None) is not None else None
@@ -232,7 +246,11 @@ _PASSES = [0]  # forward passes recorded by this process (the cost estimate's wa
 
 
 def forward_passes() -> int:
-    """How many forward passes this process has recorded (0: the next one pays the warm-up)."""
+    """How many forward passes this process has recorded (0: the next one pays the warm-up).
+
+    Returns:
+        The count of recorded forward passes.
+    """
     return _PASSES[0]
 
 
@@ -289,8 +307,28 @@ def _flash_attention_with_lse(module, query, key, value, attention_mask, scaling
     return out.transpose(1, 2).contiguous(), lse
 
 
-def flashtrace_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Attention function registered as ``"ft_record"``: SDPA, plus capture while recording."""
+def flashtrace_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
+                         **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """Attention function registered as ``"ft_record"``: SDPA, plus capture while recording.
+
+    Args:
+        module: The attention module calling it (captured when it belongs to the model this thread records).
+        query: The queries ``[B, H, L, d]``.
+        key: The keys ``[B, KVH, S, d]``.
+        value: The values ``[B, KVH, S, dv]``.
+        attention_mask: The mask transformers built (boolean or additive), or None.
+        scaling: The factor of the logits; None for ``d ** -0.5``.
+        dropout: The attention's dropout probability.
+        **kwargs: transformers' other attention arguments, passed on to SDPA; ``softcap`` and ``sliding_window``
+            are read too (soft-capped logits are computed here exactly, a block of rows at a time: SDPA cannot).
+
+    Returns:
+        ``(output, None)``: the attention output ``[B, L, H, dv]`` and no attention weights.
+
+    Raises:
+        InputError: When a recording's forward pass holds more than one sequence (batch size 1 only).
+    """
     softcap = kwargs.get("softcap")
     sliding_window = kwargs.get("sliding_window")
     recorder = _active()
@@ -327,15 +365,27 @@ def _recording(spec: FamilySpec, model: torch.nn.Module, keep_mid: bool = False)
 
 
 @torch.no_grad()
-def record_forward(loaded, input_ids: torch.Tensor | list[int], keep_logits: bool = False,
+def record_forward(loaded: Any, input_ids: torch.Tensor | list[int], keep_logits: bool = False,
                    keep_mid: bool = False) -> Recording:
     """Run the model once over `input_ids` (one sequence) and keep every layer's `LayerRecord`.
 
-    `loaded` is a `LoadedModel` (model + spec). Only the last position's logits are computed unless
-    `keep_logits` is set (full logits cost ``N × vocab`` floats). The residual stream after attention
-    (``x_mid``) is kept only with `keep_mid` (the load-time check compares it with the decomposition):
-    the attribution rebuilds what it needs of it from the attention it computes anyway
-    (`LayerRecord.attention_sum`), which saves ``N × D`` per layer, about a quarter of the recording.
+    Args:
+        loaded: A `LoadedModel` (model + spec).
+        input_ids: The token ids of one sequence.
+        keep_logits: Keep the logits of every position; only the last position's logits are computed otherwise
+            (full logits cost ``N × vocab`` floats).
+        keep_mid: Keep the residual stream after attention (``x_mid``; the load-time check compares it with the
+            decomposition). Without it the attribution rebuilds what it needs of it from the attention it
+            computes anyway (`LayerRecord.attention_sum`), which saves ``N × D`` per layer, about a quarter of
+            the recording.
+
+    Returns:
+        The `Recording`: the ids, every layer's `LayerRecord`, the pass's seconds and the last position's logits
+            (all of them in ``meta["logits"]`` with `keep_logits`).
+
+    Raises:
+        InputError: When `input_ids` is empty.
+        RuntimeError: When a layer's tensors were not captured (the model does not run FlashTrace's attention).
     """
     model, spec = loaded.model, loaded.spec
     ids = torch.as_tensor(input_ids, dtype=torch.long).reshape(1, -1).to(loaded.device)

@@ -32,6 +32,8 @@ from ...base.errors import InputError
 if TYPE_CHECKING:  # torch is imported where it is used: the command line's help lists SCORE_DTYPES without it
     import torch
 
+    from .loading import LoadedModel
+
 AUTO, MODEL = "auto", "model"
 SCORE_DTYPES = (AUTO, MODEL, "float32", "bfloat16", "float16")  # the choices the CLI offers
 CUDA_SPEEDUP = {"bfloat16": 2.0, "float16": 2.0}  # a GPU's half-precision matrix products ÷ float32 (uncalibrated)
@@ -43,7 +45,14 @@ _LOCK = threading.Lock()
 
 
 def fast_bf16_flags(cpuinfo: str) -> bool:
-    """Whether a processor with these ``/proc/cpuinfo`` flags multiplies bfloat16 fast (AMX; see `_cpu_bf16`)."""
+    """Whether a processor with these ``/proc/cpuinfo`` flags multiplies bfloat16 fast (AMX; see `_cpu_bf16`).
+
+    Args:
+        cpuinfo: The text of ``/proc/cpuinfo`` (or its flags).
+
+    Returns:
+        True when the flags include ``amx_bf16``.
+    """
     return "amx_bf16" in cpuinfo.split()
 
 
@@ -62,7 +71,14 @@ def _cpu_bf16() -> bool:
 
 def native_bf16(device_type: str) -> bool:
     """Whether a device of `device_type` (``cpu``, ``cuda``) multiplies bfloat16 in hardware (a bfloat16 pass is
-    faster there, not emulated)."""
+    faster there, not emulated).
+
+    Args:
+        device_type: The device type: ``cpu`` or ``cuda`` (any other has no fast bfloat16).
+
+    Returns:
+        True on a CUDA device that supports bfloat16, or a processor with AMX.
+    """
     if device_type == "cuda":
         import torch
 
@@ -82,7 +98,22 @@ def _room(device_type: str) -> int:
 
 def choose(model_dtype: str, device_type: str, n_params: int, choice: str | None = AUTO) -> str:
     """The dtype name scoring passes run in, for `choice` (see the module), for a model of `n_params`
-    parameters in `model_dtype` (a name such as ``float32``) on a `device_type` device."""
+    parameters in `model_dtype` (a name such as ``float32``) on a `device_type` device.
+
+    Args:
+        model_dtype: The model's dtype name (``float32``, ``fp32``, ``torch.float32``, ...).
+        device_type: The device type the model is on (``cpu``, ``cuda``).
+        n_params: The model's number of parameters (``"auto"`` makes a copy only when it takes at most
+            `COPY_SHARE` of the memory available).
+        choice: ``"auto"``, ``"model"`` (also for None or empty), or a dtype name of `SCORE_DTYPES` (or its short
+            name: ``bf16``, ...).
+
+    Returns:
+        The dtype name, e.g. ``bfloat16``.
+
+    Raises:
+        InputError: When `choice` is none of `SCORE_DTYPES`.
+    """
     choice = _ALIASES.get(choice, choice) if choice else MODEL
     model_dtype = _ALIASES.get(model_dtype, model_dtype).removeprefix("torch.")
     if choice == MODEL:
@@ -98,9 +129,18 @@ def choose(model_dtype: str, device_type: str, n_params: int, choice: str | None
 
 def speedup(model_dtype: str, device_type: str, dtype: str) -> float:
     """How many times faster the matrix products of scoring in `dtype` run than in the model's own `model_dtype`
-    (names) on a `device_type` device (`estimate.scoring_seconds` turns it into the pass's time): 1 when they are
-    the same or the model is not float32; on a CPU measured here (`throughput.matmul_speedup`: below 1 where
-    the precision is emulated); on a GPU the uncalibrated `CUDA_SPEEDUP`."""
+    (names) on a `device_type` device (`estimate.scoring_seconds` turns it into the pass's time).
+
+    Args:
+        model_dtype: The model's dtype name (``float32``, ...).
+        device_type: The device type (``cpu``, ``cuda``).
+        dtype: The dtype name scoring runs in (`choose`).
+
+    Returns:
+        The speed-up: 1 when the dtypes are the same or the model is not float32; on a CPU measured here
+            (`throughput.matmul_speedup`: below 1 where the precision is emulated); on a GPU the uncalibrated
+            `CUDA_SPEEDUP`.
+    """
     if dtype == model_dtype or model_dtype != "float32":
         return 1.0
     if device_type != "cpu":
@@ -111,12 +151,30 @@ def speedup(model_dtype: str, device_type: str, dtype: str) -> float:
 
 
 def dtype_name(dtype: "torch.dtype") -> str:
-    """``float32`` for ``torch.float32``: how records, settings and `choose` name a dtype."""
+    """``float32`` for ``torch.float32``: how records, settings and `choose` name a dtype.
+
+    Args:
+        dtype: The torch dtype.
+
+    Returns:
+        Its name without the ``torch.`` prefix.
+    """
     return str(dtype).removeprefix("torch.")
 
 
-def score_dtype(loaded, choice: "str | torch.dtype | None" = AUTO) -> "torch.dtype":
-    """The dtype scoring passes of `loaded` (a `LoadedModel`) run in, for `choice` (see the module)."""
+def score_dtype(loaded: LoadedModel, choice: "str | torch.dtype | None" = AUTO) -> "torch.dtype":
+    """The dtype scoring passes of `loaded` (a `LoadedModel`) run in, for `choice` (see the module).
+
+    Args:
+        loaded: The model (its dtype, device and size decide ``"auto"``).
+        choice: ``"auto"``, ``"model"`` (also for None), a dtype name, or a torch dtype (returned as it is).
+
+    Returns:
+        The torch dtype.
+
+    Raises:
+        InputError: When `choice` is a name that is none of `SCORE_DTYPES` (`choose`).
+    """
     import torch
 
     if isinstance(choice, torch.dtype):
@@ -148,9 +206,17 @@ def _mixed_copy(model: "torch.nn.Module", dtype: "torch.dtype") -> "torch.nn.Mod
     return twin.eval()
 
 
-def scoring_model(loaded, dtype: "torch.dtype") -> "torch.nn.Module":
+def scoring_model(loaded: LoadedModel, dtype: "torch.dtype") -> "torch.nn.Module":
     """`loaded`'s model for scoring in `dtype`: the model itself when it has that dtype, else a copy whose
-    matrix products run in `dtype` (`_mixed_copy`), made once and kept while the model lives."""
+    matrix products run in `dtype` (`_mixed_copy`), made once and kept while the model lives.
+
+    Args:
+        loaded: The model.
+        dtype: The dtype scoring passes run in (`score_dtype`).
+
+    Returns:
+        The model itself, or its copy for `dtype`.
+    """
     model = loaded.model
     if dtype == loaded.dtype:
         return model

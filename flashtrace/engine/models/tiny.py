@@ -7,11 +7,16 @@ every term of the attention decomposition is exercised.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from .aliases import SHAPED_CONFIGS
 from . import recording  # noqa: F401 - importing it registers the attention function with transformers
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 _COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=4096)
@@ -30,8 +35,19 @@ TINY_CONFIGS: dict[str, dict] = {
 }
 
 
-def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementation: str | None = None):
-    """A deterministic random-weight causal LM of `model_type` sized for `tokenizer`."""
+def build_tiny_model(model_type: str, tokenizer: PreTrainedTokenizerBase, seed: int = 0,
+                     attn_implementation: str | None = None) -> PreTrainedModel:
+    """A deterministic random-weight causal LM of `model_type` sized for `tokenizer`.
+
+    Args:
+        model_type: A key of `TINY_CONFIGS` (a transformers model type: ``llama``, ``gemma2``, ...).
+        tokenizer: The tokenizer the model is sized for (its vocabulary size and special token ids).
+        seed: The seed of the random weights.
+        attn_implementation: transformers' attention implementation; None for its default.
+
+    Returns:
+        The model, float32, in eval mode, with random non-zero biases and norm gains.
+    """
     kwargs = dict(TINY_CONFIGS[model_type])
     ids = dict(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
@@ -46,15 +62,33 @@ def build_tiny_model(model_type: str, tokenizer, seed: int = 0, attn_implementat
     return model.eval()
 
 
-def shaped_config(name: str):
-    """The transformers config of a shaped random-weight model (nothing allocated)."""
+def shaped_config(name: str) -> PretrainedConfig:
+    """The transformers config of a shaped random-weight model (nothing allocated).
+
+    Args:
+        name: A key of `aliases.SHAPED_CONFIGS`, e.g. ``random-qwen3-8b``.
+
+    Returns:
+        The config.
+    """
     model_type, kwargs = SHAPED_CONFIGS[name]
     return AutoConfig.for_model(model_type, **kwargs)
 
 
 def build_shaped_model(name: str, dtype: torch.dtype, device: str | None = None, seed: int = 0,
-                       attn_implementation: str | None = None):
-    """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`."""
+                       attn_implementation: str | None = None) -> PreTrainedModel:
+    """A random-weight model shaped like a real checkpoint, created directly on `device` in `dtype`.
+
+    Args:
+        name: A key of `aliases.SHAPED_CONFIGS`, e.g. ``random-qwen3-8b``.
+        dtype: The dtype of the weights.
+        device: Where the weights are created; None for the CPU.
+        seed: The seed of the random weights.
+        attn_implementation: transformers' attention implementation; None for its default.
+
+    Returns:
+        The model, in eval mode.
+    """
     config = shaped_config(name)
     torch.manual_seed(seed)
     with torch.device(device or "cpu"):

@@ -8,21 +8,34 @@ of tracing silently wrong. Cost: one forward pass over `n_tokens` tokens.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from .attention import attention_rows
 from .families import UnsupportedModelError
 from .recording import record_forward
 
+if TYPE_CHECKING:
+    from typing import Any
+
 CHECK_TEXT = "The cat sat on the mat, so 3 + 4 = 7."
 TOLERANCE = {torch.float32: 1e-3, torch.float64: 1e-6}  # relative L2 error per layer; half precision below
 HALF_TOLERANCE = 0.25  # coarse: catches a wrong spec (heads, scales, biases), not small drifts
 
 
-def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
+def decomposition_errors(loaded: Any, n_tokens: int = 12) -> list[float]:
     """Relative error of each layer's reconstructed attention output: ``‖recon − actual‖`` over what
     ``actual = x_mid − x_prev`` is known to, ``‖actual‖ + eps·(‖x_mid‖ + ‖x_prev‖)`` (eps of the stored
-    dtype)."""
+    dtype).
+
+    Args:
+        loaded: A `LoadedModel` (the model, its tokenizer and its family spec).
+        n_tokens: The most tokens of `CHECK_TEXT` the forward pass reads.
+
+    Returns:
+        The relative error of each layer, in order.
+    """
     ids = list(loaded.tokenizer(CHECK_TEXT, add_special_tokens=False)["input_ids"])[:n_tokens]
     n = len(ids)  # at most the check text's tokens: one block of attention rows
     rec = record_forward(loaded, ids, keep_mid=True)
@@ -44,9 +57,21 @@ def decomposition_errors(loaded, n_tokens: int = 12) -> list[float]:
     return errors
 
 
-def verify_decomposition(loaded, n_tokens: int = 12) -> float:
+def verify_decomposition(loaded: Any, n_tokens: int = 12) -> float:
     """The worst layer's relative error; `UnsupportedModelError` naming the first layer whose error exceeds the
-    dtype's tolerance (a wrong spec usually breaks every layer alike: the first is where to look)."""
+    dtype's tolerance (a wrong spec usually breaks every layer alike: the first is where to look).
+
+    Args:
+        loaded: A `LoadedModel` (the model, its tokenizer and its family spec).
+        n_tokens: The most tokens of `CHECK_TEXT` the forward pass reads.
+
+    Returns:
+        The largest relative error over the layers (`decomposition_errors`).
+
+    Raises:
+        UnsupportedModelError: When a layer's error exceeds the tolerance of the model's dtype (`TOLERANCE`,
+            else `HALF_TOLERANCE`), or is NaN; the message names the first such layer.
+    """
     errors = decomposition_errors(loaded, n_tokens)
     tolerance = TOLERANCE.get(loaded.dtype, HALF_TOLERANCE)
     failing = [i for i, error in enumerate(errors) if not error <= tolerance]  # `not <=` also catches NaN

@@ -21,6 +21,10 @@ import resource
 import statistics
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _peak_rss_bytes() -> int:
@@ -37,7 +41,16 @@ def _peak_rss_bytes() -> int:
 
 
 def spread_positions(start: int, m: int, s: int) -> list[int]:
-    """`s` positions evenly spaced over ``[start, start + m)``, first and last included (all when s >= m)."""
+    """`s` positions evenly spaced over ``[start, start + m)``, first and last included (all when s >= m).
+
+    Args:
+        start: The first position of the range.
+        m: How many positions the range holds.
+        s: How many positions to pick.
+
+    Returns:
+        The positions, ascending: all of the range when `s` >= `m`, its middle one when `s` is 1.
+    """
     if s >= m:
         return list(range(start, start + m))
     if s == 1:
@@ -48,13 +61,30 @@ def spread_positions(start: int, m: int, s: int) -> list[int]:
 def extrapolate_rows(row_seconds: list[float], m: int) -> float:
     """Total seconds for all `m` target rows from per-row times at evenly spaced positions: their sum
     scaled by m / S (= m × mean). Exact when a row's cost is linear in its position, which is how row-wise
-    IFR grows (a row at position p reads p sources)."""
+    IFR grows (a row at position p reads p sources).
+
+    Args:
+        row_seconds: The seconds of each of the S timed rows (at least one).
+        m: How many target rows there are in all.
+
+    Returns:
+        The extrapolated seconds of all `m` rows.
+    """
     return sum(row_seconds) * m / len(row_seconds)
 
 
-def flashtrace_target(n_prompt: int, n: int, n_target: int):
+def flashtrace_target(n_prompt: int, n: int, n_target: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Hop-0 weights ``[n]`` and the re-attributed span G ``[n]`` bool for a response at ``n_prompt..n-1``:
-    the last `n_target` tokens and the response before them, or (``n_target`` = 0) the whole response twice."""
+    the last `n_target` tokens and the response before them, or (``n_target`` = 0) the whole response twice.
+
+    Args:
+        n_prompt: Where the response starts (the prompt's length in tokens).
+        n: The sequence's length in tokens.
+        n_target: How many last tokens hop 0 attributes; 0 for the whole response.
+
+    Returns:
+        ``(weights, generated)``: hop 0's target weights (0/1, float) and the span G (bool), both ``[n]``.
+    """
     import torch
 
     first = n - n_target if n_target else n_prompt
@@ -85,7 +115,18 @@ def _warm_up(loaded, ids, n_prompt: int, mode: str, n: int = 64) -> None:
 
 def run_cell(spec: dict) -> dict:
     """Run one benchmark cell described by `spec` (model, lengths, mode, threads) and return its timings
-    and peak memory."""
+    and peak memory.
+
+    Args:
+        spec: The cell, as the module docstring describes it: ``n_prompt``, ``n_response`` and ``mode``, and
+            optionally ``model``, ``device``, ``dtype``, ``threads``, ``seed``, ``hops``, ``target_tokens``,
+            ``max_rows``, ``sample_rows``, ``warmup``, ``repeats`` and ``head_values``.
+
+    Returns:
+        The spec with the number of tokens, threads and device, the phases' wall times (``total_s`` and, by mode,
+            ``forward_s``, ``record_s``, ``attribution_s`` and their runs), IFR's rows timed and whether they were
+            extrapolated, and the peak resident memory (and peak GPU memory on a GPU) in bytes.
+    """
     import torch
 
     torch.set_num_threads(spec.get("threads", 1))

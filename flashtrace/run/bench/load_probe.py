@@ -50,9 +50,21 @@ else:
 
 
 def load_peak(path: str | Path, measure: str) -> dict:
-    """Load the trace file at `path` in a fresh process and return its peak memory by `measure` (one of
-    `MEASURES`), in bytes: ``{"tracemalloc": peak, "retained": bytes, "outcome": ...}`` or
-    ``{"rss": growth, "outcome": ...}``; the outcome is ``loaded`` or ``refused: <the error>``."""
+    """Load the trace file at `path` in a fresh process and return its peak memory by `measure`, in bytes.
+
+    Args:
+        path: The trace file.
+        measure: One of `MEASURES`: ``tracemalloc`` or ``rss``.
+
+    Returns:
+        ``{"tracemalloc": peak, "retained": bytes, "outcome": ...}`` or ``{"rss": growth, "outcome": ...}``; the
+            outcome is ``loaded`` or ``refused: <the error>``.
+
+    Raises:
+        InputError: When `measure` is not one of `MEASURES`.
+        subprocess.CalledProcessError: When the probe process fails.
+        subprocess.TimeoutExpired: When the probe process runs past 600 seconds.
+    """
     if measure not in MEASURES:
         raise InputError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
     out = subprocess.run([sys.executable, "-c", PROBE, str(path), measure], capture_output=True, text=True,
@@ -62,7 +74,18 @@ def load_peak(path: str | Path, measure: str) -> dict:
 
 def hostile(kind: str, size: int) -> bytes:
     """A JSON document of about `size` bytes of one of the `HOSTILE` shapes beyond the trace fields: tiny values
-    in arrays, objects and lists of lists."""
+    in arrays, objects and lists of lists.
+
+    Args:
+        kind: One of `HOSTILE`.
+        size: About how many bytes the document has.
+
+    Returns:
+        The JSON document, as bytes.
+
+    Raises:
+        InputError: When `kind` is not one of `HOSTILE`.
+    """
     n = size // 2
     if kind == "zeros_array":
         return b'{"extra": {"x": [' + b"0," * (n - 1) + b"0]}}"

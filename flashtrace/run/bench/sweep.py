@@ -25,12 +25,30 @@ MODES = ("forward", "flashtrace", "ifr", "ifr-rowwise")
 def busy_threshold(cpus: int, threads: int) -> float:
     """Highest 1-minute load average at which a cell using `threads` threads counts as started on an idle
     machine: half a core of other work, plus half a core for each further core the cell leaves free.
-    2 CPUs: 0.5 for a 2-thread cell, 1.0 for a 1-thread cell; 16 CPUs, 2 threads: 7.5."""
+    2 CPUs: 0.5 for a 2-thread cell, 1.0 for a 1-thread cell; 16 CPUs, 2 threads: 7.5.
+
+    Args:
+        cpus: The machine's CPU count.
+        threads: The threads the cell uses.
+
+    Returns:
+        ``0.5 * max(1, cpus - threads + 1)``.
+    """
     return 0.5 * max(1, cpus - threads + 1)
 
 
 def load_warning(load1: float, cpus: int, threads: int, label: str = "") -> str | None:
-    """The one-line warning for a cell about to start at 1-minute load `load1`, or None when quiet."""
+    """The one-line warning for a cell about to start at 1-minute load `load1`, or None when quiet.
+
+    Args:
+        load1: The 1-minute load average now.
+        cpus: The machine's CPU count.
+        threads: The threads the cell uses.
+        label: The cell's name in the warning; empty for "cell".
+
+    Returns:
+        The warning, or None when the load is at most `busy_threshold`.
+    """
     limit = busy_threshold(cpus, threads)
     if load1 <= limit:
         return None
@@ -40,9 +58,19 @@ def load_warning(load1: float, cpus: int, threads: int, label: str = "") -> str 
 
 def wait_for_quiet(limit: float, settle_s: float, getload: Callable[[], tuple] = os.getloadavg,
                    sleep: Callable[[float], None] = time.sleep, step: float = 5.0) -> float:
-    """Wait (at most `settle_s` seconds, in `step` steps) until the 1-minute load is at most `limit`;
-    returns the seconds waited. A finished cell keeps the 1-minute load up for a while (it decays by a
-    factor e per minute), so a settle time lets the next cell start from a quiet machine."""
+    """Wait until the 1-minute load is at most `limit`. A finished cell keeps the 1-minute load up for a while (it
+    decays by a factor e per minute), so a settle time lets the next cell start from a quiet machine.
+
+    Args:
+        limit: The 1-minute load average to wait for.
+        settle_s: The most seconds waited.
+        getload: Gives the load averages, the 1-minute one first (`os.getloadavg`).
+        sleep: Waits the seconds given (`time.sleep`).
+        step: The seconds waited between two looks at the load.
+
+    Returns:
+        The seconds waited.
+    """
     waited = 0.0
     while waited < settle_s and getload()[0] > limit:
         pause = min(step, settle_s - waited)
@@ -53,7 +81,18 @@ def wait_for_quiet(limit: float, settle_s: float, getload: Callable[[], tuple] =
 
 def run_cells(cells: list[dict], timeout: float = 3600, settle: float = 0.0,
               cwd: str | Path | None = None) -> list[dict]:
-    """Run each cell in its own process (`flashtrace.run.bench.cell`), with the load before/after it."""
+    """Run each cell in its own process (`flashtrace.run.bench.cell`), with the load before/after it.
+
+    Args:
+        cells: The cells' specs (dicts for `flashtrace.run.bench.cell`).
+        timeout: The most seconds a cell may run; a cell past it is recorded as failed.
+        settle: The most seconds waited for a quiet machine before each cell (`wait_for_quiet`).
+        cwd: The folder the cells run in; None for this process's.
+
+    Returns:
+        One result per cell, in order: the cell's output (or its spec with an ``error``), with ``load_before``,
+            ``load_after``, ``load_busy`` and ``settle_wait_s``.
+    """
     cpus = _cpu_count()
     results = []
     for spec in tqdm(cells, desc="benchmark cells", unit="cell"):
@@ -80,7 +119,11 @@ def run_cells(cells: list[dict], timeout: float = 3600, settle: float = 0.0,
 
 
 def machine() -> dict:
-    """The platform, Python version and CPU count of this machine."""
+    """The platform, Python version and CPU count of this machine.
+
+    Returns:
+        ``{"platform": ..., "python": ..., "cpus": ...}``.
+    """
     return {"platform": platform.platform(), "python": platform.python_version(), "cpus": _cpu_count()}
 
 
@@ -88,7 +131,18 @@ BUSY_RULE = "1-minute load before a cell > 0.5 * max(1, cpus - threads + 1)"
 
 
 def run_sweep(cells: list[dict], out_dir: Path, name: str, timeout: float = 3600, settle: float = 0.0) -> dict:
-    """Run `cells` (dicts for `flashtrace.run.bench.cell`), write ``<name>.json`` and ``<name>.md``."""
+    """Run `cells`, write ``<name>.json`` and ``<name>.md``.
+
+    Args:
+        cells: The cells' specs (dicts for `flashtrace.run.bench.cell`).
+        out_dir: The folder the report files are written in (created when missing).
+        name: The report files' stem.
+        timeout: The most seconds a cell may run.
+        settle: The most seconds waited for a quiet machine before each cell.
+
+    Returns:
+        The report written as JSON: creation time, machine, command, busy rule and the cells' results.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     results = run_cells(cells, timeout, settle)
     report = {
@@ -137,7 +191,15 @@ def _ratio(a: float, b: float, digits: int | None = 2) -> str:
 
 
 def markdown_report(results: list[dict], cpus: int) -> str:
-    """One section per thread count: a header stating threads and load, the table, the footer."""
+    """One section per thread count: a header stating threads and load, the table, the footer.
+
+    Args:
+        results: The cells' results (`run_cells`).
+        cpus: The machine's CPU count, for the idle rule.
+
+    Returns:
+        The Markdown text, most threads first.
+    """
     by_threads: dict[int, list[dict]] = {}
     for r in results:
         by_threads.setdefault(r.get("threads") or 1, []).append(r)
@@ -158,7 +220,14 @@ def markdown_report(results: list[dict], cpus: int) -> str:
 
 
 def markdown_table(results: list[dict]) -> str:
-    """One row per (prompt, response) size: time and memory per mode, plus the ratios that matter."""
+    """One row per (prompt, response) size: time and memory per mode, plus the ratios that matter.
+
+    Args:
+        results: The cells' results (`run_cells`).
+
+    Returns:
+        The Markdown table and its footnote.
+    """
     groups: dict[tuple, dict] = {}
     for r in results:
         groups.setdefault((r["n_prompt"], r["n_response"]), {})[r["mode"]] = r

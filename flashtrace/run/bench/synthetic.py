@@ -16,7 +16,16 @@ WORDS = ("apples", "rivers", "planets", "engines", "violins", "glaciers", "lante
 def synthetic_library(folder: str | Path, n: int, base: Trace) -> list[str]:
     """Write `n` traces into `folder`: `base` with varied title, model name, task, hops-free metadata,
     creation time and metrics (trace ``i`` has model ``MODELS[i % 3]``, task ``TASKS[i % 4]`` and the word
-    ``WORDS[i % 7]`` in its title). Returns the names written."""
+    ``WORDS[i % 7]`` in its title).
+
+    Args:
+        folder: The folder written (created when missing).
+        n: How many traces.
+        base: The real trace varied.
+
+    Returns:
+        The names written (``syn-000000``, ...).
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     data = json.loads(base.to_json())
@@ -34,9 +43,21 @@ def synthetic_library(folder: str | Path, n: int, base: Trace) -> list[str]:
 
 
 def synthetic_trace_data(n_tokens: int, hops: int = 1, n_steps: int = 0, seed: int = 0) -> dict:
-    """A valid trace as JSON data with `n_tokens` tokens (the last tenth the response: reasoning steps,
-    then a 4-token answer), `hops` hops and, with `n_steps`, that many reasoning steps with step vectors.
-    Scores are random (6 significant digits, like the gallery); for load and memory benchmarks."""
+    """A valid trace as JSON data; for load and memory benchmarks. Scores are random (6 significant digits, like
+    the gallery).
+
+    Args:
+        n_tokens: How many tokens (the last tenth the response: reasoning steps, then a 4-token answer).
+        hops: How many hops.
+        n_steps: With a positive count, that many reasoning steps with step vectors.
+        seed: Seeds the random words, ids and scores.
+
+    Returns:
+        The trace's JSON data.
+
+    Raises:
+        InputError: When `n_tokens` is too few for the response.
+    """
     import random
 
     rng = random.Random(seed)
@@ -105,9 +126,20 @@ AMPLIFIERS = ("extra_floats", "extra_ints", "stop_tokens", "timings")
 
 
 def amplified_trace_data(base: dict, kind: str, size: int) -> dict:
-    """`base` (a valid trace's data) grown to about `size` bytes of JSON by millions of tiny values in one
-    field (`AMPLIFIERS`: floats or integers in ``extra``, a stop-token list, named timings): the shapes
-    that made loading take 25-41 times a file's size (issue 30, defect 3)."""
+    """`base` grown to about `size` bytes of JSON by millions of tiny values in one field: the shapes that made
+    loading take 25-41 times a file's size (issue 30, defect 3).
+
+    Args:
+        base: A valid trace's data (not changed).
+        kind: One of `AMPLIFIERS`: floats or integers in ``extra``, a stop-token list, named timings.
+        size: About how many bytes of JSON the result has.
+
+    Returns:
+        A grown copy of `base`.
+
+    Raises:
+        InputError: When `kind` is not one of `AMPLIFIERS`.
+    """
     data = json.loads(json.dumps(base))
     room = max(size - len(json.dumps(base, separators=(",", ":"))), 1000)
     if kind == "extra_floats":
@@ -124,10 +156,23 @@ def amplified_trace_data(base: dict, kind: str, size: int) -> dict:
 
 
 def long_reasoning_trace(n_tokens: int, n_steps: int, sentence_tokens: int = 1, seed: int = 0) -> dict:
-    """A valid trace (JSON-ready dict) of `n_tokens` with `n_steps` one-token reasoning steps and a one-token
-    answer after a prompt of sentences of `sentence_tokens` tokens: the shape of a long chain of thought.
+    """A valid trace of `n_tokens` with `n_steps` one-token reasoning steps and a one-token answer after a prompt
+    of sentences of `sentence_tokens` tokens: the shape of a long chain of thought.
     Every step and the answer has a step vector over the tokens before it (random, decaying with distance,
-    rounded to 6 digits as traces are stored), so the hop graph has an edge from every earlier segment."""
+    rounded to 6 digits as traces are stored), so the hop graph has an edge from every earlier segment.
+
+    Args:
+        n_tokens: How many tokens (a template token, the prompt, the steps, the answer).
+        n_steps: How many one-token reasoning steps.
+        sentence_tokens: How many tokens each prompt sentence has.
+        seed: Seeds the random scores and step vectors.
+
+    Returns:
+        The trace, as a JSON-ready dict.
+
+    Raises:
+        InputError: When `n_tokens` does not exceed `n_steps` + 2.
+    """
     import numpy as np
 
     rng = np.random.default_rng(seed)
