@@ -2,8 +2,8 @@
 Google-style docstring whose Args name every parameter (and nothing else), with Returns (or Yields) unless it
 returns None and Raises when the function raises an error itself.
 
-Public as in `tests/test_api_reference.py`: every top-level function, not starting with ``_``, of every module
-whose dotted path has no part starting with ``_``. The docstrings are parsed by griffe, the parser mkdocstrings
+Public as in `tests/test_api_reference.py`: every top-level function and every method of a top-level class (names
+not starting with ``_``; properties are attributes), of every module whose dotted path has no part starting with ``_``. The docstrings are parsed by griffe, the parser mkdocstrings
 renders docs/reference/ with, statically (nothing is imported).
 """
 
@@ -37,14 +37,37 @@ def _yields(node: ast.FunctionDef) -> bool:
     return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(node))
 
 
-def _parameters(node: ast.FunctionDef) -> list[ast.arg]:
+def _decorators(node: ast.FunctionDef) -> list[str]:
+    return [ast.unparse(d) for d in node.decorator_list]
+
+
+def _parameters(node: ast.FunctionDef, method: bool = False) -> list[ast.arg]:
+    """The parameters a caller passes: a method's first (self or cls) is not one, unless it is a staticmethod."""
     a = node.args
     named = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+    if method and "staticmethod" not in _decorators(node):
+        named = named[1:]
     if a.vararg:
         named.append(a.vararg)
     if a.kwarg:
         named.append(a.kwarg)
-    return named  # top-level functions: a parameter named self or cls is an ordinary one
+    return named
+
+
+def _public_functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef, bool]]:
+    """``(name, node, is a method)`` of every public top-level function and every public method of a public class
+    (properties are attributes: their docstring says what they hold)."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            out.append((node.name, node, False))
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for member in node.body:
+                if (isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and not member.name.startswith("_")
+                        and not any(d == "property" or d.endswith((".setter", "cached_property"))
+                                    for d in _decorators(member))):
+                    out.append((f"{node.name}.{member.name}", member, True))
+    return out
 
 
 def _sections(docstring: str) -> dict[str, list[str]]:
@@ -61,12 +84,10 @@ def _sections(docstring: str) -> dict[str, list[str]]:
 
 
 def problems(path: Path) -> list[str]:
-    """What the public functions of one module file miss, one line each (empty when complete)."""
+    """What the public functions and methods of one module file miss, one line each (empty when complete)."""
     out = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
-            continue
-        name, params = node.name, _parameters(node)
+    for name, node, method in _public_functions(ast.parse(path.read_text(encoding="utf-8"))):
+        params = _parameters(node, method)
         untyped = [p.arg for p in params if p.annotation is None]
         if untyped:
             out.append(f"{name}: parameters without a type: {', '.join(untyped)}")
@@ -132,6 +153,26 @@ def stale(a: int) -> None:
     """
 
 
+class Box:
+    """A box."""
+
+    def put(self, item: str) -> None:
+        """Put one in.
+
+        Args:
+            item: What.
+        """
+
+    @staticmethod
+    def make(size) -> "Box":
+        """Make one."""
+
+    @property
+    def full(self) -> bool:
+        """Whether it is full."""
+        return True
+
+
 def gen(n: int) -> "Iterator[int]":
     """Count.
 
@@ -143,4 +184,5 @@ def gen(n: int) -> "Iterator[int]":
     assert problems(module) == [
         "bad: parameters without a type: a", "bad: no return type", "bad: Args misses a, b",
         "bad: no Returns section", "bad: raises but has no Raises section",
-        "stale: Args names gone, not a parameter", "gen: no Yields section"]
+        "stale: Args names gone, not a parameter", "Box.make: parameters without a type: size",
+        "Box.make: Args misses size", "Box.make: no Returns section", "gen: no Yields section"]

@@ -113,7 +113,12 @@ class HopDepthComparison:
     top: list[list[int]] = field(default_factory=list)  # [depth]: the top-k prompt positions
 
     def to_dict(self) -> dict:
-        """The comparison as plain JSON-ready data (nested dicts and lists)."""
+        """The comparison as plain JSON-ready data (nested dicts and lists).
+
+        Returns:
+            A dict with one key per field of the comparison (`depths`, `prompt_scores`, `spearman`, ...), its
+                values plain numbers, lists and dicts.
+        """
         return asdict(self)
 
 
@@ -264,7 +269,12 @@ class HopAdditions:
     reached_prompt: list[float] = field(default_factory=list)  # [depth]: the part of `reached` on the prompt
 
     def to_dict(self) -> dict:
-        """The additions as plain JSON-ready data (nested dicts and lists)."""
+        """The additions as plain JSON-ready data (nested dicts and lists).
+
+        Returns:
+            A dict with one key per field of the additions (`hops`, `added`, `unit`, ...), its values plain
+                numbers, strings and lists.
+        """
         return asdict(self)
 
 

@@ -93,11 +93,23 @@ class Depth:
         return self.order[0] if self.order and self.shares[self.order[0]] > 0 else None
 
     def rank(self, piece: int) -> int:
-        """1-based rank of `piece` at this depth."""
+        """1-based rank of `piece` at this depth.
+
+        Args:
+            piece: The index of a piece (into `TraceFacts.pieces`).
+
+        Returns:
+            Its rank in `order` at this depth, 1 for the top piece.
+        """
         return self.order.index(piece) + 1
 
     def lead(self) -> float:
-        """How far the top piece leads the runner-up (OF_PROMPT)."""
+        """How far the top piece leads the runner-up (OF_PROMPT).
+
+        Returns:
+            The top piece's share minus the runner-up's; the top piece's own share when there is a single piece,
+                0.0 when there is none.
+        """
         if len(self.order) < 2:
             return float(self.shares[self.order[0]]) if self.order else 0.0
         return float(self.shares[self.order[0]] - self.shares[self.order[1]])
@@ -221,7 +233,14 @@ class TraceFacts:
         return OF_ANSWER.replace("answer", self.target_label)
 
     def evidence(self, n: int | None = None) -> list[tuple[Piece, float]]:
-        """The evidence ranking (the trace's final scores): pieces with attribution, strongest first."""
+        """The evidence ranking (the trace's final scores): pieces with attribution, strongest first.
+
+        Args:
+            n: How many pieces to keep (None: every piece with attribution).
+
+        Returns:
+            ``(piece, share)`` pairs, the share `OF_PROMPT` at the deepest depth, strongest first.
+        """
         ranked = [(self.pieces[i], float(self.final.shares[i])) for i in self.final.order if self.final.shares[i] > 0]
         return ranked if n is None else ranked[:n]
 
@@ -229,30 +248,67 @@ class TraceFacts:
         """The evidence ranking at `depth` (default the final one) over the context: the pieces that are not a
         question (`Piece.asked`), strongest first, with their shares `OF_PROMPT`. What was asked is not what
         supplied the answer; `asked_share` says how much the question holds. Without a question, or without
-        context beside it, every piece."""
+        context beside it, every piece.
+
+        Args:
+            n: How many pieces to keep (None: every context piece with attribution).
+            depth: The index into `depths` to rank at (default -1, the final one).
+
+        Returns:
+            ``(piece, share)`` pairs of the context pieces with attribution, strongest first.
+        """
         d = self.depths[depth]
         ranked = [(self.pieces[i], float(d.shares[i])) for i in d.order if d.shares[i] > 0 and not self.pieces[i].asked]
         return ranked if n is None else ranked[:n]
 
     def asked_share(self, depth: int = -1) -> float:
-        """The share `OF_PROMPT` on the question sentences (`Piece.asked`) at `depth` (default the final one)."""
+        """The share `OF_PROMPT` on the question sentences (`Piece.asked`) at `depth` (default the final one).
+
+        Args:
+            depth: The index into `depths` to read (default -1, the final one).
+
+        Returns:
+            The summed share of the question pieces, 0.0 when no piece is a question.
+        """
         d = self.depths[depth]
         return float(sum(d.shares[i] for i, p in enumerate(self.pieces) if p.asked))
 
     def comparison(self, k: int = 10) -> HopDepthComparison:
-        """Rank correlation and top-k overlap between depths (computed once per k)."""
+        """Rank correlation and top-k overlap between depths (computed once per k).
+
+        Args:
+            k: The size of the top lists compared between depths.
+
+        Returns:
+            The trace's `HopDepthComparison` for `k` (`compare.compare_depths`), cached on these facts.
+        """
         if k not in self._comparisons:
             self._comparisons[k] = compare_depths(self._trace(), k=k)
         return self._comparisons[k]
 
     def overlap(self, k: int = 10) -> float:
-        """Top-k overlap of the prompt tokens between hop 0 and the deepest depth (1.0: the same k tokens)."""
+        """Top-k overlap of the prompt tokens between hop 0 and the deepest depth (1.0: the same k tokens).
+
+        Args:
+            k: The size of each top list (capped at the number of prompt tokens).
+
+        Returns:
+            The share of the top-k prompt tokens the two depths have in common, 0..1.
+        """
         first, last = self.depths[0].token_shares, self.depths[-1].token_shares
         return top_k_overlap(first, last, list(range(len(first))), k)
 
     def top_words(self, depth: int = -1, k: int = 8) -> list[Word]:
         """The `k` prompt words with the most attribution at `depth` (default the final one), whole words rather
-        than subword tokens (`views.word_runs`), each word once at its strongest occurrence (`Word`)."""
+        than subword tokens (`views.word_runs`), each word once at its strongest occurrence (`Word`).
+
+        Args:
+            depth: The index into `depths` to rank at (default -1, the final one).
+            k: How many words to keep.
+
+        Returns:
+            Up to `k` words with attribution, strongest first (ties: earlier in the prompt first).
+        """
         best: dict[str, Word] = {}
         for text, run in word_runs(self._trace(), self.prompt_positions):
             word = Word(text, sum(self.token_share(depth, p) for p in run), run)
@@ -267,12 +323,28 @@ class TraceFacts:
         return self._index
 
     def token_share(self, depth: int, position: int) -> float:
-        """The share of the prompt's attribution on prompt token `position` after hops 0..`depth`."""
+        """The share of the prompt's attribution on prompt token `position` after hops 0..`depth`.
+
+        Args:
+            depth: The index into `depths` to read (-1: the final one).
+            position: The token's position in the trace; it must be one of `prompt_positions`.
+
+        Returns:
+            The token's share `OF_PROMPT` at that depth.
+        """
         return float(self.depths[depth].token_shares[self._position_index()[position]])
 
     def climbers(self, min_places: int = 3, within: int = 10) -> list[Move]:
         """Pieces that climbed at least `min_places` ranks from depth 0 to the deepest depth and end in the top
-        `within` (a climb among the long tail says nothing), largest climb first."""
+        `within` (a climb among the long tail says nothing), largest climb first.
+
+        Args:
+            min_places: The fewest ranks a piece must climb.
+            within: The lowest final rank a climber may end at.
+
+        Returns:
+            The climbers' `Move`s, largest climb first.
+        """
         return [m for m in self.moves if m.rank_first - m.rank_last >= min_places and m.rank_last <= within]
 
 

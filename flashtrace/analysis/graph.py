@@ -142,6 +142,18 @@ class HopGraph:
         renormalisation) and ``raw_share`` (before). Past `EDGE_BUDGET` edges, ``graph`` keeps each node's
         strongest incoming ones (node attributes ``kept_share`` and ``incoming_share`` say how much of its
         incoming share they carry); the computations use all of them.
+
+        Args:
+            trace: The recording, with segments and step vectors (``attribute(..., steps=True)``).
+            threshold: The edge threshold τ in ``[0, 1)`` (0 keeps every edge with a positive share).
+
+        Returns:
+            The trace's graph at `threshold`, built once per trace object and threshold (every view reads the
+                same graph while the trace lives).
+
+        Raises:
+            InputError: When `threshold` is outside ``[0, 1)`` (`limits.check_graph_threshold`), or the trace
+                has no step-level attribution (no segments or no step vectors).
         """
         check_graph_threshold(threshold)
         if trace.segments is None or trace.steps is None:
@@ -174,14 +186,31 @@ class HopGraph:
         return self.graph.graph.get("answer")
 
     def nodes(self, role: str | None = None) -> list[str]:
-        """Node ids in text order, optionally only those with `role`."""
+        """Node ids in text order, optionally only those with `role`.
+
+        Args:
+            role: The node role to keep (``"prompt"``, ``"template"``, ``"reasoning"``, ``"answer"``; on a pruned
+                graph also `OTHER` and `STEPS_ROLE`), or None for every node.
+
+        Returns:
+            The ids of the matching nodes, in text order.
+        """
         return [n for n in self._text_order if role is None or self.graph.nodes[n]["role"] == role]
 
     def strongest_paths(self, k: int = 5, through_reasoning: bool = False) -> list[HopPath]:
         """The `k` paths from the answer back to any prompt segment with the largest product of shares,
         strongest first (Yen's k-shortest paths on ``-log share``, over the edges ``graph`` holds).
         `through_reasoning`: only paths that pass through at least one reasoning step (no direct answer →
-        prompt edge)."""
+        prompt edge).
+
+        Args:
+            k: How many paths to return (0 or less: none).
+            through_reasoning: Whether to keep only paths through at least one reasoning step.
+
+        Returns:
+            Up to `k` paths, strongest first; empty when the graph has no answer, no prompt segment, or no path
+                from the answer to the prompt.
+        """
         prompt = set(self.nodes("prompt"))
         if self.answer is None or not prompt or k <= 0:
             return []
@@ -203,24 +232,52 @@ class HopGraph:
         return sorted(out, key=lambda p: -p.strength)
 
     def hop_depths(self) -> dict[str, int | None]:
-        """Each prompt segment's hop depth: the fewest edges from the answer back to it (None: unreachable)."""
+        """Each prompt segment's hop depth: the fewest edges from the answer back to it (None: unreachable).
+
+        Returns:
+            ``{prompt segment id: depth}`` for every prompt segment, in text order (every depth None when the
+                graph has no answer).
+        """
         depth = self.edges.depths(self._index[self.answer]) if self.answer is not None else None
         return {p: (int(depth[self._index[p]]) if depth is not None and np.isfinite(depth[self._index[p]]) else None)
                 for p in self.nodes("prompt")}
 
     def incoming(self, node: str) -> dict[str, float]:
-        """``{src: share}`` of the edges into `node`."""
+        """``{src: share}`` of the edges into `node`.
+
+        Args:
+            node: The id of the target node.
+
+        Returns:
+            The share of each edge into `node`, keyed by its source id (every edge, not only those ``graph``
+                holds).
+        """
         sl = self.edges.into(self._index[node])
         return {self._ids[i]: float(s) for i, s in zip(self.edges.src[sl], self.edges.share[sl])}
 
     def share(self, src: str, dst: str) -> float:
-        """The share of the edge src → dst (0 when there is none)."""
+        """The share of the edge src → dst (0 when there is none).
+
+        Args:
+            src: The id of the source node.
+            dst: The id of the target node.
+
+        Returns:
+            The edge's share, 0.0 when there is no edge src → dst.
+        """
         sl = self.edges.into(self._index[dst])
         hit = np.nonzero(self.edges.src[sl] == self._index[src])[0]
         return float(self.edges.share[sl][hit[0]]) if hit.size else 0.0
 
     def outgoing(self, node: str) -> dict[str, float]:
-        """``{dst: share}`` of the edges out of `node`."""
+        """``{dst: share}`` of the edges out of `node`.
+
+        Args:
+            node: The id of the source node.
+
+        Returns:
+            The share of each edge out of `node`, keyed by its target id.
+        """
         targets, shares = self.edges.out_of(self._index[node])
         return {self._ids[j]: float(s) for j, s in zip(targets, shares)}
 
@@ -228,7 +285,11 @@ class HopGraph:
     def influence(self) -> dict[str, float]:
         """``{node: influence}``: for each node, the sum over all paths from it to the answer of the product
         of their shares (the answer: 1; a node with no path: 0). A node attribute ``influence`` (set by
-        `pruned`, from the full graph) takes precedence over what the edges here give."""
+        `pruned`, from the full graph) takes precedence over what the edges here give.
+
+        Returns:
+            The influence on the answer of every node, keyed by node id (all 0.0 when the graph has no answer).
+        """
         if all("influence" in data for _, data in self.graph.nodes(data=True)):
             return {n: float(i) for n, i in self.graph.nodes(data="influence")}
         if self.answer is None:
@@ -237,14 +298,29 @@ class HopGraph:
         return {n: float(values[i]) for i, n in enumerate(self._ids)}
 
     def evidence(self, k: int | None = None) -> list[tuple[str, float]]:
-        """Prompt segments with positive influence, most influential first: ``[(id, influence)]``."""
+        """Prompt segments with positive influence, most influential first: ``[(id, influence)]``.
+
+        Args:
+            k: How many segments to keep (None: all with positive influence).
+
+        Returns:
+            ``(id, influence)`` pairs, most influential first (ties: text order).
+        """
         influence = self.influence()
         ranked = sorted(((n, influence[n]) for n in self.nodes("prompt") if influence[n] > 0),
                         key=lambda kv: (-kv[1], self.graph.nodes[kv[0]]["order"]))
         return ranked if k is None else ranked[:k]
 
     def strongest_path_to(self, node: str) -> HopPath | None:
-        """The path from the answer back to `node` with the largest product of shares (None: no path)."""
+        """The path from the answer back to `node` with the largest product of shares (None: no path).
+
+        Args:
+            node: The id of the node the path ends at.
+
+        Returns:
+            The strongest path, or None when there is no path, the graph has no answer, `node` is not in the
+                graph, or `node` is the answer.
+        """
         if self.answer is None or node not in self.graph or node == self.answer:
             return None
         best, nxt = self.edges.strongest(self._index[self.answer])
@@ -258,7 +334,15 @@ class HopGraph:
 
     def step_sources(self, k: int = 2) -> dict[str, list[str]]:
         """``{step: [prompt ids]}``: for each reasoning step and the answer, the `k` prompt segments its
-        edges give the largest shares (largest first)."""
+        edges give the largest shares (largest first).
+
+        Args:
+            k: How many prompt sources to keep per step.
+
+        Returns:
+            For each reasoning step and the answer (in text order), the ids of up to `k` prompt segments with a
+                positive share into it, largest share first.
+        """
         is_prompt = np.array([self.graph.nodes[n]["role"] == "prompt" for n in self._ids], dtype=bool)
         out = {}
         for dst in self.nodes("reasoning") + self.nodes("answer"):
@@ -290,6 +374,22 @@ class HopGraph:
         of it all is carried, at most `max_edges` (default `graph_prune.MAX_EDGES`). Shares are not
         renormalised; every node keeps its full-graph ``influence`` as an attribute (a folded node: the
         sum of its members').
+
+        Args:
+            node_threshold: The fraction of all input influence the kept inputs hold, in ``(0, 1]``.
+            edge_threshold: The fraction of the influence carried along the edges that the kept edges carry, in
+                ``(0, 1]``.
+            max_inputs: The most inputs kept (None: no cap).
+            fold: Whether inputs and runs of steps fold (False: every input and step is kept).
+            step_sources: How many top prompt sources of each step and the answer are kept.
+            max_steps: The most reasoning steps kept (None: `graph_prune.MAX_STEPS`).
+            max_edges: The most edges kept (None: `graph_prune.MAX_EDGES`).
+
+        Returns:
+            A new graph of the kept nodes and edges, its ``pruning`` set to the arguments it was pruned with.
+
+        Raises:
+            InputError: When `node_threshold` or `edge_threshold` is outside ``(0, 1]`` (`graph_prune.prune`).
         """
         graph, pruning = prune(self, node_threshold, edge_threshold, max_inputs, fold, step_sources, max_steps,
                                max_edges)
@@ -300,7 +400,12 @@ class HopGraph:
     # --- serialisation -----------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """Node-link data (networkx ``node_link_data`` with key ``edges``, every edge) plus the threshold (and
-        the pruning)."""
+        the pruning).
+
+        Returns:
+            ``{"threshold": τ, "graph": node-link data}``, plus ``"pruning"`` (the arguments of `pruned`) on a
+                pruned graph; plain JSON-ready data.
+        """
         dst = self.edges.dst()
         data = {"directed": True, "multigraph": False, "graph": dict(self.graph.graph),
                 "nodes": [{**self.graph.nodes[n], "id": n} for n in self._ids],
@@ -313,12 +418,34 @@ class HopGraph:
         return out
 
     def to_json(self, indent: int | None = None) -> str:
-        """The graph as JSON text (`to_dict`; NaN and infinity refused)."""
+        """The graph as JSON text (`to_dict`; NaN and infinity refused).
+
+        Args:
+            indent: The JSON indent (None: one line).
+
+        Returns:
+            The JSON text of `to_dict`.
+
+        Raises:
+            ValueError: When a number is NaN or infinite (``json.dumps`` with ``allow_nan=False``).
+        """
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: dict) -> "HopGraph":
-        """Inverse of `to_dict`; raises ValueError on malformed data."""
+        """Inverse of `to_dict`; raises ValueError on malformed data.
+
+        Args:
+            data: The data `to_dict` wrote (``threshold``, ``graph`` and optionally ``pruning``).
+
+        Returns:
+            The graph, its ``pruning`` restored.
+
+        Raises:
+            InputError: When `data` is not a hop graph (a ValueError): a missing or malformed ``graph`` or
+                ``threshold``, a node without one of `NODE_FIELDS`, or an edge whose share is not a number
+                between 0 and 1.
+        """
         try:
             graph = nx.node_link_graph(data["graph"], directed=True, multigraph=False, edges="edges")
             threshold = float(data["threshold"])
@@ -337,7 +464,17 @@ class HopGraph:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "HopGraph":
-        """Read a graph written by `to_json`."""
+        """Read a graph written by `to_json`.
+
+        Args:
+            text: The JSON text.
+
+        Returns:
+            The graph (`from_dict`).
+
+        Raises:
+            ValueError: When `text` is not JSON (``json.JSONDecodeError``), or not a hop graph (`InputError`).
+        """
         return cls.from_dict(json.loads(text))
 
 

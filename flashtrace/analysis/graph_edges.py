@@ -35,7 +35,17 @@ class Edges:
 
     @classmethod
     def from_rows(cls, n: int, rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> "Edges":
-        """From ``{target: (sources, shares, raw shares)}`` (any order of targets)."""
+        """From ``{target: (sources, shares, raw shares)}`` (any order of targets).
+
+        Args:
+            n: The number of nodes.
+            rows: ``{target: (sources, shares, raw shares)}``: for each target node with incoming edges, three
+                parallel arrays (the source node, the share after renormalisation and the share before), in any
+                order of targets; the edges of a target stay in the order given.
+
+        Returns:
+            The edges, grouped by target.
+        """
         counts = np.zeros(n + 1, dtype=np.int64)
         for j, (src, _, _) in rows.items():
             counts[j + 1] = src.shape[0]
@@ -49,26 +59,59 @@ class Edges:
 
     @classmethod
     def from_triples(cls, n: int, src: np.ndarray, dst: np.ndarray, share: np.ndarray, raw: np.ndarray) -> "Edges":
-        """From parallel arrays of sources, targets, shares and raw shares."""
+        """From parallel arrays of sources, targets, shares and raw shares.
+
+        Args:
+            n: The number of nodes.
+            src: ``[E]`` integers: the source node of each edge.
+            dst: ``[E]`` integers: the target node of each edge.
+            share: ``[E]`` the share of each edge after renormalisation.
+            raw: ``[E]`` the share of each edge before renormalisation.
+
+        Returns:
+            The edges, grouped by target (a target's edges in the order given).
+        """
         order = np.argsort(dst, kind="stable")
         counts = np.bincount(dst, minlength=n)  # `dst`: integers (an empty int array gives n zeros)
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return cls(indptr, src[order].astype(np.int32), share[order].astype(np.float64), raw[order].astype(np.float64))
 
     def into(self, j: int) -> slice:
-        """The slice of the edge arrays holding the edges into node `j`."""
+        """The slice of the edge arrays holding the edges into node `j`.
+
+        Args:
+            j: The target node's number.
+
+        Returns:
+            ``indptr[j]:indptr[j+1]``, to index `src`, `share` and `raw` with.
+        """
         return slice(int(self.indptr[j]), int(self.indptr[j + 1]))
 
     def dst(self) -> np.ndarray:
-        """``[E]`` the target node of each edge."""
+        """``[E]`` the target node of each edge.
+
+        Returns:
+            The target node's number of each edge, parallel to `src`.
+        """
         return np.repeat(np.arange(self.n), np.diff(self.indptr))
 
     def targets(self) -> np.ndarray:
-        """Nodes with at least one incoming edge, last first (the order of a backward sweep)."""
+        """Nodes with at least one incoming edge, last first (the order of a backward sweep).
+
+        Returns:
+            The numbers of those nodes, in decreasing order.
+        """
         return np.nonzero(np.diff(self.indptr))[0][::-1]
 
     def influence(self, answer: int) -> np.ndarray:
-        """``[n]`` the sum over all paths from each node to `answer` of the product of shares (answer: 1)."""
+        """``[n]`` the sum over all paths from each node to `answer` of the product of shares (answer: 1).
+
+        Args:
+            answer: The answer node's number.
+
+        Returns:
+            Each node's influence on `answer` (0 for a node with no path to it).
+        """
         out = np.zeros(self.n)
         out[answer] = 1.0
         for j in self.targets():
@@ -78,7 +121,14 @@ class Edges:
         return out
 
     def depths(self, answer: int) -> np.ndarray:
-        """``[n]`` the fewest edges from each node forward to `answer` (inf: no path)."""
+        """``[n]`` the fewest edges from each node forward to `answer` (inf: no path).
+
+        Args:
+            answer: The answer node's number.
+
+        Returns:
+            Each node's hop depth as a float (0 for `answer`, inf for a node with no path to it).
+        """
         out = np.full(self.n, np.inf)
         out[answer] = 0.0
         for j in self.targets():
@@ -89,7 +139,15 @@ class Edges:
 
     def strongest(self, answer: int) -> tuple[np.ndarray, np.ndarray]:
         """``(strength [n], next [n])``: for each node, the largest product of shares along a path to `answer`
-        and the node that path goes to next (-1: none). Ties keep the earlier target."""
+        and the node that path goes to next (-1: none). Ties keep the earlier target.
+
+        Args:
+            answer: The answer node's number.
+
+        Returns:
+            ``(strength, next)``: per node, the strongest path's product of shares (1 for `answer`, 0 with no
+                path) and the next node on it (-1: none).
+        """
         best, nxt = np.zeros(self.n), np.full(self.n, -1)
         best[answer] = 1.0
         for j in self.targets():  # later targets first, so on a tie (>=) the earlier target wins
@@ -102,13 +160,28 @@ class Edges:
         return best, nxt
 
     def out_of(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(targets, shares)`` of the edges out of node `i`."""
+        """``(targets, shares)`` of the edges out of node `i`.
+
+        Args:
+            i: The source node's number.
+
+        Returns:
+            Two parallel arrays: the target node of each edge out of `i` (in increasing order) and its share.
+        """
         hit = np.nonzero(self.src == i)[0]
         return np.searchsorted(self.indptr, hit, side="right") - 1, self.share[hit]
 
     def strongest_into(self, limit: int, mass: float) -> np.ndarray:
         """``[E]`` bool: each target's strongest incoming edges, at most `limit`, fewer once they carry `mass`
-        of its incoming share. Ties: the edge listed first (from `from_rows`: the earlier source) is kept first."""
+        of its incoming share. Ties: the edge listed first (from `from_rows`: the earlier source) is kept first.
+
+        Args:
+            limit: The most incoming edges kept per target.
+            mass: The fraction of a target's incoming share after which no more of its edges are kept (0..1).
+
+        Returns:
+            ``[E]`` a bool mask over the edges, True for each kept edge.
+        """
         keep = np.zeros(self.count, dtype=bool)
         for j in np.nonzero(np.diff(self.indptr))[0]:
             sl = self.into(j)

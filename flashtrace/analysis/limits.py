@@ -44,7 +44,7 @@ __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", 
 
 
 def check_hops(hops: int, what: str = "hops") -> int:
-    """Return `hops` if it is an int from 0 to MAX_HOPS, else raise ValueError naming `what`.
+    """Return `hops` if it is an int from 0 to MAX_HOPS, else refuse it (`InputError`, a ValueError) naming `what`.
 
     Args:
         hops: The number of recursive hops to check.
@@ -62,7 +62,7 @@ def check_hops(hops: int, what: str = "hops") -> int:
 
 
 def check_recursive(recursive: str, what: str = "recursive") -> str:
-    """Return `recursive` if it is one of RECURSIVE_SPANS, else raise ValueError naming `what`.
+    """Return `recursive` if it is one of RECURSIVE_SPANS, else refuse it (`InputError`, a ValueError) naming `what`.
 
     Args:
         recursive: The span re-attributed by hops >= 1 to check.
@@ -80,7 +80,7 @@ def check_recursive(recursive: str, what: str = "recursive") -> str:
 
 
 def check_hop0(hop0: str, what: str = "hop0") -> str:
-    """Return `hop0` if it is one of HOP0_SPANS, else raise ValueError naming `what`.
+    """Return `hop0` if it is one of HOP0_SPANS, else refuse it (`InputError`, a ValueError) naming `what`.
 
     Args:
         hop0: The span hop 0 is taken over, to check.
@@ -98,7 +98,7 @@ def check_hop0(hop0: str, what: str = "hop0") -> str:
 
 
 def check_title(title: str) -> str:
-    """Return `title` if it has at most MAX_TITLE characters, else raise ValueError.
+    """Return `title` if it has at most MAX_TITLE characters, else refuse it (`InputError`, a ValueError).
 
     Args:
         title: The trace's title (an empty or None title passes).

@@ -18,7 +18,7 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal
 from uuid import uuid4
 
 from pydantic import Field, StrictInt, ValidationError, model_validator
@@ -34,6 +34,11 @@ from .limits import (HOP0_SPANS, MAX_EXTRA_DEPTH, MAX_EXTRA_NODES, MAX_FILE_BYTE
                      RECURSIVE_SPANS, STOP_PRESETS)
 from .records import (MAX_EDITS, EditKind, EditRecord, InterventionRecord, ResampledStep,  # noqa: F401 - re-exported
                       ResampleRecord, StrictModel as _Strict)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from rich.console import Console
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)  # older traces are migrated on load (version 1: see `Settings`; 2: no interventions)
@@ -98,7 +103,11 @@ class Settings(_Strict):
     assumed: list[Literal["stop_tokens", "hop0"]] = Field(default_factory=list)
 
     def describe_assumed(self) -> str:
-        """A sentence naming the settings filled in from an old trace's defaults ('' when none)."""
+        """A sentence naming the settings filled in from an old trace's defaults ('' when none).
+
+        Returns:
+            The sentence, naming each assumed setting with its value, or '' when `assumed` is empty.
+        """
         if not self.assumed:
             return ""
         parts = ", ".join(f"{name} = {getattr(self, name)}" for name in self.assumed)
@@ -225,7 +234,16 @@ class Trace(_Strict):
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Trace":
         """A copy with the fields in `update` replaced (not validated, as pydantic's); the copy is a new, immutable
-        trace: what was derived from this one (`analyse`, the hop graph) is derived anew for it."""
+        trace: what was derived from this one (`analyse`, the hop graph) is derived anew for it.
+
+        Args:
+            update: ``{field: new value}`` for the fields to replace (not validated); an ``extra`` given here is
+                made read-only as on creation. None or empty: an unchanged copy.
+            deep: Whether to copy the fields deeply (pydantic's ``deep``).
+
+        Returns:
+            The new trace.
+        """
         if update and "extra" in update:
             update = {**update, "extra": ReadOnlyDict(update["extra"])}
         return super().model_copy(update=update, deep=deep)
@@ -243,45 +261,123 @@ class Trace(_Strict):
         return next((i for i, t in enumerate(self.tokens) if t.role in ("reasoning", "answer")), len(self.tokens))
 
     def positions(self, *roles: str) -> list[int]:
-        """The positions of the tokens whose role is one of `roles` ("prompt", "reasoning", ...)."""
+        """The positions of the tokens whose role is one of `roles` ("prompt", "reasoning", ...).
+
+        Args:
+            *roles: The token roles to keep (``"template"``, ``"prompt"``, ``"reasoning"``, ``"answer"``).
+
+        Returns:
+            The matching token positions, in increasing order (empty when no role is given).
+        """
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
     # --- notebook views (drawn by the presentation floor, registered with `register_views`) -------
     def _repr_html_(self) -> str:
         return _view("html")(self)
 
-    def heatmap(self, hop: int | None = None, **kwargs):
-        """Plotly token heatmap: the combined prompt attribution, or hop `hop`'s own vector."""
+    def heatmap(self, hop: int | None = None, **kwargs: Any) -> Any:
+        """Plotly token heatmap: the combined prompt attribution, or hop `hop`'s own vector.
+
+        Args:
+            hop: The hop whose own vector is drawn, or None for the combined prompt attribution.
+            **kwargs: Further options of the registered heatmap view (`flashtrace.viz.notebook.heatmap`).
+
+        Returns:
+            The heatmap, a Plotly ``Figure`` (typed `Any`: the analysis floor imports no drawing code).
+
+        Raises:
+            RuntimeError: When no heatmap view is registered (importing `flashtrace` registers it).
+        """
         return _view("heatmap")(self, hop, **kwargs)
 
-    def hop_graph(self, keep: float = 0.8, fold: bool = True):
-        """Plotly hop graph (prompt sentences → steps → answer); needs a trace made with ``steps=True``."""
+    def hop_graph(self, keep: float = 0.8, fold: bool = True) -> Any:
+        """Plotly hop graph (prompt sentences → steps → answer); needs a trace made with ``steps=True``.
+
+        Args:
+            keep: The share of the influence the inputs shown hold together.
+            fold: Whether to fold the other inputs into one node.
+
+        Returns:
+            The hop graph, a Plotly ``Figure`` (typed `Any`: the analysis floor imports no drawing code).
+
+        Raises:
+            RuntimeError: When no hop graph view is registered (importing `flashtrace` registers it).
+            InputError: When the trace has no step-level attribution (from the view).
+        """
         return _view("hop_graph")(self, keep, fold)
 
-    def compare_depths(self, view: str = "added", shared: bool = True):
-        """Plotly strips of what each hop adds (``view="cumulative"``: the picture after hops 0..K)."""
+    def compare_depths(self, view: str = "added", shared: bool = True) -> Any:
+        """Plotly strips of what each hop adds (``view="cumulative"``: the picture after hops 0..K).
+
+        Args:
+            view: ``"added"`` (what each hop adds) or ``"cumulative"`` (the picture after hops 0..K).
+            shared: Whether every row shares one colour scale (else each row is scaled to its own maximum).
+
+        Returns:
+            The strips, a Plotly ``Figure`` (typed `Any`: the analysis floor imports no drawing code).
+
+        Raises:
+            RuntimeError: When no depth comparison view is registered (importing `flashtrace` registers it).
+            InputError: When `view` is neither ``"added"`` nor ``"cumulative"`` (from the view).
+        """
         return _view("compare_depths")(self, view, shared)
 
-    def to_pandas(self):
-        """A pandas table, one row per token: text, role, offsets, final and prompt scores, per-hop contributions."""
+    def to_pandas(self) -> pd.DataFrame:
+        """A pandas table, one row per token: text, role, offsets, final and prompt scores, per-hop contributions.
+
+        Returns:
+            The table, indexed by token position (`flashtrace.viz.notebook.to_pandas` names its columns).
+
+        Raises:
+            RuntimeError: When no table view is registered (importing `flashtrace` registers it).
+        """
         return _view("to_pandas")(self)
 
-    def show(self, k: int = 10, console=None) -> None:
-        """Display the trace: the HTML view in a notebook, coloured text (``rich``) in a terminal or on `console`."""
+    def show(self, k: int = 10, console: Console | None = None) -> None:
+        """Display the trace: the HTML view in a notebook, coloured text (``rich``) in a terminal or on `console`.
+
+        Args:
+            k: How many top prompt words the terminal view lists.
+            console: The ``rich`` console printed on; None for a new one (or the notebook's display in a Jupyter
+                kernel).
+
+        Raises:
+            RuntimeError: When no show view is registered (importing `flashtrace` registers it).
+        """
         return _view("show")(self, k, console)
 
-    def scores_array(self, which: Literal["final", "prompt"] = "final"):
+    def scores_array(self, which: Literal["final", "prompt"] = "final") -> np.ndarray:
         """The scores as a NumPy array ``[n_tokens]`` (float64): ``final`` (the combined attribution over
-        every token) or ``prompt`` (normalised over the user's prompt tokens, 0 elsewhere)."""
+        every token) or ``prompt`` (normalised over the user's prompt tokens, 0 elsewhere).
+
+        Args:
+            which: ``"final"`` or ``"prompt"``: which scores to return.
+
+        Returns:
+            A new float64 array of the scores, one per token.
+
+        Raises:
+            InputError: When `which` is neither ``"final"`` nor ``"prompt"``.
+        """
         import numpy as np
 
         if which not in ("final", "prompt"):
             raise InputError(f"which must be 'final' or 'prompt', got {which!r}")
         return np.asarray(getattr(self.scores, which), dtype=np.float64)
 
-    def hop_array(self, field: Literal["contribution", "weights", "raw"] = "contribution"):
+    def hop_array(self, field: Literal["contribution", "weights", "raw"] = "contribution") -> np.ndarray:
         """The hops as a NumPy array ``[n_hops + 1, n_tokens]`` (float64): row k is hop k's ``contribution``
-        (its additive share of the final scores), ``weights`` (what it attributed) or ``raw`` attribution."""
+        (its additive share of the final scores), ``weights`` (what it attributed) or ``raw`` attribution.
+
+        Args:
+            field: ``"contribution"``, ``"weights"`` or ``"raw"``: which vector of each hop to return.
+
+        Returns:
+            A new float64 array, one row per recorded hop, one column per token.
+
+        Raises:
+            InputError: When `field` is not one of ``"contribution"``, ``"weights"``, ``"raw"``.
+        """
         import numpy as np
 
         if field not in ("contribution", "weights", "raw"):
@@ -297,19 +393,45 @@ class Trace(_Strict):
     __str__ = __repr__
 
     def top_prompt_tokens(self, k: int = 10) -> list[tuple[int, str, float]]:
-        """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``."""
+        """The `k` highest-scoring prompt positions as ``(index, text, normalised score)``.
+
+        Args:
+            k: How many positions to return.
+
+        Returns:
+            Up to `k` ``(index, text, normalised score)`` tuples, highest prompt score first (ties: earlier
+                position first).
+        """
         ranked = sorted(self.positions("prompt"), key=lambda i: -self.scores.prompt[i])
         return [(i, self.tokens[i].text, self.scores.prompt[i]) for i in ranked[:k]]
 
     # --- serialisation -----------------------------------------------------------------------------
     def to_json(self, indent: int | None = None) -> str:
-        """The trace as JSON text (what `save` writes)."""
+        """The trace as JSON text (what `save` writes).
+
+        Args:
+            indent: The JSON indent (None: compact, one line).
+
+        Returns:
+            The JSON text of the trace.
+        """
         return self.model_dump_json(indent=indent)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Trace":
         """Parse and validate JSON text. Whatever the bytes, the only error is `TraceValidationError`, and the
-        memory a parse may take is bounded before parsing (`json_budget`)."""
+        memory a parse may take is bounded before parsing (`json_budget`).
+
+        Args:
+            text: The JSON text, as a str or UTF-8 bytes (at most `MAX_FILE_BYTES`).
+
+        Returns:
+            The validated trace (an older schema version migrated).
+
+        Raises:
+            TraceValidationError: When the text is too large, not UTF-8, not JSON, over the parse budget, or not a
+                valid trace.
+        """
         return cls._from_owned([text])
 
     @classmethod
@@ -340,7 +462,18 @@ class Trace(_Strict):
 
     @classmethod
     def from_dict(cls, data: Any) -> "Trace":
-        """Validate parsed JSON data as a Trace; raise TraceValidationError saying what is wrong."""
+        """Validate parsed JSON data as a Trace; raise TraceValidationError saying what is wrong.
+
+        Args:
+            data: The parsed JSON data (a dict for a trace; anything else is refused).
+
+        Returns:
+            The validated trace (an older schema version migrated).
+
+        Raises:
+            TraceValidationError: When `data` is not a dict or is not a valid trace (the message names the field
+                and the problem).
+        """
         if not isinstance(data, dict):
             raise TraceValidationError(f"a trace must be a JSON object, got {type(data).__name__}")
         try:
@@ -351,13 +484,36 @@ class Trace(_Strict):
             raise TraceValidationError(str(exc)) from None
 
     def save(self, path: str | Path) -> Path:
-        """Write atomically (temporary file + rename): a failed save never leaves a partial file."""
+        """Write atomically (temporary file + rename): a failed save never leaves a partial file.
+
+        Args:
+            path: The file to write (`to_json`); a regular file there is replaced.
+
+        Returns:
+            `path`, as a `Path`.
+
+        Raises:
+            DestinationError: When a folder, a device, a named pipe, a socket or a symbolic link is at `path`
+                (from `atomic_write_text`).
+        """
         return atomic_write_text(path, self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
         """Read and validate a trace file. Only regular files are read (a folder, a device, a named pipe or a
-        socket is refused without being opened for reading), with the `MAX_FILE_BYTES` bound."""
+        socket is refused without being opened for reading), with the `MAX_FILE_BYTES` bound.
+
+        Args:
+            path: The trace file to read.
+
+        Returns:
+            The validated trace (an older schema version migrated).
+
+        Raises:
+            TraceValidationError: When `path` is not a regular file, or its content is not a valid trace.
+            FileTooLargeError: When the file is over `MAX_FILE_BYTES` (from `read_regular_file`).
+            FileNotFoundError: When the file is missing.
+        """
         try:
             holder = [read_regular_file(path, MAX_FILE_BYTES, "trace file")]
         except NotAFileError as exc:

@@ -48,7 +48,17 @@ class Splitter(Protocol):
     """A segmentation rule: where pieces of ``text[lo:hi]`` begin (their first non-space character)."""
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        """Sorted start positions in ``[lo, hi)``, or None when the rule does not apply to this text."""
+        """Sorted start positions in ``[lo, hi)``, or None when the rule does not apply to this text.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            The character positions in ``[lo, hi)`` where pieces begin (each its first non-space character),
+                sorted, or None when the rule does not apply.
+        """
 
 
 def _first_non_space(text: str, lo: int, hi: int) -> int | None:
@@ -75,7 +85,16 @@ class WholeSplitter:
     """The whole text is one piece."""
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        """One piece, starting at the first non-space character of `text[lo:hi]`."""
+        """One piece, starting at the first non-space character of `text[lo:hi]`.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            A single start: the first non-space character, or `lo` when the range is blank (never None).
+        """
         first = _first_non_space(text, lo, hi)
         return [lo if first is None else first]
 
@@ -146,7 +165,17 @@ class LineSplitter:
         self.min_pieces = min_pieces
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        """One piece per line of `text[lo:hi]`; None when fewer than `min_pieces` lines have content."""
+        """One piece per line of `text[lo:hi]`; None when fewer than `min_pieces` lines have content.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            The first non-space character of each non-blank line, in order; None when fewer than `min_pieces`
+                of those lines are not "Answer:" lines.
+        """
         found, content = _line_starts(text, lo, hi, lambda s, e: True)
         return found if content >= self.min_pieces else None
 
@@ -158,7 +187,16 @@ class SentenceSplitter:
     """One piece per sentence (a ``. ! ?`` followed by a space, or CJK full stops), lines always cut."""
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        """One piece per sentence of each line of `text[lo:hi]`; None when there is no text."""
+        """One piece per sentence of each line of `text[lo:hi]`; None when there is no text.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            The first non-space character of each sentence, in order; None when the range is blank.
+        """
         found: list[int] = []
         for s, e in _lines(text, lo, hi):
             pos = s
@@ -184,7 +222,18 @@ class StepSplitter:
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
         """One piece per numbered or bulleted step line (and the "Answer:" line) of `text[lo:hi]`, plus the
-        text before the first step; None when there are fewer than `min_steps` steps."""
+        text before the first step; None when there are fewer than `min_steps` steps.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            The first non-space character of the text before the first step (when there is any) and of each
+                step or "Answer:" line, in order; None when fewer than `min_steps` lines start a step (an "Answer:"
+                line does not count).
+        """
         def is_step(s: int, e: int) -> bool:
             return bool(_STEP_MARKER.match(text, s, e) or _ANSWER_PREFIX.match(text, s, e))
 
@@ -202,7 +251,17 @@ class FirstMatch:
         self.rules = rules
 
     def starts(self, text: str, lo: int, hi: int) -> list[int] | None:
-        """The pieces of the first rule that finds any, else None."""
+        """The pieces of the first rule that finds any, else None.
+
+        Args:
+            text: The whole source text (the prompt or the response) the positions index into.
+            lo: The first character of the range to split.
+            hi: The end of the range to split (exclusive).
+
+        Returns:
+            The start positions of the first rule (in the order given) that returns a non-empty list; None when
+                no rule does.
+        """
         for rule in self.rules:
             found = rule.starts(text, lo, hi)
             if found:

@@ -136,12 +136,21 @@ class CancellableRun:
 
         self.cancelled, self.bar = cancelled, Progress(label, estimate_s)
 
-    def stop_point(self, *_args) -> None:
-        """A point where the run stops if Cancel was clicked (any arguments, so it serves as a layer hook)."""
+    def stop_point(self, *_args: object) -> None:
+        """A point where the run stops if Cancel was clicked (any arguments, so it serves as a layer hook).
+
+        Args:
+            *_args: Whatever the caller passes (ignored), so it serves as a layer hook.
+        """
         _ = self.cancelled in st.session_state  # a point where Streamlit stops the run when Cancel was clicked
 
     def progress(self, done: int, total: int) -> None:
-        """Draw `done` of `total` on the bar, after a stop point."""
+        """Draw `done` of `total` on the bar, after a stop point.
+
+        Args:
+            done: How many steps are done.
+            total: How many steps there are in all.
+        """
         self.stop_point()
         self.bar(done, total)
 

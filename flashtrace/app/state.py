@@ -33,6 +33,7 @@ from ..analysis.schema import Trace
 
 if TYPE_CHECKING:  # the engine (torch, transformers) is imported only when a model is used
     from collections.abc import Iterator
+    from pathlib import Path
 
     from ..analysis.graph import HopGraph
     from ..engine.estimate import Estimate
@@ -245,14 +246,31 @@ class TraceRef:
 
     @classmethod
     def parse(cls, text: str) -> "TraceRef":
-        """Read a reference written as `gallery:NAME` or `lib:NAME` (`lib:COLLECTION/NAME`); ValueError otherwise."""
+        """Read a reference written as `gallery:NAME` or `lib:NAME` (`lib:COLLECTION/NAME`); ValueError otherwise.
+
+        Args:
+            text: The reference's text, ``gallery:NAME``, ``lib:NAME`` or ``lib:COLLECTION/NAME``.
+
+        Returns:
+            The reference (its source, ``"gallery"`` or ``"lib"``, and its name).
+
+        Raises:
+            InputError: When `text` is not a trace reference (a ValueError).
+        """
         source, sep, name = (text or "").partition(":")
         if not sep or source not in ("gallery", "lib") or not name:
             raise InputError(f"'{text}' is not a trace reference; expected gallery:NAME or lib:NAME")
         return cls(source, name)
 
-    def path(self):
-        """The trace file this reference names (in the gallery or the library)."""
+    def path(self) -> Path:
+        """The trace file this reference names (in the gallery or the library).
+
+        Returns:
+            The path of the trace's file (which may not exist).
+
+        Raises:
+            LibraryError: When a ``lib:`` name (or its collection) is not a valid library name (a ValueError).
+        """
         if self.source == "gallery":
             return gallery_path(self.name)
         collection, sep, name = self.name.rpartition("/")  # lib:COLLECTION/NAME: a trace in a collection

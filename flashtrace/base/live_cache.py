@@ -23,7 +23,17 @@ class LiveCache(Generic[T]):
 
     def get(self, owner: object, key: Hashable, build: Callable[[], T]) -> T:
         """The result kept under `key`, else `build()`'s, kept until `owner` is collected. Built outside the lock;
-        when two threads build at once, the first one stored is every caller's answer."""
+        when two threads build at once, the first one stored is every caller's answer.
+
+        Args:
+            owner: The live object the result is derived from; the entry is dropped when it is collected.
+            key: What the result is kept under.
+            build: Makes the result when none is kept under `key` yet.
+
+        Returns:
+            The result kept under `key`: the one already there, else `build()`'s (or another thread's, when it
+            stored first).
+        """
         with self._lock:
             if key in self.entries:
                 return self.entries[key]

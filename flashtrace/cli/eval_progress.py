@@ -35,7 +35,15 @@ class EvalBars:
 
     def method_step(self, ex_id: str, method: str, phase: str, done: int, total: int) -> None:
         """Advance the method bar for one progress report of `method` on example `ex_id` (attribution or
-        deletion phase, `done` of `total`)."""
+        deletion phase, `done` of `total`).
+
+        Args:
+            ex_id: The id of the example being run.
+            method: The attribution method reporting.
+            phase: ``"attribution"`` or ``"deletion"``: which part of the method's work is reporting.
+            done: How many steps of the phase are done.
+            total: How many steps the phase has in all.
+        """
         if ex_id != self.current:
             self.current, self.finished = ex_id, set()
             self.methods.reset()
@@ -54,7 +62,13 @@ class EvalBars:
         self.methods.update(0)  # redraws at most every tenth of a second
 
     def example_done(self, ex_id: str, record: dict) -> None:
-        """Count example `ex_id` as done (or kept from an earlier run) and report a failure if it had one."""
+        """Count example `ex_id` as done (or kept from an earlier run) and report a failure if it had one.
+
+        Args:
+            ex_id: The id of the example.
+            record: The example's result record: its ``"error"`` when it failed, its ``"total_s"``; empty when
+                the example was kept from an earlier run.
+        """
         if "error" in record:
             self.examples.write(f"{ex_id}: failed: {record['error'].splitlines()[0][:300]}")
         if ex_id != self.current:  # kept, or run elsewhere (Ray): count its whole estimate now

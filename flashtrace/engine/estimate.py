@@ -102,11 +102,20 @@ class Estimate:
         return self.load_s + self.warmup_s + self.forward_s + self.attribution_s + self.steps_s + self.overhead_s
 
     def range(self) -> tuple[float, float]:
-        """``(low, high)`` seconds: the run is expected to take between the two (the prediction ÷/× 2)."""
+        """``(low, high)`` seconds: the run is expected to take between the two (the prediction ÷/× 2).
+
+        Returns:
+            ``(low, high)``: the estimated total seconds divided and multiplied by `RANGE_FACTOR`.
+        """
         return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
 
     def describe(self) -> str:
-        """The estimate in one line: its range, the parts, and the peak memory."""
+        """The estimate in one line: its range, the parts, and the peak memory.
+
+        Returns:
+            The line, e.g. ``"2.0 s to 8.0 s (forward 1.5 s, attribution 2.5 s), peak memory ~1.2 GiB for 300
+            tokens"`` (load and warm-up listed first when they count).
+        """
         lo, hi = self.range()
         parts = [f"forward {_fmt_s(self.forward_s)}", f"attribution {_fmt_s(self.attribution_s + self.steps_s)}"]
         parts = ([f"load {_fmt_s(self.load_s)}"] if self.load_s else []) + (

@@ -67,7 +67,14 @@ class DeletionScorer:
         return row.numpy().tobytes()
 
     def missing(self, masks: torch.Tensor) -> torch.Tensor:
-        """The distinct rows of `masks` ``[B, P]`` not scored yet: ``[U, P]``, in first-seen order."""
+        """The distinct rows of `masks` ``[B, P]`` not scored yet: ``[U, P]``, in first-seen order.
+
+        Args:
+            masks: The deletion masks, ``[B, P]`` (bool): which deletable positions each row replaces.
+
+        Returns:
+            The distinct rows not scored yet, ``[U, P]``, in first-seen order.
+        """
         seen, rows = set(self._scores), []
         for i, row in enumerate(masks):
             key = self._key(row)
@@ -78,8 +85,16 @@ class DeletionScorer:
 
     def score(self, masks: torch.Tensor, progress: Progress | None = None) -> torch.Tensor:
         """Target log-probability for each deletion mask ``[B, P]`` (bool): ``[B]`` float64. Only states not
-        scored before run, in batches of `batch_size`; `progress` hears of every layer of every batch and
-        may raise to stop (what finished stays scored)."""
+        scored before run, in batches of `batch_size`.
+
+        Args:
+            masks: The deletion masks, ``[B, P]`` (bool): which deletable positions each row replaces.
+            progress: Called as ``progress(done, total)`` (units of one sequence through one layer); it hears
+                of every layer of every batch and may raise to stop (what finished stays scored). None: silent.
+
+        Returns:
+            The target log-probability of each state, ``[B]`` float64.
+        """
         masks = masks.to(torch.bool).cpu()
         todo = self.missing(masks)
         model = scoring_model(self.loaded, self.dtype)

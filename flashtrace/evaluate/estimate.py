@@ -45,7 +45,14 @@ class RunEstimate:
     examples: list[dict] = field(default_factory=list)  # [{"recording": s, "methods": {name: (attr s, del s)}}]
 
     def example_seconds(self, i: int) -> float:
-        """The estimated seconds of example `i`: its recording plus each method's attribution and deletion."""
+        """The estimated seconds of example `i`: its recording plus each method's attribution and deletion.
+
+        Args:
+            i: The example's index in ``examples``.
+
+        Returns:
+            The example's estimated seconds.
+        """
         ex = self.examples[i]
         return ex["recording"] + sum(a + d for a, d in ex["methods"].values())
 
@@ -55,7 +62,11 @@ class RunEstimate:
         return self.setup + sum(self.example_seconds(i) for i in range(len(self.examples)))
 
     def range(self) -> tuple[float, float]:
-        """The estimate as a (low, high) range of seconds."""
+        """The estimate as a (low, high) range of seconds.
+
+        Returns:
+            ``(low, high)`` seconds: the estimate divided and multiplied by `RANGE_FACTOR`.
+        """
         return self.seconds / RANGE_FACTOR, self.seconds * RANGE_FACTOR
 
 
@@ -192,7 +203,15 @@ class Countdown:
         self.total_s = max(total_s, 1e-9)
 
     def left(self, done_s: float, elapsed_s: float) -> tuple[float, float]:
-        """``(low, high)`` seconds left when work estimated at `done_s` has taken `elapsed_s`."""
+        """``(low, high)`` seconds left when work estimated at `done_s` has taken `elapsed_s`.
+
+        Args:
+            done_s: The estimated seconds of the work finished so far.
+            elapsed_s: The seconds that work actually took.
+
+        Returns:
+            ``(low, high)`` seconds left.
+        """
         done = min(max(done_s, 0.0), self.total_s)
         fraction = done / self.total_s
         pace = min(max(elapsed_s / done, 1 / RANGE_FACTOR ** 2), RANGE_FACTOR ** 2) if fraction > 0.05 else 1.0

@@ -78,7 +78,11 @@ class Task(BaseModel):
         return self
 
     def gold_ranges(self) -> list[list[int]]:
-        """The gold facts as ``[start, end]`` character ranges of the prompt."""
+        """The gold facts as ``[start, end]`` character ranges of the prompt.
+
+        Returns:
+            One ``[start, end]`` character range of the prompt per gold fact, in the order of ``gold``.
+        """
         return [[self.prompt.index(g), self.prompt.index(g) + len(g)] for g in self.gold]
 
 

@@ -47,13 +47,21 @@ class EvalContext:
         return self.prepared.recording.input_ids
 
     def target_weights(self) -> torch.Tensor:
-        """Weights over all positions: 1 on the target's tokens, 0 elsewhere."""
+        """Weights over all positions: 1 on the target's tokens, 0 elsewhere.
+
+        Returns:
+            The weights, ``[N]`` (one per position of the sequence).
+        """
         w = torch.zeros(len(self.prepared.sequence))
         w[self.target[0]:self.target[1]] = 1.0
         return w
 
     def segments(self) -> list[list[int]]:
-        """Prompt sentences (and lines, `segments.SentenceSplitter`) as lists of token positions."""
+        """Prompt sentences (and lines, `segments.SentenceSplitter`) as lists of token positions.
+
+        Returns:
+            One list of token positions per prompt segment, in prompt order.
+        """
         return method_source(self.prepared).segments
 
 

@@ -23,11 +23,19 @@ class Example:
     meta: dict = field(default_factory=dict)
 
     def gold_texts(self) -> list[str]:
-        """The prompt text of each gold span."""
+        """The prompt text of each gold span.
+
+        Returns:
+            The text of each gold span, in the order of `gold`.
+        """
         return [self.prompt[a:b] for a, b in self.gold]
 
     def to_dict(self) -> dict:
-        """The example as plain JSON-ready data."""
+        """The example as plain JSON-ready data.
+
+        Returns:
+            A dict of the example's fields (prompt, response, answer, gold, task, meta).
+        """
         return asdict(self)
 
 
@@ -40,7 +48,16 @@ class PromptBuilder:
         self.marks: dict[str, list[CharRange]] = {}
 
     def add(self, text: str, mark: str | None = None, sep: str = " ") -> CharRange:
-        """Append `text` after `sep`; with `mark`, record its character range under that mark. Returns the range."""
+        """Append `text` after `sep`; with `mark`, record its character range under that mark. Returns the range.
+
+        Args:
+            text: The piece to append.
+            mark: The mark to record the piece's character range under; None records nothing.
+            sep: What goes between the prompt so far and `text` (nothing before the first piece).
+
+        Returns:
+            The piece's character range ``(start, end)`` in the prompt.
+        """
         if self.parts and sep:
             self.parts.append(sep)
             self.size += len(sep)
@@ -52,7 +69,11 @@ class PromptBuilder:
         return rng
 
     def text(self) -> str:
-        """The prompt built so far."""
+        """The prompt built so far.
+
+        Returns:
+            The pieces added so far, joined with their separators.
+        """
         return "".join(self.parts)
 
 

@@ -102,7 +102,11 @@ class BatchSettings:
 
     def keyed(self) -> dict:
         """The settings that make an example's key (the device is left out, and the reasoning instruction
-        when it is off, so keys match folders written before it)."""
+        when it is off, so keys match folders written before it).
+
+        Returns:
+            ``{setting: value}`` of the settings that make the key.
+        """
         data = dict(vars(self))
         data.pop("device")
         if not data["reasoning_instruction"]:  # off (the default): keys stay those of folders written before it
@@ -295,7 +299,14 @@ class BatchResult:
     seconds: float
 
     def count(self, status: str) -> int:
-        """The number of records with status `status` ("done", "skipped" or "failed")."""
+        """The number of records with status `status` ("done", "skipped" or "failed").
+
+        Args:
+            status: The status counted: ``"done"``, ``"skipped"`` or ``"failed"``.
+
+        Returns:
+            How many records have that status.
+        """
         return sum(r["status"] == status for r in self.records)
 
     @property

@@ -161,13 +161,25 @@ class RayPool:
         return self.remote.remote(self.factory, self.args, "cuda" if self.num_gpus > 0 else None)
 
     def describe(self) -> dict:
-        """The pool's settings: workers, CPUs and GPUs per worker, retries."""
+        """The pool's settings: workers, CPUs and GPUs per worker, retries.
+
+        Returns:
+            ``{"workers", "num_cpus_per_worker", "num_gpus_per_worker", "max_retries"}`` with their values.
+        """
         return {"workers": self.n_workers, "num_cpus_per_worker": self.num_cpus,
                 "num_gpus_per_worker": self.num_gpus, "max_retries": self.max_retries}
 
     def map(self, jobs: Iterable[Any]) -> Iterator[tuple[Any, Any, int]]:
         """Yield ``(job, result, attempts)`` as jobs finish (any order). A job whose actor died
-        `max_retries` + 1 times yields ``{"error": ...}`` as its result."""
+        `max_retries` + 1 times yields ``{"error": ...}`` as its result.
+
+        Args:
+            jobs: The jobs, each passed to a worker as ``worker(job)``.
+
+        Yields:
+            ``(job, result, attempts)`` per job as it finishes: the worker's result (``{"error": ...}`` when the
+                worker raised, or when its actor died `max_retries` + 1 times) and the attempts it took.
+        """
         ray = self.ray
         pending = deque((job, 1) for job in jobs)
         running: dict = {}  # object ref -> (actor index, job, attempt)

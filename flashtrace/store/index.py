@@ -126,7 +126,11 @@ class LibraryIndex:
         return found
 
     def sync(self) -> int:
-        """Bring the index up to date with the files; returns how many files were (re-)read."""
+        """Bring the index up to date with the files; returns how many files were (re-)read.
+
+        Returns:
+            How many files were (re-)read (0 when the index was up to date).
+        """
         return self._use(self._sync)
 
     def _sync(self, conn: sqlite3.Connection) -> int:
@@ -156,7 +160,12 @@ class LibraryIndex:
 
     def add(self, name: str, trace: Trace) -> None:
         """Index a trace this process has just written as ``<name>.json`` (already validated), so the next
-        listing need not read it back. The index is a cache: a failure here is ignored."""
+        listing need not read it back. The index is a cache: a failure here is ignored.
+
+        Args:
+            name: The trace's name, its file ``<name>.json`` in the folder.
+            trace: The trace just written to that file.
+        """
         try:
             st = (self.folder / f"{name}.json").stat()
             row = _row(trace)
@@ -170,7 +179,24 @@ class LibraryIndex:
               offset: int) -> tuple[list[dict], int]:
         """Rows matching every word of `search` (name, title, model, method, task, prompt start), and
         `model` / `task` when given, sorted by `sort` (newest first for "modified", else ascending); one page
-        of `limit` rows from `offset` (all of them for None), and the number of matches."""
+        of `limit` rows from `offset` (all of them for None), and the number of matches.
+
+        Args:
+            search: The words every row must contain (in its name, title, model, method, task or prompt start);
+                empty matches every row.
+            model: The model a row must have; None for any.
+            task: The task a row must have; None for any.
+            sort: The key to sort by, one of `SORTS` (newest first for "modified", else ascending).
+            limit: The page's size in rows; None for all of them.
+            offset: How many matching rows come before the page.
+
+        Returns:
+            ``(rows, total)``: the page's rows (dicts of `ROW`'s fields, metrics decoded) and the number of
+                matches.
+
+        Raises:
+            InputError: When `sort` is not one of `SORTS`.
+        """
         if sort not in SORTS:
             raise InputError(f"sort by one of {', '.join(SORTS)}, not {sort!r}")
         where, args = [], []
@@ -217,7 +243,11 @@ class LibraryIndex:
         return {**{k: out[k] for k in ROW}, "metrics": json.loads(out["metrics"]) if out["metrics"] else None}
 
     def facets(self) -> dict[str, list[str]]:
-        """The distinct models and tasks of readable traces (for filters)."""
+        """The distinct models and tasks of readable traces (for filters).
+
+        Returns:
+            ``{"model": [...], "task": [...]}``, each list sorted, empty values left out.
+        """
         def run(conn: sqlite3.Connection) -> dict[str, list[str]]:
             self._sync(conn)
             return {c: [v for (v,) in conn.execute(f"SELECT DISTINCT {c} FROM traces WHERE error IS NULL AND {c} != '' "

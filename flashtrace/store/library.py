@@ -112,7 +112,17 @@ class Library:
             remove_stale_temps(self.root)
 
     def path(self, name: str) -> Path:
-        """The file of `name`; refuses anything that is not already a sanitised name."""
+        """The file of `name`; refuses anything that is not already a sanitised name.
+
+        Args:
+            name: The trace's name: a sanitised name, or that of a file a listing shows (copied in by hand).
+
+        Returns:
+            The path of ``<name>.json`` in the library's folder (which may not exist).
+
+        Raises:
+            LibraryError: When `name` is empty, or neither a sanitised name nor that of a listed file.
+        """
         if not name or (sanitize_name(name) != name and not self._listed(name)):
             raise LibraryError(f"invalid trace name {name!r}: use letters, digits, '.', '_' and '-' only")
         return self.root / f"{name}.json"
@@ -129,17 +139,46 @@ class Library:
             return False
 
     def entries(self) -> list[Entry]:
-        """All files, newest first; unreadable ones included with their `error`."""
+        """All files, newest first; unreadable ones included with their `error`.
+
+        Returns:
+            One `Entry` per file, newest first.
+        """
         return self.query()[0]
 
     def search(self, query: str) -> list[Entry]:
-        """Entries whose name, title, model, method, task or prompt contain every word of `query`."""
+        """Entries whose name, title, model, method, task or prompt contain every word of `query`.
+
+        Args:
+            query: The words to look for (case-insensitive); empty matches every entry.
+
+        Returns:
+            The matching entries, newest first.
+        """
         return self.query(query)[0]
 
     def query(self, search: str = "", model: str | None = None, task: str | None = None, sort: str = "modified",
               limit: int | None = None, offset: int = 0) -> tuple[list[Entry], int]:
         """One page of matching entries and the number of matches, from the folder's metadata index
-        (`flashtrace.store.index`: files re-read only when they change on disk)."""
+        (`flashtrace.store.index`: files re-read only when they change on disk).
+
+        Args:
+            search: The words every entry must contain (in its name, title, model, method, task or prompt
+                start); empty matches every entry.
+            model: The model an entry must have; None for any.
+            task: The task an entry must have; None for any.
+            sort: The key to sort by, one of `flashtrace.store.index.SORTS` (newest first for "modified", else
+                ascending).
+            limit: The page's size in entries; None for all of them.
+            offset: How many matching entries come before the page.
+
+        Returns:
+            ``(entries, total)``: the page's entries and the number of matches (``([], 0)`` when the folder
+                does not exist).
+
+        Raises:
+            InputError: When `sort` is not a known sort key.
+        """
         if not self.root.is_dir():
             return [], 0
         rows, total = LibraryIndex(self.root, self.read_only).query(search, model=model, task=task, sort=sort, limit=limit,
@@ -147,28 +186,67 @@ class Library:
         return [Entry(path=self.root / f"{r['name']}.json", modified=r.pop("mtime_ns") / 1e9, **r) for r in rows], total
 
     def facets(self) -> dict[str, list[str]]:
-        """The models and tasks present (for filters)."""
+        """The models and tasks present (for filters).
+
+        Returns:
+            ``{"model": [...], "task": [...]}``: the distinct models and tasks of readable traces, sorted.
+        """
         return LibraryIndex(self.root, self.read_only).facets() if self.root.is_dir() else {"model": [], "task": []}
 
     def collection(self, name: str) -> "Library":
-        """The library of the collection `name` (a sub-folder; a sanitised name, never a path)."""
+        """The library of the collection `name` (a sub-folder; a sanitised name, never a path).
+
+        Args:
+            name: The collection's name (a sanitised name, never a path).
+
+        Returns:
+            The library of the sub-folder `name`, read-only when this one is.
+
+        Raises:
+            LibraryError: When `name` is empty or not a sanitised name.
+        """
         if not name or sanitize_name(name) != name:
             raise LibraryError(f"invalid collection name {name!r}: use letters, digits, '.', '_' and '-' only")
         return Library(self.root / name, self.read_only)
 
     def collections(self) -> list[str]:
-        """Sub-folders holding traces (e.g. `flashtrace batch` outputs): open one with `Library(root / name)`."""
+        """Sub-folders holding traces (e.g. `flashtrace batch` outputs): open one with `Library(root / name)`.
+
+        Returns:
+            The names of the sub-folders (sanitised names only) that hold at least one ``.json`` file, sorted.
+        """
         if not self.root.is_dir():
             return []
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and sanitize_name(p.name) == p.name
                       and any(q.suffix == ".json" and not q.name.startswith(".") for q in p.iterdir()))
 
     def exists(self, name: str) -> bool:
-        """Whether a trace named `name` is in the library."""
+        """Whether a trace named `name` is in the library.
+
+        Args:
+            name: The trace's name.
+
+        Returns:
+            True when the file of `name` exists.
+
+        Raises:
+            LibraryError: When `name` is not a valid library name (see `path`).
+        """
         return self.path(name).is_file()
 
     def open(self, name: str) -> Trace:
-        """Load the trace `name`; LibraryError when there is none."""
+        """Load the trace `name`; LibraryError when there is none.
+
+        Args:
+            name: The trace's name.
+
+        Returns:
+            The trace, validated on read.
+
+        Raises:
+            LibraryError: When there is no trace named `name`, or `name` is not a valid library name.
+            TraceValidationError: When the file is not a valid trace.
+        """
         path = self.path(name)
         if not path.is_file():
             raise LibraryError(f"no trace named '{name}' in the library")
@@ -184,7 +262,17 @@ class Library:
 
     def unique_name(self, wanted: str) -> str:
         """The name a save of `wanted` would get now (another writer may take it first; `save` then
-        moves on to the next free one)."""
+        moves on to the next free one).
+
+        Args:
+            wanted: The wanted name (any text: it is sanitised first).
+
+        Returns:
+            The sanitised name, or the first free ``<name>-2``, ``<name>-3``, ... when it is taken.
+
+        Raises:
+            LibraryError: When every suffix up to `MAX_SUFFIX` is taken.
+        """
         for name in self._candidates(sanitize_name(wanted)):
             if not self.path(name).exists():
                 return name
@@ -193,9 +281,22 @@ class Library:
     def save(self, trace: Trace, name: str | None = None, overwrite: bool = False) -> str:
         """Write `trace` atomically; returns the name used. Unless `overwrite`, the name is made unique
         at the moment of creation: a file of that name, even one written concurrently, is never replaced.
-        `overwrite` replaces the trace of exactly that `name`: a file copied in by hand under a name the library
-        would not give ("a b") is replaced in place, and a name that would be cleaned into another trace's ("a b"
-        into an existing "a-b") is refused (`LibraryError`), never written over that other trace."""
+
+        Args:
+            trace: The trace to save.
+            name: The wanted name (sanitised); None takes the trace's title, else its id.
+            overwrite: Replace the trace of exactly that `name`: a file copied in by hand under a name the library
+                would not give ("a b") is replaced in place, and a name that would be cleaned into another
+                trace's ("a b" into an existing "a-b") is refused (`LibraryError`), never written over that
+                other trace.
+
+        Returns:
+            The name the trace was saved under.
+
+        Raises:
+            LibraryError: When the library is read-only, no free name is left, an overwrite would replace
+                another trace, or the folder refuses the write.
+        """
         self._writable("saved")
         wanted = sanitize_name(name or trace.title or trace.id)
         text = trace.to_json()
@@ -211,9 +312,21 @@ class Library:
             raise self._cannot("save to", exc) from None
 
     def update(self, name: str, change: Callable[[Trace], Trace]) -> Trace:
-        """Read-modify-write the trace `name` under the library's update lock: `change` gets the trace as it is
-        now on disk (not a copy read earlier) and returns the one to store in its place. Two writers adding a
-        link or a result to the same trace at once both keep theirs. Returns the stored trace."""
+        """Read-modify-write the trace `name` under the library's update lock. Two writers adding a link or a
+        result to the same trace at once both keep theirs. Returns the stored trace.
+
+        Args:
+            name: The trace's name.
+            change: Gets the trace as it is now on disk (not a copy read earlier) and returns the one to store
+                in its place.
+
+        Returns:
+            The stored trace (what `change` returned).
+
+        Raises:
+            LibraryError: When the library is read-only, there is no trace named `name`, or the folder refuses
+                the write.
+        """
         self._writable("updated")
         try:
             with FileLock(str(self.root / UPDATE_LOCK)):
@@ -234,7 +347,19 @@ class Library:
         return wanted
 
     def rename(self, old: str, new: str) -> str:
-        """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename."""
+        """Rename `old` to `new` (sanitised); refuses when `new` exists, also against a concurrent rename.
+
+        Args:
+            old: The trace's current name.
+            new: The new name (sanitised).
+
+        Returns:
+            The trace's name now (the sanitised `new`, or `old` when they are the same).
+
+        Raises:
+            LibraryError: When the library is read-only, there is no trace named `old`, a trace named `new`
+                already exists, or the folder refuses the rename.
+        """
         self._writable("renamed")
         src, new = self.path(old), sanitize_name(new)
         if not src.is_file():
@@ -252,7 +377,15 @@ class Library:
         return new
 
     def delete(self, name: str) -> None:
-        """Delete the trace `name`; LibraryError when there is none or it cannot be deleted."""
+        """Delete the trace `name`; LibraryError when there is none or it cannot be deleted.
+
+        Args:
+            name: The trace's name.
+
+        Raises:
+            LibraryError: When the library is read-only, there is no trace named `name` (also when deleted
+                meanwhile by someone else), or it cannot be deleted.
+        """
         self._writable("deleted")
         path = self.path(name)
         try:
@@ -274,7 +407,19 @@ class Library:
         return LibraryError(f"cannot {verb} the library folder {self.root}: {reason}")
 
     def import_json(self, data: bytes | str, name: str | None = None) -> str:
-        """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file."""
+        """Validate `data` as a trace and save it; raises `TraceValidationError` for a bad file.
+
+        Args:
+            data: The trace file's content (JSON), at most `MAX_FILE_BYTES`.
+            name: The wanted name (sanitised, made unique); None takes the trace's title, else its id.
+
+        Returns:
+            The name the trace was saved under.
+
+        Raises:
+            LibraryError: When the library is read-only, or the save fails (see `save`).
+            TraceValidationError: When `data` is larger than `MAX_FILE_BYTES` or not a valid trace.
+        """
         self._writable("imported")
         if len(data) > MAX_FILE_BYTES:
             raise TraceValidationError(f"file is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
@@ -282,5 +427,16 @@ class Library:
         return self.save(trace, name)
 
     def export_json(self, name: str) -> bytes:
-        """The trace's JSON, validated (a corrupted file raises instead of being passed on)."""
+        """The trace's JSON, validated (a corrupted file raises instead of being passed on).
+
+        Args:
+            name: The trace's name.
+
+        Returns:
+            The trace's JSON (indented by 1), UTF-8 encoded.
+
+        Raises:
+            LibraryError: When there is no trace named `name`.
+            TraceValidationError: When the file is not a valid trace.
+        """
         return self.open(name).to_json(indent=1).encode("utf-8")

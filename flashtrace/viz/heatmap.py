@@ -126,7 +126,16 @@ class HeatmapLayout:
     bars: list[str]
 
     def cell_class(self, trace: Trace, i: int) -> str:
-        """The class token `i` is drawn in: target, or its role's colour class."""
+        """The class token `i` is drawn in: target, or its role's colour class.
+
+        Args:
+            trace: The trace drawn.
+            i: The token's position in `trace`.
+
+        Returns:
+            ``"target"`` when `i` is in the target, else its role's colour class (``"prompt"``, ``"generated"`` or
+            ``"template"``, `token_class`).
+        """
         return "target" if i in self.target else token_class(trace.tokens[i].role)
 
 

@@ -41,9 +41,22 @@ class Option:
     high: float | None = None
     high_inclusive: bool = True
 
-    def parse(self, value, method: str):
+    def parse(self, value: object, method: str) -> object:
         """`value` as this option's kind within its bounds (the default when None); a ValueError naming the
-        method and the option otherwise."""
+        method and the option otherwise.
+
+        Args:
+            value: The given value (a number or its text), or None for the default.
+            method: The method's name, for the error message.
+
+        Returns:
+            The value converted to this option's kind (``int`` or ``float``), or the default when `value` is None.
+
+        Raises:
+            InputError: When `value` is not of this option's kind (a bool, or a non-integral float for an int
+                option, included) or lies outside its bounds (or is NaN); a ValueError naming the method and the
+                option.
+        """
         if value is None:
             return self.default
         try:
@@ -87,7 +100,18 @@ class Method:
     signed: bool = False  # scores may be negative (a trace keeps the positive part)
 
     def resolve_options(self, given: dict | None = None) -> dict:
-        """All options with defaults filled in; a `ValueError` for an unknown option or a bad value."""
+        """All options with defaults filled in; a `ValueError` for an unknown option or a bad value.
+
+        Args:
+            given: The options given, by name (None or empty: all defaults).
+
+        Returns:
+            Every option of this method by name, given values parsed and checked, defaults for the others.
+
+        Raises:
+            InputError: When `given` names an option this method does not have, or (from `Option.parse`) a value
+                is of the wrong kind or out of bounds.
+        """
         given = dict(given or {})
         known = {o.name: o for o in self.options}
         unknown = sorted(set(given) - set(known))
@@ -97,15 +121,36 @@ class Method:
         return {name: opt.parse(given.get(name), self.name) for name, opt in known.items()}
 
     def units(self, weights: torch.Tensor, n_layers: int) -> int:
-        """Progress ticks one aggregator call on ``weights [B, N]`` makes."""
+        """Progress ticks one aggregator call on ``weights [B, N]`` makes.
+
+        Args:
+            weights: The target weight vectors ``[B, N]`` of one aggregator call.
+            n_layers: The model's number of layers (the count for the ``"layer"`` unit).
+
+        Returns:
+            The number of ticks: `n_layers` for ``"layer"``, the number of target rows with weight for ``"row"``,
+            and ``B`` for ``"run"``.
+        """
         if self.progress_unit == "layer":
             return n_layers
         if self.progress_unit == "row":
             return int((weights.sum(0) > 0).sum())
         return int(weights.shape[0])
 
-    def aggregator(self, source: Source, tick: Tick | None = None, **options) -> Aggregator:
-        """Build this method's aggregator over `source`, with `options` checked and defaults filled in."""
+    def aggregator(self, source: Source, tick: Tick | None = None, **options: object) -> Aggregator:
+        """Build this method's aggregator over `source`, with `options` checked and defaults filled in.
+
+        Args:
+            source: What the method may read (the recording, and for model-running baselines the model).
+            tick: Called with the number of progress ticks made (see `units`), or None.
+            **options: The method's options by name; the ones left out take their defaults.
+
+        Returns:
+            The aggregator: target weight vectors ``[B, N]`` to scores ``[B, N]``.
+
+        Raises:
+            InputError: From `resolve_options`, when an option is unknown or its value is bad.
+        """
         return self.build(source, tick, **self.resolve_options(options))
 
 

@@ -53,7 +53,14 @@ class TokenSequence:
         return len(self.tokens)
 
     def positions(self, *roles: str) -> list[int]:
-        """The positions of the tokens whose role is one of `roles`."""
+        """The positions of the tokens whose role is one of `roles`.
+
+        Args:
+            *roles: The roles to pick (of `ROLES`: template, prompt, reasoning, answer).
+
+        Returns:
+            The picked tokens' positions, in order (empty when no token has one of `roles`).
+        """
         return [i for i, t in enumerate(self.tokens) if t.role in roles]
 
     def token_range(self, *roles: str) -> tuple[int, int] | None:
@@ -61,7 +68,14 @@ class TokenSequence:
 
         Roles run template/prompt → reasoning → answer, except that response text after the answer
         (``\\boxed{12} so that is it``) is labelled reasoning too: the reasoning span is only the run
-        before the answer, so it never contains the answer."""
+        before the answer, so it never contains the answer.
+
+        Args:
+            *roles: The roles the run's tokens may have (of `ROLES`).
+
+        Returns:
+            ``(start, end)`` of the first run, end exclusive; None when no token has one of `roles`.
+        """
         pos = self.positions(*roles)
         if not pos:
             return None
@@ -71,7 +85,14 @@ class TokenSequence:
         return pos[0], end
 
     def token_runs(self, role: str) -> list[tuple[int, int]]:
-        """Every contiguous run ``[start, end)`` of tokens with `role` (a chat prompt has one per message)."""
+        """Every contiguous run ``[start, end)`` of tokens with `role` (a chat prompt has one per message).
+
+        Args:
+            role: The role (of `ROLES`).
+
+        Returns:
+            The runs as ``(start, end)`` pairs, end exclusive, in order (empty when no token has `role`).
+        """
         runs: list[tuple[int, int]] = []
         for i in self.positions(role):
             if runs and runs[-1][1] == i:
@@ -86,7 +107,18 @@ class TokenSequence:
         return next((i for i, t in enumerate(self.tokens) if t.source == "response"), len(self.tokens))
 
     def char_range_to_tokens(self, chars: CharRange, source: str = "response") -> tuple[int, int]:
-        """Token range covering the characters ``[start, end)`` of `source`."""
+        """Token range covering the characters ``[start, end)`` of `source`.
+
+        Args:
+            chars: The characters ``(start, end)``, end exclusive.
+            source: The text they are in: ``"response"`` or ``"prompt"``.
+
+        Returns:
+            ``(start, end)`` of the tokens from `source` that overlap the characters, end exclusive.
+
+        Raises:
+            InputError: When no token from `source` covers any of the characters.
+        """
         lo, hi = chars
         hit = [i for i, t in enumerate(self.tokens)
                if t.source == source and t.start is not None and t.start < hi and t.end > lo]

@@ -65,11 +65,27 @@ class BuiltinModel:
         return f"{self.name}.gguf"
 
     def converted_bytes(self, dtype: str = "float32") -> int:
-        """The converted safetensors' size on disk in `dtype` (float32 or bfloat16)."""
+        """The converted safetensors' size on disk in `dtype` (float32 or bfloat16).
+
+        Args:
+            dtype: The converted weights' type: ``"bfloat16"`` (or ``"bf16"``) takes 2 bytes a parameter, any
+                other (``"float32"``) 4.
+
+        Returns:
+            The size in bytes: `n_params` times the bytes per value.
+        """
         return self.n_params * (2 if dtype in ("bfloat16", "bf16") else 4)
 
     def info(self, dtype: str = "float32") -> dict:
-        """The model's shape as a `Trace` records it (`LoadedModel.info`); the cost estimate reads it."""
+        """The model's shape as a `Trace` records it (`LoadedModel.info`); the cost estimate reads it.
+
+        Args:
+            dtype: The type the weights would be loaded in, recorded as it is.
+
+        Returns:
+            ``name``, ``family``, ``n_layers``, ``n_heads``, ``n_kv_heads``, ``hidden_size``, ``vocab_size``,
+            ``n_params`` and ``dtype``, by those keys.
+        """
         return {"name": self.name, "family": self.family, "n_layers": self.n_layers, "n_heads": self.n_heads,
                 "n_kv_heads": self.n_kv_heads, "hidden_size": self.hidden_size, "vocab_size": self.vocab_size,
                 "n_params": self.n_params, "dtype": dtype}

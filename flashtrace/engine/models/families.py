@@ -65,7 +65,14 @@ class FamilySpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def decoder_layers(self, model: nn.Module) -> nn.ModuleList:
-        """The model's list of decoder layers, found at this family's `layers` attribute path."""
+        """The model's list of decoder layers, found at this family's `layers` attribute path.
+
+        Args:
+            model: The causal language model (the CausalLM) of this family.
+
+        Returns:
+            The module list of its decoder layers, in order.
+        """
         obj = model
         for part in self.layers.split("."):
             obj = getattr(obj, part)

@@ -49,7 +49,16 @@ class Generated:
     reached_limit: bool = False
 
     def record(self, sampling: "Sampling", max_new_tokens: int) -> dict:
-        """What a `Trace` records of the generation (``extra["generation"]``): the settings and how it ended."""
+        """What a `Trace` records of the generation (``extra["generation"]``): the settings and how it ended.
+
+        Args:
+            sampling: How the tokens were picked.
+            max_new_tokens: The token limit the generation ran under.
+
+        Returns:
+            `Sampling.record`'s settings, plus ``new_tokens`` (how many were written) and ``stopped``
+            (``"max_new_tokens"`` when the limit cut it off, else ``"end of text"``).
+        """
         return {**sampling.record(max_new_tokens), "new_tokens": self.new_tokens,
                 "stopped": "max_new_tokens" if self.reached_limit else "end of text"}
 
@@ -124,13 +133,25 @@ class Sampling:
         generation_options(**self.generate_kwargs())
 
     def generate_kwargs(self) -> dict:
-        """The keywords for transformers' ``generate``."""
+        """The keywords for transformers' ``generate``.
+
+        Returns:
+            ``do_sample``, ``temperature`` and ``top_p`` (the last two only when set), then every other option
+            given, by name.
+        """
         chosen = {"temperature": self.temperature, "top_p": self.top_p}
         return {"do_sample": self.do_sample, **{k: v for k, v in chosen.items() if v is not None}, **self.options}
 
     def record(self, max_new_tokens: int) -> dict:
         """The generation settings a `Trace` records (``extra["generation"]``; `Generated.record` adds how it ended):
-        the token limit, do_sample, temperature, top_p, seed, and every other option given."""
+        the token limit, do_sample, temperature, top_p, seed, and every other option given.
+
+        Args:
+            max_new_tokens: The token limit, recorded as ``max_new_tokens``.
+
+        Returns:
+            The settings by name (``temperature``, ``top_p`` and ``seed`` None when not set).
+        """
         return {"max_new_tokens": max_new_tokens, "do_sample": self.do_sample, "temperature": self.temperature,
                 "top_p": self.top_p, "seed": self.seed, **self.options}
 
@@ -197,7 +218,11 @@ class TextStream:
         self.tokenizer, self.on_text, self.ids, self.prompt_seen = tokenizer, on_text, [], False
 
     def put(self, value: torch.Tensor) -> None:
-        """Receive generated token ids (the first call is the prompt, skipped) and report the text so far."""
+        """Receive generated token ids (the first call is the prompt, skipped) and report the text so far.
+
+        Args:
+            value: The new token ids (any shape: they are flattened); on the first call, the prompt's ids.
+        """
         if not self.prompt_seen:
             self.prompt_seen = True
             return

@@ -54,7 +54,13 @@ class LoadedModel:
                 f"{str(self.dtype).replace('torch.', '')}, {self.device})")
 
     def info(self) -> dict:
-        """Plain facts about the model, as stored in a `Trace`."""
+        """Plain facts about the model, as stored in a `Trace`.
+
+        Returns:
+            ``name``, ``family`` (the spec's name), ``n_layers``, ``n_heads``, ``n_kv_heads`` (``n_heads`` when the
+            config sets none), ``hidden_size``, ``vocab_size``, ``n_params`` and ``dtype`` (e.g. ``"float32"``), by
+            those keys, read from the model's (text) config and parameters.
+        """
         cfg = self.model.config
         text_cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
         n_heads = getattr(text_cfg, "num_attention_heads", None) or getattr(text_cfg, "n_head")

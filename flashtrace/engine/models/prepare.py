@@ -47,10 +47,21 @@ class Bar(Protocol):
     """What a stage reports progress to (tqdm's interface)."""
 
     def update(self, n: int) -> object:
-        """Advance the bar by `n` units."""
+        """Advance the bar by `n` units.
+
+        Args:
+            n: How many units the stage has done since the last update.
+
+        Returns:
+            Anything (tqdm returns whether it redrew); the caller ignores it.
+        """
 
     def close(self) -> object:
-        """The stage is over."""
+        """The stage is over.
+
+        Returns:
+            Anything; the caller ignores it.
+        """
 
 
 BarFactory = Callable[..., Bar]  # (desc=, total=, unit=) -> a bar; tqdm fits

@@ -64,18 +64,36 @@ class LayerRecord:
         return self.k.shape[0]
 
     def kv_index(self) -> torch.Tensor:
-        """``[H]`` the key/value head each query head reads (grouped-query attention)."""
+        """``[H]`` the key/value head each query head reads (grouped-query attention).
+
+        Returns:
+            ``[H]`` integer tensor on the queries' device: entry ``h`` is ``h // (H / KVH)``.
+        """
         rep = self.n_heads // self.n_kv_heads
         return torch.arange(self.n_heads, device=self.q.device) // rep
 
     def head_values(self, src: slice) -> torch.Tensor:
-        """``F[h, j] = v[kv(h), j] · W_O[h]`` for sources in `src`: ``[H, n_src, D]`` float32."""
+        """``F[h, j] = v[kv(h), j] · W_O[h]`` for sources in `src`: ``[H, n_src, D]`` float32.
+
+        Args:
+            src: The source positions ``j`` to take.
+
+        Returns:
+            ``[H, n_src, D]`` float32: each query head's value of each source, projected to the residual stream.
+        """
         v = self.v[:, src].float()[self.kv_index()]  # [H, n, dv]
         return torch.bmm(v, self.w_o.float())
 
     def attention_output(self) -> torch.Tensor:
         """The attention block's contribution ``x_mid - x_prev`` as the model computed it: ``[N, D]``
-        (recordings made with ``keep_mid=True``)."""
+        (recordings made with ``keep_mid=True``).
+
+        Returns:
+            ``[N, D]`` float32 ``x_mid - x_prev``.
+
+        Raises:
+            InputError: When the recording did not keep ``x_mid`` (made without ``keep_mid=True``).
+        """
         if self.x_mid is None:
             raise InputError("this recording did not keep x_mid: record with keep_mid=True")
         return self.x_mid.float() - self.x_prev.float()
@@ -85,7 +103,16 @@ class LayerRecord:
         float32 ``Σ_h Σ_j ᾱ[b, h, j] F[h, j] + coef_total[b] · b_o`` for ``abar [B, H, n_src]`` (rows
         weighted by ``coef``, sandwich-norm scale included) and ``coef_total [B] = Σ_i coef[b, i]``.
         Equals ``Σ_i w_i (x_mid[i] − x_prev[i])`` up to rounding (the decomposition identity, METHOD.md
-        §5.2), so a recording need not keep x_mid. Cost ``B·H·n_src·dv``: no head value is formed."""
+        §5.2), so a recording need not keep x_mid. Cost ``B·H·n_src·dv``: no head value is formed.
+
+        Args:
+            abar: ``[B, H, n_src]`` the aggregated attention ``ᾱ`` of each weighted row set to the first ``n_src``
+                sources (rows weighted by ``coef``, sandwich-norm scale included).
+            coef_total: ``[B]`` the total weight ``Σ_i coef[b, i]`` of each row set (it scales the output bias).
+
+        Returns:
+            ``[B, D]`` float32: what the attention block added to each weighted row set.
+        """
         n_spans, _, n_src = abar.shape
         n_kv = self.n_kv_heads
         v = self.v[:, :n_src].float()  # [KVH, n_src, dv]; query head h reads kv head h // rep
@@ -115,7 +142,12 @@ class Recording:
         return int(self.input_ids.numel())
 
     def nbytes(self) -> int:
-        """The bytes the recorded tensors take, over all layers."""
+        """The bytes the recorded tensors take, over all layers.
+
+        Returns:
+            The bytes of every layer's ``x_prev``, ``x_mid``, ``q``, ``k``, ``v``, ``post_scale`` and ``lse`` (those
+            kept); the output projections ``w_o`` and ``b_o`` are not counted.
+        """
         total = 0
         for layer in self.layers:
             for t in (layer.x_prev, layer.x_mid, layer.q, layer.k, layer.v, layer.post_scale, layer.lse):
