@@ -269,3 +269,21 @@ def test_a_named_pipe_in_an_evaluation_folder_is_passed_over_not_waited_on(tmp_p
     os.mkfifo(tmp_path / "settings.json")
     assert load_records(tmp_path) == [{"id": "a"}]  # returns at once: the pipe has no writer
     assert load_settings(tmp_path) == {}
+
+
+def test_an_extending_run_lists_only_the_methods_the_folders_records_hold(tmp_path):
+    """A settings.json left by a run whose records for a method were never written (or were removed) used to carry
+    that method into the next run's listing; now a method is listed only when a record holds it, or this run adds
+    it."""
+    import argparse
+
+    from flashtrace.cli.commands.eval import _settings
+
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "needle-0000.json").write_text(json.dumps({"id": "needle-0000", "methods": {"ifr": {}}}))
+    (tmp_path / "settings.json").write_text(json.dumps({"methods": "ifr,attention", "source": "needle"}))
+    args = argparse.Namespace(ray="127.0.0.1:1", dtype="float32", score_dtype="float32", num_cpus_per_worker=1,
+                              num_gpus_per_worker=0, workers=1, model="tiny-llama", n=1, length=0, seed=0, k=0,
+                              ig_steps=16, target="value", jsonl=None, task="needle", no_resume=False, out=tmp_path)
+    settings = _settings(args, ["flashtrace-k1"], None)
+    assert settings["methods"] == "ifr,flashtrace-k1" and settings["source"] == "needle"

@@ -157,7 +157,7 @@ def _settings(args, methods: list[str], loaded) -> dict:
     import torch
 
     from ...engine.models.scoring import dtype_name
-    from ...evaluate.report import load_settings
+    from ...evaluate.report import load_records, load_settings
 
     if args.ray:
         dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
@@ -172,8 +172,11 @@ def _settings(args, methods: list[str], loaded) -> dict:
         settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
                            "num_gpus_per_worker": args.num_gpus_per_worker}
     before = {} if args.no_resume or args.jsonl else load_settings(args.out)
+    if isinstance(before.get("methods"), str):  # only the methods the folder's records hold: never a stale listing
+        held = {name for record in load_records(args.out) for name in (record.get("methods") or {})}
+        before["methods"] = ",".join(m for m in before["methods"].split(",") if m in held)
     for key in ("methods", "source"):
-        if isinstance(before.get(key), str):
+        if isinstance(before.get(key), str) and before[key]:
             merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
             settings[key] = ",".join(merged)
     return settings
