@@ -28,6 +28,7 @@ Exit code 1 when a module is below 90 % caught or has a survivor without a reaso
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -62,8 +63,67 @@ def floor_modules() -> list[str]:
     return found
 
 
+class _CodeOnly(ast.NodeTransformer):
+    """A module's syntax tree without what mutmut never mutates: docstrings and type annotations."""
+
+    @staticmethod
+    def _undocumented(node):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+        return node
+
+    def visit_Module(self, node):
+        self.generic_visit(node)
+        node.body = [b for b in node.body if not (isinstance(b, ast.If) and "TYPE_CHECKING" in ast.dump(b.test))
+                     and not (isinstance(b, ast.ImportFrom) and b.module == "typing")]
+        return self._undocumented(node)
+
+    def visit_ClassDef(self, node):
+        self.generic_visit(node)
+        return self._undocumented(node)
+
+    def visit_FunctionDef(self, node):
+        self.generic_visit(node)
+        node.returns = None
+        a = node.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]:
+            arg.annotation = None
+        return self._undocumented(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def code_hash(source: str) -> str:
+    """The hash of a module's code: its syntax tree without docstrings, type annotations, ``from typing import``
+    and ``if TYPE_CHECKING:`` imports, none of which mutmut mutates; a change to them leaves the recorded run
+    current."""
+    return hashlib.sha256(ast.dump(_CodeOnly().visit(ast.parse(source))).encode()).hexdigest()[:16]
+
+
 def source_hash(module: str) -> str:
-    return hashlib.sha256((ROOT / module).read_bytes()).hexdigest()[:16]
+    return code_hash((ROOT / module).read_text(encoding="utf-8"))
+
+
+def rehash(results: dict) -> list[str]:
+    """Move records made when the hash was of the file's bytes to `code_hash`: a module whose code at its recorded
+    run (the version in git history with that byte hash) is the code it has now keeps its record, now keyed on
+    the code hash. Returns the modules so kept."""
+    kept = []
+    for module, record in results["modules"].items():
+        if not (ROOT / module).is_file() or record.get("source_hash") == source_hash(module):
+            continue
+        commits = subprocess.run(["git", "log", "--format=%H", "--", module], cwd=ROOT, capture_output=True,
+                                 text=True).stdout.split()
+        for commit in commits:
+            old = subprocess.run(["git", "show", f"{commit}:{module}"], cwd=ROOT, capture_output=True).stdout
+            if hashlib.sha256(old).hexdigest()[:16] == record.get("source_hash"):
+                if code_hash(old.decode("utf-8")) == source_hash(module):
+                    record["source_hash"] = source_hash(module)
+                    kept.append(module)
+                break
+    return kept
 
 
 def mutant_prefix(module: str) -> str:
@@ -292,8 +352,17 @@ def main(argv: list[str] | None = None) -> int:
                              "its record, with today's reasons)")
     parser.add_argument("--workers", type=int, default=1, help="mutants tested at once (default 1: a shared machine)")
     parser.add_argument("--nice", type=int, default=NICE, help="niceness mutmut runs at (default 19)")
+    parser.add_argument("--rehash", action="store_true",
+                        help="only re-key records made with the old byte hash on the code hash where the code is "
+                             "unchanged since (a docstring or annotation edit), and list what is still stale")
     args = parser.parse_args(argv)
     results = load_results()
+    if args.rehash:
+        kept = rehash(results)
+        save_results(results)
+        stale = to_run(argparse.Namespace(modules=None, all=False), results)
+        print(f"{len(kept)} records re-keyed (code unchanged); {len(stale)} modules to run again: {' '.join(stale)}")
+        return 0
     reasons = json.loads(REASONS.read_text()) if REASONS.is_file() else {}
     if args.report or args.survivors:
         modules = args.modules or list(results["modules"])

@@ -288,3 +288,16 @@ def test_a_survivors_rerun_in_a_fresh_checkout_keeps_the_other_verdicts(tmp_path
     assert (partial["checked"], partial["killed"]) == (2, 2) and "incomplete" in mutation.problems(partial)[0]
     previous = dict(previous, source_hash="older")  # the source moved on: the names are other mutants now
     assert ran({names[0]: 1, names[1]: 0})["checked"] == 2
+
+
+def test_a_mutation_record_stays_current_through_docstring_and_annotation_edits():
+    """The record's key is the code's hash: mutmut mutates neither docstrings nor annotations, so editing them
+    leaves a module's mutation results current; any change to the code makes it stale."""
+    mutation = _script("mutation")
+    code = 'def f(a, b=2):\n    return a + b\n'
+    documented = ('from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import os\n\n\n'
+                  'def f(a: int, b: int = 2) -> int:\n    """Add.\n\n    Args:\n        a: One.\n        b: Two.\n    """\n'
+                  '    return a + b\n')
+    assert mutation.code_hash(code) == mutation.code_hash(documented)
+    assert mutation.code_hash(code) != mutation.code_hash(code.replace("a + b", "a - b"))
+    assert mutation.code_hash(code) != mutation.code_hash(code.replace("b=2", "b=3"))
