@@ -136,3 +136,22 @@ def test_an_update_changes_the_trace_on_disk_not_a_copy_read_before(tmp_path):
     stored = lib.open("orig")
     assert stored.title == "with a result" and linked(lib, stored).others == ("orig-edited",)
     assert "edited_versions" not in read_before.extra
+
+
+def test_a_stored_step_influence_lands_on_the_trace_as_it_is_now_in_a_collection_too(tmp_path):
+    """`store_interventions` (the app's save): the record goes into the named trace, a collection's as
+    ``collection/name``; a link saved after the page read the trace stays; None clears it."""
+    original, edited = _traces()
+    lib = Library(tmp_path)
+    lib.save(original, "orig")
+    save_pair(lib, original, edited, EDIT, "ignored", original_name="orig")  # a link added after the read
+    store_interventions(lib, "orig", _record(3))
+    stored = lib.open("orig")
+    assert stored.interventions == _record(3) and linked(lib, stored).others == ("orig-edited",)
+    store_interventions(lib, "orig", None)
+    assert lib.open("orig").interventions is None
+    shelf = lib.collection("shelf")
+    shelf.save(original, "one")
+    store_interventions(lib, "shelf/one", _record(5))
+    assert shelf.open("one").interventions == _record(5)
+    assert sorted(e.name for e in lib.entries()) == ["orig", "orig-edited"]  # nothing saved beside them
