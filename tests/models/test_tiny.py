@@ -84,3 +84,10 @@ def test_a_real_shaped_model_without_a_device_is_built_on_the_cpu_with_seed_zero
     model = build_shaped_model("random-smollm2-135m", torch.bfloat16)
     assert {p.device.type for p in model.parameters()} == {"cpu"}
     assert torch.initial_seed() == 0  # seeded with 0 before the weights were drawn
+
+
+def test_an_attention_implementation_asked_for_is_the_one_built(tokenizer):
+    """Tests build models with eager attention to compare against; the default is transformers' own (sdpa)."""
+    assert build_tiny_model("llama", tokenizer, attn_implementation="eager").config._attn_implementation == "eager"
+    shaped = build_shaped_model("random-smollm2-135m", torch.float32, device="meta", attn_implementation="eager")
+    assert shaped.config._attn_implementation == "eager"
