@@ -224,6 +224,7 @@ def summarise(module: str, previous: dict | None, seconds: float | None, reasons
               rerun: bool = False) -> dict:
     found = statuses(module)
     counts = {s: sum(1 for v in found.values() if v == s) for s in ("killed", "survived", "timeout", "no tests")}
+    counts["killed"] += sum(1 for v in found.values() if v == "segfault")  # its tests' process died: caught
     total = len(found)
     unchecked = sum(1 for v in found.values() if v == "not checked")  # an interrupted run: not tried yet
     kept = _kept_verdicts(module, found, previous)
