@@ -155,3 +155,11 @@ def test_a_stored_step_influence_lands_on_the_trace_as_it_is_now_in_a_collection
     store_interventions(lib, "shelf/one", _record(5))
     assert shelf.open("one").interventions == _record(5)
     assert sorted(e.name for e in lib.entries()) == ["orig", "orig-edited"]  # nothing saved beside them
+
+
+def test_a_gallery_pair_is_linked_by_the_names_the_gallery_holds():
+    """Without a library (a gallery trace), the caller says which names exist (the app passes the gallery's)."""
+    original, edited = _traces()
+    edited = edited.model_copy(update={"extra": {**edited.extra, "edited_from": {"name": "apples", **EDIT}}})
+    assert linked(None, edited, exists={"apples"}.__contains__).missing == ()
+    assert linked(None, edited, exists={"pears"}.__contains__).missing == ("apples",)
