@@ -50,3 +50,30 @@ def test_the_side_by_side_table_is_rebuilt_from_the_committed_runs_and_is_the_on
     shown = doc.split("<!-- side-by-side:start -->\n", 1)[1].split("<!-- side-by-side:end -->", 1)[0]
     assert shown.strip() == text.strip()
     assert {run["folder"].rsplit("/", 1)[1] for run in table["runs"]} >= {"eval_smollm2_paper", "eval_qwen05_own_recovery"}
+
+
+INTERVENTION_RUNS = sorted(RESULTS.glob("intervention_eval*.json"))
+
+
+def _intervention_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("intervention_eval", RESULTS.parent / "intervention_eval.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", INTERVENTION_RUNS, ids=[p.name for p in INTERVENTION_RUNS])
+def test_a_committed_intervention_summary_is_rebuilt_from_its_examples(path):
+    """benchmarks/intervention_eval.py's summary (the docs' tables) is what its per-example rows give now; a run on a
+    model's own responses names the eval folder they came from, and each example's right/wrong is that response's."""
+    ie = _intervention_script()
+    data = json.loads(path.read_text())
+    assert json.loads(json.dumps(ie.summarise(data["examples"], data["settings"]["tasks"]))) == data["summary"]
+    folder = data["settings"].get("responses")
+    if folder:
+        for example in data["examples"]:
+            task, _, seed = example["id"].rpartition("-")
+            written = json.loads((RESULTS.parents[1] / folder / "responses" / f"{task}-{int(seed):04d}.json").read_text())
+            assert example["correct"] == written["written"]["correct"], example["id"]
