@@ -186,7 +186,32 @@ def task_summary(examples: list[dict]) -> dict:
         "content_max_graph": bootstrap([max(s["graph"] for s in e["steps"] if not s["marker"]) for e in examples
                                         if any(not s["marker"] for s in e["steps"])]),
         "top_step_is_marker": float(np.mean([e["top_step_is_marker"] for e in examples if e["steps"]] or [0.0])),
+        **_recency_summary(examples),
         **_own_summary(examples),
+    }
+
+
+def _content_steps(ex: dict) -> list[dict]:
+    return [s for s in ex["steps"] if not s["marker"]]
+
+
+def _recency_summary(examples: list[dict]) -> dict:
+    """A baseline the hop graph must beat: rank the steps by position (the later, the more influential) and
+    correlate that with the removal costs, as the graph is (Spearman, content steps, examples with >= 3 of them);
+    the paired difference graph − position; how often the costliest step is the last one before the answer, and
+    how often the graph's most influential step is the costliest one."""
+    rows = [steps for e in examples if len(steps := _content_steps(e)) >= 3]
+    recency = [_rho([s["drop"] for s in steps], list(range(len(steps)))) for steps in rows]
+    graph = [_rho([s["drop"] for s in steps], [s["graph"] for s in steps]) for steps in rows]
+    costliest = [max(range(len(steps)), key=lambda i: steps[i]["drop"]) for steps in rows]
+    return {
+        "spearman_recency": bootstrap(recency),
+        "graph_minus_recency": bootstrap([g - r if g is not None and r is not None else None
+                                          for g, r in zip(graph, recency)]),
+        "costliest_is_last": float(np.mean([c == len(s) - 1 for c, s in zip(costliest, rows)])) if rows else None,
+        "graph_top_is_costliest": float(np.mean([max(range(len(s)), key=lambda i: s[i]["graph"]) == c
+                                                 for c, s in zip(costliest, rows)])) if rows else None,
+        "examples_3_content_steps": len(rows),
     }
 
 
@@ -233,6 +258,19 @@ def marker_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def recency_table(summary: dict) -> str:
+    """The hop graph against the step-position baseline (both correlated with the steps' removal costs)."""
+    lines = ["| task | examples (>= 3 steps) | ρ hop graph | ρ step position | graph − position (paired) | "
+             "costliest step is the last | graph's top step is the costliest |", "|---|---|---|---|---|---|---|"]
+    for task, s in summary.items():
+        if not s["examples_3_content_steps"]:
+            continue
+        lines.append(f"| {task} | {s['examples_3_content_steps']} | {_ci(s['spearman_content'])} | "
+                     f"{_ci(s['spearman_recency'])} | {_ci(s['graph_minus_recency'])} | {s['costliest_is_last']:.0%} | "
+                     f"{s['graph_top_is_costliest']:.0%} |")
+    return "\n".join(lines)
+
+
 def own_examples(folder: Path) -> dict:
     """The examples of an ``eval --protocol own`` folder, rebuilt as that run built them (its tasks, seeds,
     length; vartrack in words) with each response its model wrote read back from ``folder/responses/``:
@@ -269,6 +307,14 @@ def own_table(summary: dict) -> str:
         lines.append(f"| {task} | {s['right']} / {s['n']} | {_ci(rho)} ({rho['n'] if rho else 0}) | {ch['top']} | "
                      f"{ch['random']} | {ch['gold']} |")
     return "\n".join(lines)
+
+
+def report(summary: dict) -> str:
+    """Every table of `summary`, as the script prints them (and the docs show them)."""
+    tables = [table(summary), marker_table(summary), recency_table(summary)]
+    if any("right" in s for s in summary.values()):
+        tables.append(own_table(summary))
+    return "\n\n".join(tables)
 
 
 def summarise(examples: list[dict], tasks: list[str]) -> dict:
@@ -329,13 +375,7 @@ def main() -> None:
     elif done:
         annotate_tops(done, stored["settings"]["length"])
         _save(args.out, stored["settings"], done, tasks)  # the summary recomputed from the examples
-    summary = summarise(done, tasks)
-    print(table(summary))
-    print()
-    print(marker_table(summary))
-    if any("right" in s for s in summary.values()):
-        print()
-        print(own_table(summary))
+    print(report(summarise(done, tasks)))
 
 
 if __name__ == "__main__":

@@ -77,3 +77,22 @@ def test_a_committed_intervention_summary_is_rebuilt_from_its_examples(path):
             task, _, seed = example["id"].rpartition("-")
             written = json.loads((RESULTS.parents[1] / folder / "responses" / f"{task}-{int(seed):04d}.json").read_text())
             assert example["correct"] == written["written"]["correct"], example["id"]
+
+
+def test_the_docs_show_the_tables_of_the_committed_intervention_run_on_the_15bs_own_reasoning():
+    """docs/evaluation.md's tables of the 1.5B's own-reasoning interventions are the script's report of the
+    committed JSON (rebuilt from its examples), not numbers typed by hand."""
+    ie = _intervention_script()
+    data = json.loads((RESULTS / "intervention_eval_qwen15_own.json").read_text())
+    doc = (RESULTS.parents[1] / "docs" / "evaluation.md").read_text()
+    shown = doc.split("<!-- ie-own:start -->\n", 1)[1].split("\n<!-- ie-own:end -->", 1)[0]
+    assert shown == ie.report(ie.summarise(data["examples"], data["settings"]["tasks"]))
+
+
+def test_the_docs_position_baseline_table_for_smollm2_is_the_scripts():
+    """The SmolLM2 section's table of the hop graph against step position is the script's, from the committed JSON."""
+    ie = _intervention_script()
+    data = json.loads((RESULTS / "intervention_eval.json").read_text())
+    doc = (RESULTS.parents[1] / "docs" / "evaluation.md").read_text()
+    table = ie.recency_table(ie.summarise(data["examples"], data["settings"]["tasks"]))
+    assert "\n".join("  " + line for line in table.splitlines()) in doc
