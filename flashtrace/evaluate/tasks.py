@@ -16,6 +16,7 @@ Tasks (`TASKS`):
   2-hop question with a letter count, or a 3-hop comparison of two people. Gold = the facts used.
 - ``arithmetic``: a 2-4 step word problem among distractor quantities and filler sentences.
   Gold = the quantities the answer depends on (the numbers only).
+- ``wordproblem`` (GSM8K-style) and ``passage`` (MoreHopQA-style): see `flashtrace.evaluate.wordtasks`.
 
 `length` is the approximate prompt length in tokens (about 4 characters per token); the prompt is
 padded with filler (or distractor facts) up to it. `make_example(task, seed)` is reproducible:
@@ -31,8 +32,9 @@ import random
 from pathlib import Path
 from typing import Callable
 
-from .textgen import CharRange, Example, build_prompt, chars_for, PromptBuilder, interleave, filler_sentence
+from .textgen import CharRange, Example, add_story, build_prompt, chars_for, PromptBuilder, interleave, filler_sentence
 from .vartrack import VARTRACK_LAYOUTS, vartrack_example
+from .wordtasks import passage_example, wordproblem_example
 from ..base.errors import InputError
 
 # ---- needle -------------------------------------------------------------------------------------
@@ -210,22 +212,7 @@ def _arithmetic(seed: int, length: int | None = None, steps: int | None = None, 
     order = sorted(range(len(story)), key=lambda i: (i if i < len(sentences) else rng.uniform(0, len(sentences))))
     b = PromptBuilder()
     b.add("Solve the word problem in the text below.")
-    first = True
-    filler_budget = chars_for(length or 200) - 250
-    fill_rng = random.Random(f"arithmetic-fill:{seed}")
-    for i in order:
-        sep = "\n\n" if first else " "
-        first = False
-        if filler_budget > 0 and fill_rng.random() < 0.5:
-            s = filler_sentence(fill_rng)
-            b.add(s, sep=sep)
-            sep, filler_budget = " ", filler_budget - len(s)
-        for j, (text, mark) in enumerate(story[i]):
-            b.add(text, mark, sep=sep if j == 0 else "")
-    while filler_budget > 0:
-        s = filler_sentence(fill_rng)
-        b.add(s)
-        filler_budget -= len(s) + 1
+    add_story(b, [story[i] for i in order], random.Random(f"arithmetic-fill:{seed}"), chars_for(length or 200) - 250)
     b.add(f"Question: How many {item} does {name} have now?", sep="\n\n")
     response = "\n".join([f"{name} starts with {sentences[0][1][0]} {item}."] + work + [f"Answer: {total}"])
     return Example(b.text(), response, str(total), b.marks["gold"], "arithmetic", {"steps": steps, "item": item})
@@ -236,6 +223,8 @@ TASKS: dict[str, Callable[..., Example]] = {
     "vartrack": vartrack_example,
     "multihop": _multihop,
     "arithmetic": _arithmetic,
+    "wordproblem": wordproblem_example,
+    "passage": passage_example,
 }
 
 

@@ -146,6 +146,31 @@ def interleave(rng: random.Random, items: list[tuple[str, str | None]], budget: 
     return out
 
 
+def add_story(b: PromptBuilder, sentences: list[list[tuple[str, str | None]]], fill_rng: random.Random,
+              budget: int) -> None:
+    """Append a story's sentences as one paragraph after a blank line, with a filler sentence before each at even
+    odds while `budget` characters of filler remain, then filler until the budget is spent.
+
+    Args:
+        b: The builder the prompt grows in.
+        sentences: The story's sentences in order, each as ``(text, mark)`` pieces (a mark records its piece).
+        fill_rng: The random generator of the filler and its places.
+        budget: About how many characters of filler to add.
+    """
+    for i, sentence in enumerate(sentences):
+        sep = "\n\n" if i == 0 else " "
+        if budget > 0 and fill_rng.random() < 0.5:
+            filler = filler_sentence(fill_rng)
+            b.add(filler, sep=sep)
+            sep, budget = " ", budget - len(filler)
+        for j, (text, mark) in enumerate(sentence):
+            b.add(text, mark, sep=sep if j == 0 else "")
+    while budget > 0:
+        filler = filler_sentence(fill_rng)
+        b.add(filler)
+        budget -= len(filler) + 1
+
+
 def build_prompt(header: str, body: list[tuple[str, str | None]], question: str) -> PromptBuilder:
     """A task prompt: `header`, a blank line, the `body` sentences (each ``(text, mark)``) as one paragraph, a blank
     line and the `question`; the builder keeps each marked sentence's range.

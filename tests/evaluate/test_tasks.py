@@ -47,12 +47,54 @@ def _solve_arithmetic(ex):
     return str(total)
 
 
+def _ints(pattern, text):
+    return [int(v) for v in re.search(pattern, text).groups()]
+
+
+def _solve_wordproblem(ex):
+    """Each kind solved from its sentences alone; the distractor quantities match none of these patterns."""
+    p = ex.prompt
+    if "lemonade" in p:
+        (price,), (sat,), (more,), (cost,) = (_ints(r"lemonade at (\d+) dollars", p), _ints(r"Saturday \w+ sells (\d+)", p),
+                                              _ints(r"sells (\d+) cups more", p), _ints(r"spends (\d+) dollars", p))
+        return str((2 * sat + more) * price - cost)
+    if "rolls" in p:
+        trays, each = _ints(r"bakes (\d+) trays of rolls, with (\d+)", p)
+        (sold,), (box,) = _ints(r"morning \w+'s bakery sells (\d+)", p), _ints(r"boxes of (\d+) rolls", p)
+        assert (trays * each - sold) % box == 0
+        return str((trays * each - sold) // box)
+    if "kilometres per hour" in p:
+        v1, h1 = _ints(r"drives at (\d+) kilometres per hour for (\d+) hours", p)
+        h2, v2 = _ints(r"drives (\d+) more hours at (\d+)", p)
+        return str(v1 * h1 + v2 * h2)
+    (start,), (weekly, weeks), (price,) = (_ints(r"has (\d+) dollars saved", p), _ints(r"saves (\d+) dollars every "
+                                          r"week for (\d+) weeks", p), _ints(r"bell for (\d+) dollars", p))
+    return str(start + weekly * weeks - price)
+
+
+def _solve_passage(ex):
+    """Founder, birth year and town, and the town's country read from the passage's sentences."""
+    founder = {org: (int(year), name) for org, year, name in
+               re.findall(r"The ([A-Z][\w ]+?), in \w+, was founded in (\d+) by (\w+ \w+)\.", ex.prompt)}
+    born = {name: (int(year), town) for name, year, town in re.findall(r"(\w+ \w+) was born in (\d+) in (\w+)\.",
+                                                                          ex.prompt)}
+    land = dict(re.findall(r"(\w+) is a town in (\w+)\.", ex.prompt))
+    question = ex.prompt.rsplit("Question: ", 1)[1]
+    if m := re.match(r"How old was the founder of the (.+) when", question):
+        year, name = founder[m.group(1)]
+        return str(year - born[name][0])
+    if m := re.match(r"In which country was the founder of the (.+) born", question):
+        return land[born[founder[m.group(1)][1]][1]]
+    a, b = re.match(r"Who was born first, the founder of the (.+) or the founder of the (.+)\?", question).groups()
+    return min((founder[a][1], founder[b][1]), key=lambda name: born[name][0])
+
+
 SOLVERS = {"needle": _solve_needle, "vartrack": _solve_vartrack, "multihop": _solve_multihop,
-           "arithmetic": _solve_arithmetic}
+           "arithmetic": _solve_arithmetic, "wordproblem": _solve_wordproblem, "passage": _solve_passage}
 
 
 def test_task_names():
-    assert set(TASKS) == {"needle", "vartrack", "multihop", "arithmetic"}
+    assert set(TASKS) == {"needle", "vartrack", "multihop", "arithmetic", "wordproblem", "passage"}
 
 
 @pytest.mark.parametrize("task", list(TASKS))
@@ -83,6 +125,17 @@ def test_gold_spans_in_prompt(task):
         elif task == "multihop":
             assert len(ex.gold) == (2 if ex.meta["kind"] == "count" else 6)
             assert all(p in joined for p in ex.meta["people"])
+        elif task == "wordproblem":  # gold = every number the reasoning starts from, and nothing else
+            inputs, results = set(), set()
+            for a, op, b, c in re.findall(r"(\d+) ([-+x/]) (\d+) = (\d+)", ex.response):
+                assert c == str({"+": int(a) + int(b), "-": int(a) - int(b), "x": int(a) * int(b),
+                                 "/": int(a) // int(b)}[op])
+                inputs |= {a, b} - results
+                results.add(c)
+            assert set(ex.gold_texts()) == inputs
+        elif task == "passage":  # gold = the sentences the question's hops read, and nothing else
+            assert len(ex.gold) == {"age": 2, "country": 3, "older": 4}[ex.meta["kind"]]
+            assert all(re.search(r"was founded in|was born in|is a town in", t) for t in ex.gold_texts())
         else:
             assert all(t.isdigit() for t in ex.gold_texts())
             assert ex.response.splitlines()[0].split(" starts with ")[1].split()[0] == ex.gold_texts()[0]
@@ -109,6 +162,12 @@ def test_options_and_errors():
     assert make_example("vartrack", 0, hops=10).meta["hops"] == 10
     assert make_example("arithmetic", 1, steps=4).meta["steps"] == 4
     assert make_example("multihop", 0, kind="compare").meta["kind"] == "compare"
+    assert make_example("wordproblem", 0, kind="trip").meta["kind"] == "trip"
+    assert make_example("passage", 0, kind="older").meta["kind"] == "older"
+    with pytest.raises(ValueError, match="wordproblem kind"):
+        make_example("wordproblem", 0, kind="stocks")
+    with pytest.raises(ValueError, match="passage kind"):
+        make_example("passage", 0, kind="date")
     with pytest.raises(ValueError, match="unknown task"):
         make_example("nope", 0)
     with pytest.raises(ValueError, match="hops"):
@@ -168,3 +227,27 @@ def test_load_jsonl(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         load_jsonl(path)
+
+
+@pytest.mark.parametrize("task", ["wordproblem", "passage"])
+def test_paper_style_tasks_cycle_through_their_kinds_and_hold_distractors(task):
+    """GSM8K- and MoreHopQA-style tasks: every kind appears over four seeds, and the prompt holds numbers the answer
+    does not use (distractor quantities, other founders' years) beside the gold ones."""
+    examples = [make_example(task, seed) for seed in range(4)]
+    assert len({ex.meta["kind"] for ex in examples}) == (4 if task == "wordproblem" else 3)
+    for ex in examples:
+        outside = "".join(" " if any(a <= i < b for a, b in ex.gold) else c for i, c in enumerate(ex.prompt))
+        assert len(re.findall(r"\d+", outside)) >= 3, ex.prompt
+
+
+@pytest.mark.parametrize("task", ["wordproblem", "passage"])
+def test_the_checker_takes_the_templated_answer_and_refuses_another(task):
+    """`answer_is_right` (the own/paper protocols' checker) accepts each example's templated response and refuses the
+    same response with a different answer."""
+    from flashtrace.evaluate.protocols import answer_is_right
+
+    for seed in SEEDS:
+        ex = make_example(task, seed)
+        assert answer_is_right(ex.response, ex.prompt, ex.answer)
+        wrong = ex.response.rsplit("Answer: ", 1)[0] + "Answer: " + ("999" if ex.answer.isdigit() else "Nobody")
+        assert not answer_is_right(wrong, ex.prompt, ex.answer)
