@@ -37,8 +37,10 @@ browser:
 test: browser setup
 	$(BIN)/python -m pytest -q --durations=25
 
+# "fast" is one marker expression here, in pyproject's [tool.mutmut] and in benchmarks/mutation_tests.py (FAST);
+# the Ray tests (a local cluster, minutes) run in `make test` only
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not ray"
 
 # the documentation site with the API reference from the docstrings (site/); any warning fails the build
 docs: $(STAMP)

@@ -20,3 +20,13 @@ def test_no_test_is_named_after_a_review_round():
     assert [p.name for p in files if re.match(r"test_r\d+_", p.name)] == []
     named = [f"{p.name}::{m}" for p in files for m in re.findall(r"def (test_defect\d+\w*)", p.read_text())]
     assert named == []
+
+
+def test_fast_is_one_marker_expression_in_the_makefile_the_mutation_script_and_pyproject():
+    makefile = (ROOT / "Makefile").read_text()
+    make_fast = re.search(r'^test-fast:.*\n\t.*pytest -q -m "([^"]+)"', makefile, re.M).group(1)
+    mutation = re.search(r'^FAST = \["-m", "([^"]+)"\]', (ROOT / "benchmarks" / "mutation_tests.py").read_text(), re.M)
+    pyproject = re.search(r'pytest_add_cli_args_test_selection = \["tests", "-m", "([^"]+)"',
+                          (ROOT / "pyproject.toml").read_text())
+    assert make_fast == mutation.group(1) == pyproject.group(1)
+    assert "not ray" in make_fast  # the local Ray cluster's minutes stay out of the fast suite
