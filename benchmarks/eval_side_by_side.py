@@ -33,7 +33,21 @@ RUNS = (
     ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_recovery", ALL),
     ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_rise", ("rise", "mas")),
     ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_recovery", ALL),
+    # the word problems and passages (MATH- and MoreHopQA-style), run in folders of their own
+    ("SmolLM2-135M, the 1.5B's right reasoning (paper)", "eval_smollm2_paper_words", ALL),
+    ("Qwen2.5-Coder-0.5B, the 1.5B's right reasoning (paper)", "eval_qwen05_paper_words", ALL),
+    ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_words", ALL),
+    ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_words", ALL),
 )
+# the README's short table: (row label, the RUNS labels pooled into it); a task's cell comes from whichever of
+# those runs holds the task
+README_ROWS = (
+    ("SmolLM2-135M, templated reasoning", ("SmolLM2-135M, templated reasoning",)),
+    ("Qwen2.5-Coder-0.5B, its own reasoning", ("Qwen2.5-Coder-0.5B, its own reasoning (own)",)),
+    ("Qwen2.5-Coder-1.5B, its own reasoning", ("Qwen2.5-Coder-1.5B, its own reasoning (own)",)),
+    ("0.5B on the 1.5B's right answers (`paper`)", ("Qwen2.5-Coder-0.5B, the 1.5B's right reasoning (paper)",)),
+)
+TASK_ORDER = ("needle", "vartrack", "multihop", "arithmetic", "wordproblem", "passage")
 METHODS = ("flashtrace-k0", "flashtrace-k1", "flashtrace-k2", "ifr", "attention", "perturbation")
 SPANS = ("flashtrace-k0", "flashtrace-k0-gen", "flashtrace-k1", "flashtrace-k1-gen")  # hop 0 over the answer, or
 # over reasoning + answer (the app's choice so far: analysis.limits.APP_HOP0)
@@ -46,7 +60,11 @@ PAPER = {
     "arithmetic": {"rise": "FlashTrace 0.348 (MATH)", "mas": "FlashTrace 0.446, IFR 0.490 (MATH)"},
     "multihop": {"rise": "FlashTrace 0.128 (MoreHopQA)", "mas": "FlashTrace 0.205 (MoreHopQA)"},
     "needle": {"recovery": "FlashTrace 0.384, IFR 0.268 (RULER HotpotQA)"},
+    "wordproblem": {"rise": "FlashTrace 0.348 (MATH)", "mas": "FlashTrace 0.446, IFR 0.490 (MATH)"},
+    "passage": {"rise": "FlashTrace 0.128 (MoreHopQA)", "mas": "FlashTrace 0.205 (MoreHopQA)"},
 }
+# the paper's Recovery@10% in the README's short table (its RULER tasks only)
+PAPER_README = {"needle": "0.384 (IFR 0.268)", "vartrack": "0.51-0.76 (IFR 0.13-0.25)"}
 
 
 def _value(record: dict, method: str, metric: str) -> float | None:
@@ -154,6 +172,37 @@ def spans_markdown(table: dict) -> str:
     return "\n".join(lines)
 
 
+def readme_markdown(table: dict) -> str:
+    """The README's short table: Recovery@10% means of FlashTrace K = 1 / K = 0 / IFR per task (intervals and
+    paired tests are in the full table), with each row's n per task, and the paper's numbers."""
+    tasks = [t for t in TASK_ORDER if any(t in run["tasks"] for run in table["runs"])]
+    lines = ["| FlashTrace K = 1 / K = 0 / IFR | n per task | " + " | ".join(tasks) + " |",
+             "|---|---|" + "---|" * len(tasks)]
+    for label, sources in README_ROWS:
+        held = {}
+        for run in table["runs"]:
+            if run["label"] in sources:
+                for task, info in run["tasks"].items():
+                    if info["methods"].get("flashtrace-k1", {}).get("recovery"):
+                        held.setdefault(task, info)
+        if not held:
+            continue
+        cells, counts = [], []
+        for task in tasks:
+            info = held.get(task)
+            if info is None:
+                cells.append("–")
+                continue
+            means = [((info["methods"].get(m) or {}).get("recovery") or {}).get("mean")
+                     for m in ("flashtrace-k1", "flashtrace-k0", "ifr")]
+            cells.append(" / ".join("–" if v is None else f"{v:.2f}" for v in means))
+            counts.append(str(info["n"]))
+        lines.append(f"| {label} | {'/'.join(counts)} | " + " | ".join(cells) + " |")
+    lines.append("| the paper, Qwen3-8B on a GPU (RULER) | – | "
+                 + " | ".join(PAPER_README.get(t, "–") for t in tasks) + " |")
+    return "\n".join(lines)
+
+
 def build() -> dict:
     runs = []
     for label, name, metrics in RUNS:
@@ -173,7 +222,7 @@ def main() -> int:
     OUT.with_suffix(".json").write_text(json.dumps(table, indent=1) + "\n")
     text = markdown(table) + "\n\n**Which tokens hop 0 explains**\n\n" + spans_markdown(table)
     OUT.with_suffix(".md").write_text(text + "\n")
-    print(text)
+    print(text + "\n\n**README**\n\n" + readme_markdown(table))
     return 0
 
 

@@ -96,3 +96,17 @@ def test_the_docs_position_baseline_table_for_smollm2_is_the_scripts():
     doc = (RESULTS.parents[1] / "docs" / "evaluation.md").read_text()
     table = ie.recency_table(ie.summarise(data["examples"], data["settings"]["tasks"]))
     assert "\n".join("  " + line for line in table.splitlines()) in doc
+
+
+def test_the_readme_short_table_is_the_side_by_side_scripts():
+    """The README's "Results in short" table is `readme_markdown` of the committed side-by-side JSON, not typed."""
+    import importlib.util
+
+    root = RESULTS.parents[1]
+    spec = importlib.util.spec_from_file_location("side_by_side", root / "benchmarks" / "eval_side_by_side.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    readme = (root / "README.md").read_text()
+    shown = readme.split("<!-- side-by-side-short:start -->\n", 1)[1].split("<!-- side-by-side-short:end -->", 1)[0]
+    table = json.loads((RESULTS / "side_by_side.json").read_text())
+    assert [line.strip() for line in shown.strip().splitlines()] == script.readme_markdown(table).splitlines()
