@@ -287,3 +287,24 @@ def test_an_extending_run_lists_only_the_methods_the_folders_records_hold(tmp_pa
                               ig_steps=16, target="value", jsonl=None, task="needle", no_resume=False, out=tmp_path)
     settings = _settings(args, ["flashtrace-k1"], None)
     assert settings["methods"] == "ifr,flashtrace-k1" and settings["source"] == "needle"
+
+
+def test_an_extended_folder_lists_the_tasks_it_holds_not_all(tmp_path):
+    """A folder first run with --task all (four tasks then) and extended with one task lists its tasks by name:
+    'all' would now mean six tasks, and 'all,needle' says nothing."""
+    import argparse
+
+    from flashtrace.cli.commands.eval import _settings
+    from flashtrace.evaluate.tasks import TASKS
+
+    (tmp_path / "examples").mkdir()
+    for task in ("needle", "arithmetic"):
+        (tmp_path / "examples" / f"{task}-0000.json").write_text(
+            json.dumps({"id": f"{task}-0000", "task": task, "methods": {"ifr": {}}}))
+    (tmp_path / "settings.json").write_text(json.dumps({"methods": "ifr", "source": "all"}))
+    args = argparse.Namespace(ray="127.0.0.1:1", dtype="float32", score_dtype="float32", num_cpus_per_worker=1,
+                              num_gpus_per_worker=0, workers=1, model="tiny-llama", n=1, length=0, seed=0, k=0,
+                              ig_steps=16, target="value", jsonl=None, task="passage", no_resume=False, out=tmp_path)
+    assert _settings(args, ["ifr"], None)["source"] == "needle,arithmetic,passage"
+    args.task, args.out = "all", tmp_path / "fresh"
+    assert _settings(args, ["ifr"], None)["source"] == ",".join(TASKS)

@@ -96,6 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ray.add_argument("--max-retries", type=int, default=2, help="retries of an example whose worker died")
 
 
+def _task_names(task: str) -> list[str]:
+    """The tasks ``--task`` names, 'all' spelled out (so a folder's settings say which tasks it was run on, even
+    after new tasks are added to the registry)."""
+    from ...evaluate.tasks import TASKS
+
+    return list(TASKS) if task == "all" else [t.strip() for t in task.split(",") if t.strip()]
+
+
 def _examples(args):
     from ...evaluate.tasks import TASKS, load_jsonl, make_example
 
@@ -103,7 +111,7 @@ def _examples(args):
         for i, ex in enumerate(load_jsonl(args.jsonl)):
             yield f"{ex.task}-{i:04d}", ex
         return
-    tasks = list(TASKS) if args.task == "all" else [t.strip() for t in args.task.split(",") if t.strip()]
+    tasks = _task_names(args.task)
     for t in tasks:
         if t not in TASKS:
             raise InputError(f"unknown task '{t}'; available: {', '.join(TASKS)}")
@@ -167,7 +175,7 @@ def _settings(args, methods: list[str], loaded) -> dict:
                 "methods": ",".join(methods),
                 "n": args.n, "length": args.length, "seed": args.seed, "k": args.k, "ig_steps": args.ig_steps,
                 "target": args.target, "threads": threads,
-                "source": str(args.jsonl) if args.jsonl else args.task}
+                "source": str(args.jsonl) if args.jsonl else ",".join(_task_names(args.task))}
     if args.ray:
         settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
                            "num_gpus_per_worker": args.num_gpus_per_worker}
@@ -175,6 +183,9 @@ def _settings(args, methods: list[str], loaded) -> dict:
     if isinstance(before.get("methods"), str):  # only the methods the folder's records hold: never a stale listing
         held = {name for record in load_records(args.out) for name in (record.get("methods") or {})}
         before["methods"] = ",".join(m for m in before["methods"].split(",") if m in held)
+    if before.get("source") == "all":  # an older folder's 'all': the tasks its records hold, in the registry's order
+        held = {record.get("task") for record in load_records(args.out)}
+        before["source"] = ",".join(t for t in _task_names("all") if t in held)
     for key in ("methods", "source"):
         if isinstance(before.get(key), str) and before[key]:
             merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
