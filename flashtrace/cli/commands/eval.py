@@ -165,7 +165,6 @@ def _settings(args, methods: list[str], loaded) -> dict:
     import torch
 
     from ...engine.models.scoring import dtype_name
-    from ...evaluate.report import load_records, load_settings
 
     if args.ray:
         dtype, threads = args.dtype or "float32", args.num_cpus_per_worker
@@ -179,18 +178,28 @@ def _settings(args, methods: list[str], loaded) -> dict:
     if args.ray:
         settings["ray"] = {"address": args.ray, "workers": args.workers, "num_cpus_per_worker": args.num_cpus_per_worker,
                            "num_gpus_per_worker": args.num_gpus_per_worker}
-    before = {} if args.no_resume or args.jsonl else load_settings(args.out)
-    if isinstance(before.get("methods"), str):  # only the methods the folder's records hold: never a stale listing
-        held = {name for record in load_records(args.out) for name in (record.get("methods") or {})}
-        before["methods"] = ",".join(m for m in before["methods"].split(",") if m in held)
-    if before.get("source") == "all":  # an older folder's 'all': the tasks its records hold, in the registry's order
-        held = {record.get("task") for record in load_records(args.out)}
-        before["source"] = ",".join(t for t in _task_names("all") if t in held)
+    before = {} if args.no_resume or args.jsonl else _held_settings(args.out)
     for key in ("methods", "source"):
         if isinstance(before.get(key), str) and before[key]:
             merged = before[key].split(",") + [v for v in settings[key].split(",") if v not in before[key].split(",")]
             settings[key] = ",".join(merged)
     return settings
+
+
+def _held_settings(out) -> dict:
+    """The folder's saved settings, its method and task listings restricted to what its records hold: never a
+    stale listing, and an older folder's 'all' spelled out as its tasks, in the registry's order."""
+    from ...evaluate.report import load_records, load_settings
+
+    before = load_settings(out)
+    records = load_records(out) if before else []
+    if isinstance(before.get("methods"), str):
+        held = {name for record in records for name in (record.get("methods") or {})}
+        before["methods"] = ",".join(m for m in before["methods"].split(",") if m in held)
+    if before.get("source") == "all":
+        held = {record.get("task") for record in records}
+        before["source"] = ",".join(t for t in _task_names("all") if t in held)
+    return before
 
 
 def _score_dtype_name(args, loaded) -> str:
