@@ -192,6 +192,7 @@ def readme_markdown(table: dict) -> str:
             info = held.get(task)
             if info is None:
                 cells.append("–")
+                counts.append("–")
                 continue
             means = [((info["methods"].get(m) or {}).get("recovery") or {}).get("mean")
                      for m in ("flashtrace-k1", "flashtrace-k0", "ifr")]
