@@ -143,8 +143,9 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress
 
 def _existing(path: Path, example: Example, k: int, target: str, score_dtype: str) -> dict | None:
     """The record already written at `path` when it can be kept or extended (the same prompt, response,
-    target, k and scoring precision), else None. Records written before the target was stored explained the
-    answer; those written before the scoring precision was stored were scored in float32."""
+    target, k and, with deletion curves, scoring precision), else None. Records written before the target was
+    stored explained the answer; those written before the scoring precision was stored were scored in float32.
+    With k = 0 nothing is scored, so a record made where another precision was chosen is kept."""
     if not path.exists():
         return None
     try:
@@ -153,7 +154,7 @@ def _existing(path: Path, example: Example, k: int, target: str, score_dtype: st
         return None
     same = (record.get("k") == k and record.get("prompt") == example.prompt
             and record.get("response") == example.response and record.get("target_spec", "answer") == target
-            and record.get("score_dtype", "float32") == score_dtype)
+            and (k == 0 or record.get("score_dtype", "float32") == score_dtype))
     return record if same and isinstance(record.get("methods"), dict) else None
 
 

@@ -308,3 +308,23 @@ def test_an_extended_folder_lists_the_tasks_it_holds_not_all(tmp_path):
     assert _settings(args, ["ifr"], None)["source"] == "needle,arithmetic,passage"
     args.task, args.out = "all", tmp_path / "fresh"
     assert _settings(args, ["ifr"], None)["source"] == ",".join(TASKS)
+
+
+def test_a_recovery_only_folder_is_extended_on_a_machine_that_would_score_in_another_precision(tmp_path):
+    """With k = 0 no deletion curve is scored, so a record written where float32 scoring was chosen is kept on a
+    machine that picks bfloat16 (AMX): extending a committed folder there computed all its examples again."""
+    from flashtrace.evaluate.runner import pending
+    from flashtrace.evaluate.tasks import make_example
+
+    example = make_example("needle", 0)
+    (tmp_path / "examples").mkdir()
+    record = {"k": 0, "prompt": example.prompt, "response": example.response, "target_spec": "answer",
+              "score_dtype": "float32", "methods": {"ifr": {}}}
+    (tmp_path / "examples" / "needle-0000.json").write_text(json.dumps(record))
+    examples = [("needle-0000", example)]
+    assert pending(examples, ["ifr", "attention"], tmp_path, k=0, score_dtype="bfloat16") == [
+        ("needle-0000", example, ["attention"])]
+    record["k"] = 20  # deletion curves: another precision gives other numbers, so everything runs again
+    (tmp_path / "examples" / "needle-0000.json").write_text(json.dumps(record))
+    assert pending(examples, ["ifr", "attention"], tmp_path, k=20, score_dtype="bfloat16") == [
+        ("needle-0000", example, ["ifr", "attention"])]
