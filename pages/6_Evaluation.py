@@ -92,7 +92,9 @@ with ui.shown_errors("Could not read the results: "):
                  column_config={c: (st.column_config.NumberColumn(format="%.3f", **kw) if c not in ("method", "hops", "examples")
                                     else st.column_config.Column(**kw)) for c, kw in summary_columns(table).items()})
     st.plotly_chart(metric_bars(summary, task, methods), key="eval_bars", config=CHART)
-    st.plotly_chart(mean_deletion_curves(summary, task, methods), key="eval_curves", config=CHART)
+    curves = settings.get("k") != 0  # a Recovery-only run (--k 0) has no deletion curve to draw
+    if curves:
+        st.plotly_chart(mean_deletion_curves(summary, task, methods), key="eval_curves", config=CHART)
 
     st.subheader("One example")
     rows = [r for r in records if group_of(r) == task]  # a task, or its right or wrong answers (own protocol)
@@ -109,4 +111,5 @@ with ui.shown_errors("Could not read the results: "):
         right.code(record["response"], language=None, wrap_lines=True)
     st.plotly_chart(example_strips(picked, methods), key="eval_strips", config=CHART)
     ui.table(method_table(picked), hide_index=True, key="eval_example_table")
-    st.plotly_chart(deletion_curves(picked), key="eval_example_curves", config=CHART)
+    if curves:
+        st.plotly_chart(deletion_curves(picked), key="eval_example_curves", config=CHART)

@@ -148,6 +148,7 @@ def test_a_run_on_the_models_own_reasoning_opens_split_by_right_and_wrong(open_p
     bars = charts(at)["chart0"] if "chart0" in charts(at) else next(iter(charts(at).values()))
     assert [a["text"] for a in bars["layout"]["annotations"] if a["text"].startswith("Recovery")] and not [
         a for a in bars["layout"]["annotations"] if a["text"].startswith(("RISE", "MAS"))]  # Recovery's panel alone
+    assert not {"mean_deletion_curves", "deletion_curves"} & set(charts(at))  # no empty deletion-curve chart
 
 
 @pytest.mark.parametrize("run", sorted(p.parent.name for p in (ROOT / "benchmarks" / "results").glob("eval_*/run.json")))
