@@ -33,6 +33,7 @@ RUNS = (
     ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_recovery", ALL),
     ("Qwen2.5-Coder-0.5B, its own reasoning (own)", "eval_qwen05_own_rise", ("rise", "mas")),
     ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_recovery", ALL),
+    ("Qwen2.5-Coder-1.5B, its own reasoning (own)", "eval_qwen15_own_rise", ("rise", "mas")),
     # the word problems and passages (MATH- and MoreHopQA-style), run in folders of their own
     ("SmolLM2-135M, the 1.5B's right reasoning (paper)", "eval_smollm2_paper_words", ALL),
     ("Qwen2.5-Coder-0.5B, the 1.5B's right reasoning (paper)", "eval_qwen05_paper_words", ALL),
