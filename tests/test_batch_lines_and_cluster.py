@@ -73,8 +73,8 @@ class Slow:
         time.sleep(600)
 
 pool = RayPool(Slow, (), address="local", workers=1, num_cpus=1)
-print("started", flush=True)
-try:
+try:  # "started" is printed inside the try: a signal right after it still reaches the finally
+    print("started", flush=True)
     for _ in pool.map([1]):
         pass
 finally:
