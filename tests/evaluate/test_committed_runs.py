@@ -36,12 +36,8 @@ def test_a_committed_summary_is_rebuilt_from_its_records(folder):
 def test_the_side_by_side_table_is_rebuilt_from_the_committed_runs_and_is_the_one_in_the_docs():
     """benchmarks/eval_side_by_side.py recomputes every number from the runs' records: the committed JSON and
     Markdown are what it makes now, and docs/evaluation.md shows that Markdown between its markers."""
-    import importlib.util
-
     root = RESULTS.parents[1]
-    spec = importlib.util.spec_from_file_location("side_by_side", root / "benchmarks" / "eval_side_by_side.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _script("eval_side_by_side")
     table = json.loads(json.dumps(script.build()))
     assert table == json.loads((RESULTS / "side_by_side.json").read_text())
     text = script.markdown(table) + "\n\n**Which tokens hop 0 explains**\n\n" + script.spans_markdown(table)
@@ -55,10 +51,11 @@ def test_the_side_by_side_table_is_rebuilt_from_the_committed_runs_and_is_the_on
 INTERVENTION_RUNS = sorted(RESULTS.glob("intervention_eval*.json"))
 
 
-def _intervention_script():
+def _script(name: str):
+    """A script under benchmarks/, loaded as a module (benchmarks/ is no package)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("intervention_eval", RESULTS.parent / "intervention_eval.py")
+    spec = importlib.util.spec_from_file_location(name, RESULTS.parent / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -68,7 +65,7 @@ def _intervention_script():
 def test_a_committed_intervention_summary_is_rebuilt_from_its_examples(path):
     """benchmarks/intervention_eval.py's summary (the docs' tables) is what its per-example rows give now; a run on a
     model's own responses names the eval folder they came from, and each example's right/wrong is that response's."""
-    ie = _intervention_script()
+    ie = _script("intervention_eval")
     data = json.loads(path.read_text())
     assert json.loads(json.dumps(ie.summarise(data["examples"], data["settings"]["tasks"]))) == data["summary"]
     folder = data["settings"].get("responses")
@@ -82,7 +79,7 @@ def test_a_committed_intervention_summary_is_rebuilt_from_its_examples(path):
 def test_the_docs_show_the_tables_of_the_committed_intervention_run_on_the_15bs_own_reasoning():
     """docs/evaluation.md's tables of the 1.5B's own-reasoning interventions are the script's report of the
     committed JSON (rebuilt from its examples), not numbers typed by hand."""
-    ie = _intervention_script()
+    ie = _script("intervention_eval")
     data = json.loads((RESULTS / "intervention_eval_qwen15_own.json").read_text())
     doc = (RESULTS.parents[1] / "docs" / "evaluation.md").read_text()
     shown = doc.split("<!-- ie-own:start -->\n", 1)[1].split("\n<!-- ie-own:end -->", 1)[0]
@@ -91,7 +88,7 @@ def test_the_docs_show_the_tables_of_the_committed_intervention_run_on_the_15bs_
 
 def test_the_docs_position_baseline_table_for_smollm2_is_the_scripts():
     """The SmolLM2 section's table of the hop graph against step position is the script's, from the committed JSON."""
-    ie = _intervention_script()
+    ie = _script("intervention_eval")
     data = json.loads((RESULTS / "intervention_eval.json").read_text())
     doc = (RESULTS.parents[1] / "docs" / "evaluation.md").read_text()
     table = ie.recency_table(ie.summarise(data["examples"], data["settings"]["tasks"]))
@@ -100,12 +97,8 @@ def test_the_docs_position_baseline_table_for_smollm2_is_the_scripts():
 
 def test_the_readme_short_table_is_the_side_by_side_scripts():
     """The README's "Results in short" table is `readme_markdown` of the committed side-by-side JSON, not typed."""
-    import importlib.util
-
     root = RESULTS.parents[1]
-    spec = importlib.util.spec_from_file_location("side_by_side", root / "benchmarks" / "eval_side_by_side.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _script("eval_side_by_side")
     readme = (root / "README.md").read_text()
     shown = readme.split("<!-- side-by-side-short:start -->\n", 1)[1].split("<!-- side-by-side-short:end -->", 1)[0]
     table = json.loads((RESULTS / "side_by_side.json").read_text())
