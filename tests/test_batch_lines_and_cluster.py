@@ -62,8 +62,10 @@ def test_an_unreachable_ray_address_fails_at_once_with_one_line():
 
 
 DRIVER = """
-import sys, time
+import faulthandler, signal, sys, time
 from flashtrace.run.distributed import RayPool
+
+faulthandler.register(signal.SIGUSR1)  # where the driver is, should it hang (read by the test)
 
 class Slow:
     def __init__(self, device=None):
@@ -98,13 +100,21 @@ def _alive(processes: list) -> list:
 @pytest.mark.ray
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_the_driver_stops_its_local_cluster_when_signalled(signum):
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True)
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
     try:
         assert driver.stdout.readline().strip() == "started"
         children = psutil.Process(driver.pid).children(recursive=True)
         assert children, "the local cluster runs as the driver's child processes"
         driver.send_signal(signum)
-        driver.wait(timeout=60)
+        try:
+            driver.wait(timeout=60)
+        except subprocess.TimeoutExpired:  # a hang: fail with the driver's stacks
+            driver.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            driver.kill()
+            pytest.fail("the driver did not exit within 60 s of the signal; its threads:\n"
+                        + driver.communicate(timeout=30)[1][-6000:])
         # the cluster's processes exit after the driver; on a busy machine that takes seconds, so wait for them
         # (up to 60 s, a guard against hanging, not a time limit) rather than look once after a fixed pause
         alive = _alive(children)
@@ -117,3 +127,45 @@ def test_the_driver_stops_its_local_cluster_when_signalled(signum):
     finally:
         if driver.poll() is None:
             driver.kill()
+
+
+@pytest.fixture
+def interrupts():
+    from flashtrace.run.distributed import _Interrupts
+
+    guard = _Interrupts()
+    yield guard
+    guard.restore()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_inside_a_ray_call_interrupts_when_the_call_returns(interrupts, signum):
+    finished = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.held():
+            signal.raise_signal(signum)
+            finished.append("the call went on to its end")
+    assert finished == ["the call went on to its end"]
+
+
+def test_a_second_signal_inside_a_ray_call_interrupts_at_once(interrupts):
+    finished = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.held():
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+            finished.append("not reached")
+    assert finished == []
+
+
+def test_outside_a_ray_call_a_signal_interrupts_at_once_and_closing_restores_the_handlers():
+    from flashtrace.run.distributed import _Interrupts
+
+    before = signal.getsignal(signal.SIGTERM)
+    guard = _Interrupts()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+    finally:
+        guard.restore()
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -14,7 +14,10 @@ An address that does not answer fails within `CONNECT_TIMEOUT_S` (a TCP probe) o
 handshake) with one line, instead of Ray's minutes of retries.
 
 A cluster started here is stopped when the pool closes, also when the driver is interrupted (Ctrl-C) or
-terminated (SIGTERM: turned into the same interruption while a pool is open). A driver killed with
+terminated (SIGTERM: turned into the same interruption while a pool is open). A signal that arrives while the
+driver is inside a Ray call is held until the call returns (every wait is bounded by `POLL_S`), so the
+interruption never unwinds through Ray's own code, where it could leave a lock held and the clean-up hanging;
+a second signal interrupts at once. A driver killed with
 ``kill -9`` cannot clean up: the local cluster's processes (raylet, GCS, dashboard and runtime-env agents,
 idle workers) may then survive it; ``ray stop`` ends them.
 """
@@ -26,6 +29,7 @@ import signal
 import socket
 import threading
 from collections import deque
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -35,6 +39,7 @@ from ..base.install import extra_hint
 FORWARDED_PREFIX = "FLASHTRACE_"  # environment variables the workers get from the driver
 CONNECT_TIMEOUT_S = 5.0  # a cluster address must accept a TCP connection within this
 INIT_TIMEOUT_S = 25.0  # and complete Ray's handshake within this
+POLL_S = 0.5  # the longest a wait inside Ray holds back a Ctrl-C or SIGTERM
 # Test hooks (not user options): a worker exits at once (os._exit, as a killed process would) on a job
 # whose label is listed in $FLASHTRACE_TEST_KILL_ONCE (comma-separated; once per label, remembered by a
 # marker file <$FLASHTRACE_TEST_KILL_MARK>.<label>) or in $FLASHTRACE_TEST_KILL_ALWAYS.
@@ -122,11 +127,11 @@ class RayPool:
             raise InputError("worker resources and --max-retries cannot be negative")
         self.ray = ray = _import_ray()
         self.started = not ray.is_initialized()
-        self._previous_sigterm = None
-        if self.started:
-            _connect(ray, address)
-            self._previous_sigterm = _interrupt_on_sigterm()
+        self._interrupts = _Interrupts()
         try:
+            if self.started:
+                with self._interrupts.held():
+                    _connect(ray, address)
             self._start_workers(factory, args, workers, num_cpus, num_gpus, max_retries, jobs)
         except BaseException:  # a bad option, a worker that cannot start, an interruption: stop what started
             self.close()
@@ -144,7 +149,7 @@ class RayPool:
         self.actors = [self._start() for _ in range(self.n_workers)]
         self.replaced = 0
         try:  # a worker that cannot load its model fails here, once, with the reason
-            ray.get([a.ready.remote() for a in self.actors])
+            self._get([a.ready.remote() for a in self.actors])
         except ray.exceptions.RayActorError as exc:
             raise RayUnavailableError("the Ray workers could not start: " + _reason(exc)) from None
 
@@ -189,10 +194,10 @@ class RayPool:
                 index = idle.popleft()
                 job, attempt = pending.popleft()
                 running[self.actors[index].run.remote(job)] = (index, job, attempt)
-            ready, _ = ray.wait(list(running), num_returns=1)
+            ready = self._wait(list(running), 1)
             index, job, attempt = running.pop(ready[0])
             try:
-                result = ray.get(ready[0])
+                result = self._get(ready[0])
             except ray.exceptions.RayActorError as exc:  # the process died: replace it, retry the job
                 ray.kill(self.actors[index], no_restart=True)
                 self.actors[index] = self._start()
@@ -208,8 +213,22 @@ class RayPool:
             idle.append(index)
             yield job, result, attempt
 
+    def _wait(self, refs: list, count: int) -> list:
+        """The first `count` of `refs` to finish, waited for in `POLL_S` steps (a signal is handled between)."""
+        while True:
+            with self._interrupts.held():
+                ready, _ = self.ray.wait(refs, num_returns=count, timeout=POLL_S)
+            if len(ready) >= count:
+                return ready
+
+    def _get(self, refs):
+        """``ray.get`` once `refs` (one or a list) have finished, waited for by `_wait`."""
+        self._wait(refs if isinstance(refs, list) else [refs], len(refs) if isinstance(refs, list) else 1)
+        with self._interrupts.held():
+            return self.ray.get(refs)
+
     def close(self) -> None:
-        """Stop the workers, shut down the cluster this pool started and restore the SIGTERM handler."""
+        """Stop the workers, shut down the cluster this pool started and restore the signal handlers."""
         for actor in getattr(self, "actors", []):
             try:
                 self.ray.kill(actor, no_restart=True)
@@ -218,9 +237,7 @@ class RayPool:
         self.actors = []
         if self.started and self.ray.is_initialized():
             self.ray.shutdown()
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm[0] or signal.SIG_DFL)
-            self._previous_sigterm = None
+        self._interrupts.restore()
 
 
 def _connect(ray, address: str | None) -> None:
@@ -254,16 +271,38 @@ def _connect(ray, address: str | None) -> None:
         raise RayUnavailableError(f"cannot reach the Ray cluster at {address}: {text}") from None
 
 
-def _interrupt_on_sigterm():
-    """While a pool is open, SIGTERM interrupts the driver like Ctrl-C (so it stops the cluster it started);
-    returns ``(previous handler,)``, or None when this is not the main thread (where handlers cannot be set)."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+class _Interrupts:
+    """While a pool is open (main thread only: elsewhere handlers cannot be set), SIGINT and SIGTERM raise
+    KeyboardInterrupt, except inside `held`, where the first one is kept until the block ends."""
+    def __init__(self):
+        self.inside, self.pending, self.previous = False, None, {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self.previous[signum] = signal.signal(signum, self._handle)
 
-    def interrupt(signum, frame):
+    def _handle(self, signum, frame):
+        if self.inside and self.pending is None:
+            self.pending = signum
+            return
         raise KeyboardInterrupt(f"signal {signum}")
 
-    return (signal.signal(signal.SIGTERM, interrupt),)
+    @contextmanager
+    def held(self):
+        """A block that a signal does not interrupt; the signal is raised when the block ends."""
+        self.inside = True
+        try:
+            yield
+        finally:
+            self.inside = False
+            signum, self.pending = self.pending, None
+            if signum is not None:
+                raise KeyboardInterrupt(f"signal {signum}")
+
+    def restore(self) -> None:
+        """Put back the handlers that were there before the pool (once)."""
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self.previous = {}
 
 
 def _reason(exc: BaseException) -> str:
