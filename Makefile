@@ -34,13 +34,17 @@ app: setup
 browser:
 	@tools/ensure-chromium
 
+# the tests run on one pytest-xdist worker per core (at most 4); the Ray tests share one worker (xdist_group in
+# tests/conftest.py). `pytest` alone (no -n) runs them in one process, as before.
+XDIST := -n auto --maxprocesses=4 --dist loadgroup
+
 test: browser setup
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q $(XDIST) --durations=25
 
 # "fast" is one marker expression here, in pyproject's [tool.mutmut] and in benchmarks/mutation_tests.py (FAST);
 # the Ray tests (a local cluster, minutes) run in `make test` only
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not ray"
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow and not browser and not ray"
 
 # the documentation site with the API reference from the docstrings (site/); any warning fails the build
 docs: $(STAMP)

@@ -5,7 +5,9 @@ import pytest
 import torch
 from hypothesis import Phase, settings
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# one thread per pytest-xdist worker (the workers share the cores); up to two in a single process
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))
 
 # under `make mutation` a failing property test is a killed mutant: no time goes to shrinking the example
 settings.register_profile("mutation", phases=[Phase.explicit, Phase.reuse, Phase.generate])
@@ -28,6 +30,14 @@ def save_tiny_llama(folder, dtype: torch.dtype = torch.float32):
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return model
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test`, ``--dist loadgroup``) the Ray tests run on one worker, one after another:
+    each starts a local cluster, and two at once would share the machine's Ray ports and session folder."""
+    for item in items:
+        if item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -65,7 +65,12 @@ def test_the_warm_up_compiles_every_kernel_version_an_attribution_runs(monkeypat
     recording = record_forward(tiny_llama, torch.arange(3, 40))  # keeps the softmax's log-sum-exp: the fused path
     weights = torch.zeros(2, recording.n_tokens)
     weights[0, 30:] = weights[1, 25:32] = 1.0
-    for threads in (False, True):  # one layer at a time, and layers side by side on serial twins
-        span.span_aggregate(recording, weights, layer_threads=threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # layers run side by side only with two torch threads (a test worker may have one)
+    try:
+        for threads in (False, True):  # one layer at a time, and layers side by side on serial twins
+            span.span_aggregate(recording, weights, layer_threads=threads)
+    finally:
+        torch.set_num_threads(before)
     assert {(name, serial) for name, serial, _ in calls} == {(name, serial) for name, serial, _ in warmed}
     assert calls <= warmed
