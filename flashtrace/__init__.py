@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
 from .base.install import version as _version
+from .analysis.limits import DEFAULT_HOPS
 from .analysis.schema import Trace, TraceValidationError, register_views
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
@@ -50,7 +51,7 @@ register_views(**{view: _notebook_view(function) for view, function in (
 
 
 def trace(model: "LoadedModel | str", prompt: "str | list | Sequence[int]", response: "str | list | None" = None, *,
-          hops: int = 1, target: "str | tuple[int, int]" = "value", method: str = "flashtrace",
+          hops: int = DEFAULT_HOPS, target: "str | tuple[int, int]" = "value", method: str = "flashtrace",
           steps: bool = False, stop_tokens: "str | list[str]" = "paper", hop0: str = "answer",
           recursive: str = "reasoning+answer", threshold: float | None = None, title: str = "",
           options: dict | None = None, generate: bool = False, max_new_tokens: int = 256,
@@ -66,7 +67,9 @@ def trace(model: "LoadedModel | str", prompt: "str | list | Sequence[int]", resp
             strings or messages lists (then `response` is a list too, or None to generate, and a list of
             Traces is returned).
         response: The text to explain, teacher-forced; None with ``generate=True``.
-        hops: Recursive hops K (0-8): how far attribution is carried back through the reasoning.
+        hops: Recursive hops K (0-8): how far attribution is carried back through the reasoning. The default,
+            0 (hop 0 alone), is the measured choice: on the Qwen models' own reasoning no K >= 1 was more faithful
+            beyond its interval (docs/evaluation.md); ask for hops to follow the reasoning chain.
         target: What is explained: ``"value"`` (the answer's number or short phrase), ``"answer"`` (the answer
             line), ``"response"``, or token positions ``(start, end)``.
         method: A registered attribution method (``flashtrace``, ``ifr``, ``attention``, ``ig``, ...; captum's

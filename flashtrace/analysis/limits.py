@@ -31,7 +31,9 @@ HOP0_SPANS = ("answer", "generation")  # hop 0 over the target, or over the whol
 APP_HOP0 = "answer"  # the app's default, as the API's: the best mean Recovery@10% on the Qwen models' own reasoning
 # (docs/evaluation.md, "Defaults, decided on the models' own reasoning"; tests/evaluate/test_defaults_decision.py)
 GALLERY_HOP0 = "generation"  # the committed gallery was built with hop 0 over reasoning + answer; each trace says so
-DEFAULT_HOPS = 1
+DEFAULT_HOPS = 0  # K: the app's, the API's and the CLI's; recursive hops (K >= 1) did not beat K = 0 beyond their
+# intervals on the Qwen models' own reasoning, so the simpler variant (docs/evaluation.md, "Defaults, decided on the
+# models' own reasoning"; tests/evaluate/test_defaults_decision.py)
 GRAPH_THRESHOLD_RANGE = "[0, 1)"  # a hop graph's edge threshold τ: 0 <= τ < 1 (1 would drop every edge)
 METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 

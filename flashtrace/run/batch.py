@@ -29,7 +29,7 @@ from .distributed import kill_hook
 from ..base.fileio import DestinationError, atomic_write_text, open_log, publish_text
 from ..store.library import Library, sanitize_name
 from ..store.index import LibraryIndex
-from ..analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
+from ..analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
 from ..analysis.schema import Trace
 from ..base.errors import InputError
 
@@ -169,7 +169,7 @@ def read_lines(path: str | Path, settings: BatchSettings) -> tuple[list[dict], l
                 bad.append(BadLine(number, "no response: give response, generate: true, or run with --generate"))
                 continue
             hops = line.hops if line.hops is not None else settings.hops if settings.hops is not None else (
-                1 if spec.hops else 0)
+                DEFAULT_HOPS if spec.hops else 0)
             if hops > 0 and not spec.hops:
                 bad.append(BadLine(number, f"hops {hops}: method {settings.method} runs without hops (use 0)"))
                 continue

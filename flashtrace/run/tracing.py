@@ -24,7 +24,7 @@ from ..base.errors import InputError, AnswerGuessedWarning
 from ..engine.inputs import (DEFAULT_STOP_TOKENS, StopTokens, TokenSequence, answer_guess, answer_value, build_sequence,
                              detect_spans, stop_rule)
 from ..analysis.compare import HopDepthComparison, compare_depths
-from ..analysis.limits import HOP0_SPANS, check_options
+from ..analysis.limits import DEFAULT_HOPS, HOP0_SPANS, check_options
 from .prechecks import check_text_size
 from ..engine.models import LoadedModel, Recording, load_model, record_forward
 from ..engine.models.borrow import in_use
@@ -56,7 +56,7 @@ def _loaded(model: LoadedModel | str) -> LoadedModel:
 
 def prepare(model: LoadedModel | str, prompt: Prompt, response: str | None = None, *, generate: bool = False,
             max_new_tokens: int = 256, chat_template: bool = True, reasoning_instruction: bool = False,
-            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = 1,
+            check_memory: bool = True, on_estimate: Callable | None = None, hops: int = DEFAULT_HOPS,
             do_sample: bool = False, temperature: float | None = None, top_p: float | None = None,
             seed: int | None = None, on_text: Callable[[str, int], None] | None = None,
             generation_config: GenerationConfig | dict[str, Any] | None = None,
@@ -358,7 +358,7 @@ def _record(prepared: Prepared, settings: Settings, hop_list: list, final: torch
 
 
 def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "value", target_chars: tuple[int, int] | None = None,
-              hops: int = 1, method: str = "flashtrace", recursive: str = "reasoning+answer",
+              hops: int = DEFAULT_HOPS, method: str = "flashtrace", recursive: str = "reasoning+answer",
               stop_tokens: StopTokens = DEFAULT_STOP_TOKENS, hop0: str = "answer",
               threshold: float | None = None, title: str = "",
               steps: bool = False, segment_boundaries: list[int] | None = None,
@@ -374,7 +374,8 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
         target: The target span, as `resolve_target` takes it ('value', 'answer', 'response', 'reasoning',
             'START:END' or a tuple of token positions).
         target_chars: A character range in the response, used as the target instead of `target`.
-        hops: How many recursive hops.
+        hops: How many recursive hops (default `analysis.limits.DEFAULT_HOPS`, 0: the measured choice,
+            docs/evaluation.md).
         method: Any registered method (`flashtrace.engine.attribution.METHODS`, or captum's and inseq's name for
             one: `registry.ALIASES`, stored under ours).
         recursive: The span later hops re-attribute: ``reasoning+answer`` or ``reasoning``.

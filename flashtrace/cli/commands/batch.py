@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: The `batch` subcommand's parser; the options are added to it in place.
     """
     from ...engine.choices import model_help
-    from ...analysis.limits import HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
+    from ...analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
 
     parser.add_argument("input", type=Path, help="JSONL file: one object per line with prompt, and optionally response "
@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="smollm2-135m", help=model_help())
     parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), help="attribution method")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="a method option (repeatable)")
-    parser.add_argument("--hops", type=int, default=None, help=f"hops for lines without their own (0-{MAX_HOPS}; default 1, "
-                        "or 0 for methods without hops)")
+    parser.add_argument("--hops", type=int, default=None, help=f"hops for lines without their own (0-{MAX_HOPS}; default "
+                        f"{DEFAULT_HOPS}, docs/evaluation.md; 0 for methods without hops)")
     parser.add_argument("--target", default="value", help="target for lines without their own: value (the answer's "
                         "value when the answer line restates the question, else the whole answer), answer, response, "
                         "reasoning or START:END")

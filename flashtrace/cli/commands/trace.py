@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: The `trace` subcommand's parser; the options are added to it in place.
     """
     from ...engine.choices import model_help
-    from ...analysis.limits import HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
+    from ...analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
     from ...engine.attribution.registry import method_name
 
@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "'15' in 'Tom has 15 marbles now.'; else the whole answer), answer (the whole answer "
                              "line), response, reasoning, or a token range START:END")
     parser.add_argument("--hops", type=int, default=None,
-                        help=f"recursive hops through the reasoning (0-{MAX_HOPS}; default 1, or 0 for methods without "
-                             "hops)")
+                        help=f"recursive hops through the reasoning (0-{MAX_HOPS}; default {DEFAULT_HOPS}: hop 0 alone, "
+                             "the measured default, docs/evaluation.md; 0 for methods without hops)")
     parser.add_argument("--method", default="flashtrace", choices=sorted(METHODS), type=method_name,
                         help="attribution method (captum/inseq names such as integrated_gradients are accepted): "
                              + "; ".join(f"{m.name}: {m.description}" for m in METHODS.values()))
@@ -169,7 +169,9 @@ def run(args: argparse.Namespace) -> int:
         options["threshold"] = args.threshold
     spec.resolve_options(options)  # a bad option fails before the model loads
     if args.hops is None:
-        args.hops = 1 if spec.hops else 0
+        from ...analysis.limits import DEFAULT_HOPS
+
+        args.hops = DEFAULT_HOPS if spec.hops else 0
     prompt = _read(args.prompt_file, args.prompt, "--prompt-file")
     response = _read(args.response_file, args.response, "--response-file")
     stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
