@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import flashtrace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +66,7 @@ def test_the_checker_finds_a_missing_docstring(tmp_path):
     assert undocumented(source) == ["shown", "Kept.method"]
 
 
+@pytest.mark.slow  # a whole mkdocs build: 7-12 s
 def test_the_reference_builds_with_no_warning(tmp_path):
     """`mkdocs build --strict` (what `make docs` runs): a warning (a broken reference, a docstring
     mkdocstrings cannot read, a page missing from the nav) fails the build."""

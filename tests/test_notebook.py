@@ -135,6 +135,7 @@ def _check_outputs(nb, png: bool) -> None:
     assert any("plotly.js" in d.get("text/html", "") and len(d["text/html"]) > 1_000_000 for d in shown)
 
 
+@pytest.mark.slow  # a Jupyter kernel runs the whole notebook: 13 s idle
 def test_example_notebook_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("FLASHTRACE_NOTEBOOK_MODEL", "tiny-llama")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))

@@ -345,6 +345,7 @@ def test_a_model_prepared_in_another_dtype_is_used_and_cast_at_load(chunked):
     assert require_prepared(chunked.model.name) == prepared_folder(chunked.model.name, "bfloat16")
 
 
+@pytest.mark.slow  # converts the default SmolLM2 from its installed wheel: 24 s idle
 def test_the_default_model_is_converted_on_first_use_from_its_installed_wheel(smollm2_wheel, cache):
     from safetensors.torch import load_file
 
