@@ -34,8 +34,10 @@ app: setup
 browser:
 	@tools/ensure-chromium
 
-# the tests run on one pytest-xdist worker per core (at most 4); the Ray tests share one worker (xdist_group in
-# tests/conftest.py). `pytest` alone (no -n) runs them in one process, as before.
+# the tests run on one pytest-xdist worker per core (at most 4; loadgroup: the scheduling the timings in
+# docs/development.md were taken with); `pytest` alone (no -n) runs them in one process.
+# (Grouping the Ray tests on one worker with xdist_group does not take effect with pytest 9.2 and xdist 3.8:
+# docs/development.md.)
 XDIST := -n auto --maxprocesses=4 --dist loadgroup
 
 test: browser setup

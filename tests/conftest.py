@@ -32,14 +32,6 @@ def save_tiny_llama(folder, dtype: torch.dtype = torch.float32):
     return model
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test`, ``--dist loadgroup``) the Ray tests run on one worker, one after another:
-    each starts a local cluster, and two at once would share the machine's Ray ports and session folder."""
-    for item in items:
-        if item.get_closest_marker("ray"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
-
-
 @functools.lru_cache(maxsize=None)
 def _load(name: str):
     from flashtrace.engine.models import load_model
