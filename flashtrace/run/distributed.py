@@ -223,7 +223,8 @@ class RayPool:
 
     def _get(self, refs):
         """``ray.get`` once `refs` (one or a list) have finished, waited for by `_wait`."""
-        self._wait(refs if isinstance(refs, list) else [refs], len(refs) if isinstance(refs, list) else 1)
+        listed = refs if isinstance(refs, list) else [refs]
+        self._wait(listed, len(listed))
         with self._interrupts.held():
             return self.ray.get(refs)
 

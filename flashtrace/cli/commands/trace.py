@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..summary import print_summary
 
+    from ...analysis.limits import DEFAULT_HOPS
     from ...base.fileio import atomic_write_text
     from ...engine.attribution import get_method
     from ...engine.inputs import parse_stop_tokens
@@ -169,8 +170,6 @@ def run(args: argparse.Namespace) -> int:
         options["threshold"] = args.threshold
     spec.resolve_options(options)  # a bad option fails before the model loads
     if args.hops is None:
-        from ...analysis.limits import DEFAULT_HOPS
-
         args.hops = DEFAULT_HOPS if spec.hops else 0
     prompt = _read(args.prompt_file, args.prompt, "--prompt-file")
     response = _read(args.response_file, args.response, "--response-file")
