@@ -34,11 +34,10 @@ app: setup
 browser:
 	@tools/ensure-chromium
 
-# the tests run on one pytest-xdist worker per core (at most 4; loadgroup: the scheduling the timings in
-# docs/development.md were taken with); `pytest` alone (no -n) runs them in one process.
-# (Grouping the Ray tests on one worker with xdist_group does not take effect with pytest 9.2 and xdist 3.8:
-# docs/development.md.)
-XDIST := -n auto --maxprocesses=4 --dist loadgroup
+# the tests run on one pytest-xdist worker per core (at most 4; worksteal: a worker that runs out takes queued
+# tests from a busy one, so long browser tests do not leave a core idle at the end); `pytest` alone (no -n) runs
+# them in one process. Ray tests take a lock so that one local cluster runs at a time (tests/conftest.py).
+XDIST := -n auto --maxprocesses=4 --dist worksteal
 
 test: browser setup
 	$(BIN)/python -m pytest -q $(XDIST) --durations=25

@@ -3,6 +3,7 @@ import os
 
 import pytest
 import torch
+from filelock import FileLock
 from hypothesis import Phase, settings
 
 # one thread per pytest-xdist worker (the workers share the cores); up to two in a single process
@@ -70,3 +71,22 @@ def record_calls(monkeypatch, owner, name: str) -> list[dict]:
 def random_ids(n: int, seed: int = 0, vocab: int = 2000) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (n,), generator=g)
+
+
+@pytest.fixture(scope="session")
+def ray_lock(tmp_path_factory) -> FileLock:
+    """One Ray cluster at a time across the pytest-xdist workers: a lock file in the folder the workers' temporary
+    folders share (pytest's own base folder in a single process). Two local clusters starting at once beside CPU-bound
+    work stalled for minutes; xdist's `xdist_group` would keep them on one worker but does not take effect with
+    pytest 9.2 (its node-id suffix is never read). Reentrant: a test may hold it inside a fixture that holds it."""
+    return FileLock(str(tmp_path_factory.getbasetemp().parent / "flashtrace-ray.lock"))
+
+
+@pytest.fixture(autouse=True)
+def _one_ray_cluster_at_a_time(request):
+    """Every test marked `ray` runs holding `ray_lock`; other tests never wait for it."""
+    if request.node.get_closest_marker("ray") is None:
+        yield
+        return
+    with request.getfixturevalue("ray_lock"):
+        yield

@@ -15,10 +15,12 @@ pytestmark = pytest.mark.ray
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+def cluster(ray_lock):
+    """A local cluster for this module's tests, started and stopped while holding the suite's Ray lock."""
+    with ray_lock:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        yield
+        ray.shutdown()
 
 
 def test_ray_batch_equals_serial_with_a_worker_killed(tmp_path, cluster, monkeypatch):

@@ -64,8 +64,9 @@ def test_a_user_traces_with_the_built_in_qwen_and_sees_its_reasoning_stream(prep
         lengths = []
         deadline = time.time() + 240  # a guard against a hung generation, not a speed claim
         while time.time() < deadline:
-            if streamed.count():
-                lengths.append(len(streamed.first.inner_text()))
+            texts = streamed.all_inner_texts()  # no wait: the panel may go between a count and a read
+            if texts:
+                lengths.append(len(texts[0]))
             elif lengths:
                 break  # the panel is gone: generation finished
             page.wait_for_timeout(250)

@@ -288,23 +288,53 @@ def walk(page, url: str, name: str, present: bool, problems: list[str]) -> None:
         open_edited_version(page, trace)
 
 
-@pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
-def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, present, browser):
-    names = [item.name for item in list_gallery()]
-    assert len(names) >= 6
-    problems: list[str] = []
-    outside, errors = [], []  # requests to another host, JavaScript errors
+# one test per gallery trace and view, so that pytest-xdist can share the walks between its workers
+GALLERY = [item.name for item in list_gallery()]
+WITH_GOLD = [name for name in GALLERY if load_gallery_trace(name).extra.get("gallery", {}).get("gold")]
+
+
+@pytest.fixture(scope="module")
+def screen(browser):
+    """One 1280×720 page for the module's walks, each opening its trace by URL: a page's first load starts a
+    renderer and compiles the app's scripts (seconds of CPU); a reload in the same tab reuses both. The walks only
+    read gallery traces, so nothing one leaves behind changes the next."""
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    page.on("request", lambda r: outside.append(r.url) if external(r.url) else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        for name in names:
-            walk(page, gallery_app, name, present, problems)
-    finally:
-        page.close()
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def page(screen):
+    """`screen`, with the requests it makes to another host and its JavaScript errors collected for one test
+    (``page.outside``, ``page.errors``); the collectors are removed afterwards."""
+    outside, errors = [], []  # requests to another host, JavaScript errors
+
+    def request(r):
+        if external(r.url):
+            outside.append(r.url)
+
+    def error(e):
+        errors.append(str(e))
+
+    screen.on("request", request)
+    screen.on("pageerror", error)
+    yield SimpleNamespace(page=screen, outside=outside, errors=errors)
+    screen.remove_listener("request", request)
+    screen.remove_listener("pageerror", error)
+
+
+def test_the_gallery_has_stories_to_walk():
+    assert len(GALLERY) >= 6 and len(WITH_GOLD) >= 6, (GALLERY, WITH_GOLD)
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
+@pytest.mark.parametrize("name", GALLERY)
+def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, name, present, page):
+    problems: list[str] = []
+    walk(page.page, gallery_app, name, present, problems)
     assert problems == [], "\n".join(problems)
-    assert outside == []
-    assert errors == []
+    assert page.outside == []
+    assert page.errors == []
 
 
 # A view's gold, as drawn: the figure's meta.gold, and marks stroked in gold (heatmap outlines, graph rings).
@@ -327,34 +357,28 @@ def gold_drawn(page, view: str) -> list[dict]:
     return [f for f in page.evaluate(GOLD_DRAWN) if f["view"] == view]
 
 
-def test_gold_is_visible_on_every_evidence_view(gallery_app, browser):
+@pytest.mark.parametrize("name", WITH_GOLD)
+def test_gold_is_visible_on_every_evidence_view(gallery_app, name, screen):
     """Explore's heatmap (outlined cells) and text view (underlined tokens) and the Hop graph (ringed nodes)
-    of every gallery trace that knows its evidence show it, as the Story does (the walk above). Each trace
-    is opened once by URL on Explore; its text view and its Hop graph are reached from there as a reader
-    does (the View control, the link to the Hop graph), without reloading the app."""
-    names = [item.name for item in list_gallery() if load_gallery_trace(item.name).extra.get("gallery", {}).get("gold")]
-    assert len(names) >= 6
+    of every gallery trace that knows its evidence show it, as the Story does (the walk above). The trace is
+    opened once by URL on Explore; its text view and its Hop graph are reached from there as a reader does (the
+    View control, the link to the Hop graph), without reloading the app."""
     problems: list[str] = []
-    url = gallery_app
-    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    try:
-        for name in names:
-            page.goto(f"{url}/Explore?trace=gallery:{name}", timeout=90_000)
-            drawn = gold_drawn(page, "token_heatmap")
-            if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
-                problems.append(f"{name}: Explore draws no gold ({drawn})")
-            page.get_by_role("radio", name="text", exact=True).click()  # the View control
-            page.locator(".ft-tokens").first.wait_for(timeout=60_000)
-            settle(page)
-            assert query(page) == {"trace": [f"gallery:{name}"], "view": ["text"]}, page.url
-            underlined = page.locator(".ft-tokens .ft-gold")
-            if not underlined.count() or not underlined.first.is_visible():
-                problems.append(f"{name}: Explore's text view underlines no gold token")
-            page.locator('a[href*="Hop_graph?trace="]').first.click()
-            drawn = gold_drawn(page, "hop_graph")
-            assert "/Hop_graph?" in page.url and query(page)["trace"] == [f"gallery:{name}"], page.url
-            if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
-                problems.append(f"{name}: Hop graph draws no gold ({drawn})")
-    finally:
-        page.close()
+    url, page = gallery_app, screen
+    page.goto(f"{url}/Explore?trace=gallery:{name}", timeout=90_000)
+    drawn = gold_drawn(page, "token_heatmap")
+    if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+        problems.append(f"{name}: Explore draws no gold ({drawn})")
+    page.get_by_role("radio", name="text", exact=True).click()  # the View control
+    page.locator(".ft-tokens").first.wait_for(timeout=60_000)
+    settle(page)
+    assert query(page) == {"trace": [f"gallery:{name}"], "view": ["text"]}, page.url
+    underlined = page.locator(".ft-tokens .ft-gold")
+    if not underlined.count() or not underlined.first.is_visible():
+        problems.append(f"{name}: Explore's text view underlines no gold token")
+    page.locator('a[href*="Hop_graph?trace="]').first.click()
+    drawn = gold_drawn(page, "hop_graph")
+    assert "/Hop_graph?" in page.url and query(page)["trace"] == [f"gallery:{name}"], page.url
+    if not (drawn and drawn[0]["listed"] and drawn[0]["marks"]):
+        problems.append(f"{name}: Hop graph draws no gold ({drawn})")
     assert problems == [], "\n".join(problems)
