@@ -34,10 +34,11 @@ app: setup
 browser:
 	@tools/ensure-chromium
 
-# the tests run on one pytest-xdist worker per core (at most 4; worksteal: a worker that runs out takes queued
-# tests from a busy one, so long browser tests do not leave a core idle at the end); `pytest` alone (no -n) runs
-# them in one process. Ray tests take a lock so that one local cluster runs at a time (tests/conftest.py).
-XDIST := -n auto --maxprocesses=4 --dist worksteal
+# the tests run on one pytest-xdist worker per core (at most 4), a test module's tests on one worker (loadscope: its
+# module-scoped app servers, browsers and models start once; measured against load and worksteal in
+# docs/development.md); `pytest` alone (no -n) runs them in one process. Ray tests take a lock so that one local
+# cluster runs at a time (tests/conftest.py).
+XDIST := -n auto --maxprocesses=4 --dist loadscope
 
 test: browser setup
 	$(BIN)/python -m pytest -q $(XDIST) --durations=25
