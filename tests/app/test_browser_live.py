@@ -23,6 +23,17 @@ def _cpu_over(pid: int, seconds: float) -> float:
     return cpu_seconds(pid) - start
 
 
+def _idles(pid: int, windows: int = 5) -> list[float]:
+    """The server's CPU seconds in consecutive 2 s windows after a Cancel, until one is under 0.3 (idle), at most
+    `windows` of them. On a machine busy with other work the rerun that shows "cancelled" and the server's own
+    housekeeping can take more than 0.3 CPU s of the first window; work left running in the background (a
+    generation of 1,024 tokens, a method's deletion curves: a minute or more) keeps every window busy."""
+    seen = []
+    while len(seen) < windows and (not seen or seen[-1] >= 0.3):
+        seen.append(_cpu_over(pid, 2.0))
+    return seen
+
+
 @contextmanager
 def _opened(tmp_path, browser, path: str):
     """``(page, server pid)``: a fresh app server with an empty library, and a new page of `browser` (the
@@ -68,8 +79,9 @@ def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
         lengths = []
         deadline = time.time() + 120
         while len(set(lengths)) < 3 and time.time() < deadline:
-            if streamed.count():
-                lengths.append(len(streamed.first.inner_text()))
+            texts = streamed.all_inner_texts()  # no wait: the panel may go between a count and a read
+            if texts:
+                lengths.append(len(texts[0]))
             page.wait_for_timeout(300)
         assert len(set(lengths)) >= 3 and lengths == sorted(lengths), lengths  # it grew, while running
         assert _cpu_over(pid, 1.0) > 0.1  # the server works while it generates (more on an idle machine)
@@ -81,8 +93,8 @@ def test_generation_streams_and_cancel_stops_it(tmp_path, browser):
         kept = page.get_by_label("Response (reasoning, then the answer)").input_value()
         assert len(kept) >= max(lengths) > 0  # the text so far became the response
         settle(page)  # the rerun that says so has finished
-        idle = _cpu_over(pid, 2.0)
-    assert idle < 0.3, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
+        idle = _idles(pid)
+    assert idle[-1] < 0.3, f"the server used {idle} CPU s in each 2 s after Cancel: it never idled"
 
 
 def test_compare_cancel_stops_the_deletion_scoring(tmp_path, browser):
@@ -101,5 +113,5 @@ def test_compare_cancel_stops_the_deletion_scoring(tmp_path, browser):
         page.get_by_text("Cancelled.").wait_for(timeout=30_000)
         assert page.get_by_text("Running the methods").count() == 0  # no stale panel
         settle(page)  # the rerun that says so has finished
-        idle = _cpu_over(pid, 2.0)
-    assert idle < 0.3, f"the server used {idle:.2f} CPU s in the 2 s after Cancel"
+        idle = _idles(pid)
+    assert idle[-1] < 0.3, f"the server used {idle} CPU s in each 2 s after Cancel: it never idled"
