@@ -304,9 +304,9 @@ def screen(browser):
 
 
 @pytest.fixture
-def page(screen):
-    """`screen`, with the requests it makes to another host and its JavaScript errors collected for one test
-    (``page.outside``, ``page.errors``); the collectors are removed afterwards."""
+def watched(screen):
+    """`screen` (``.page``), with the requests it makes to another host (``.outside``) and its JavaScript errors
+    (``.errors``) collected for one test; the collectors are removed afterwards."""
     outside, errors = [], []  # requests to another host, JavaScript errors
 
     def request(r):
@@ -329,12 +329,12 @@ def test_the_gallery_has_stories_to_walk():
 
 @pytest.mark.parametrize("present", [False, True], ids=["normal", "presenter"])
 @pytest.mark.parametrize("name", GALLERY)
-def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, name, present, page):
+def test_every_gallery_story_fits_the_screen_and_tells_the_truth(gallery_app, name, present, watched):
     problems: list[str] = []
-    walk(page.page, gallery_app, name, present, problems)
+    walk(watched.page, gallery_app, name, present, problems)
     assert problems == [], "\n".join(problems)
-    assert page.outside == []
-    assert page.errors == []
+    assert watched.outside == []
+    assert watched.errors == []
 
 
 # A view's gold, as drawn: the figure's meta.gold, and marks stroked in gold (heatmap outlines, graph rings).
