@@ -231,6 +231,26 @@ def _mean_curves(rows: list[dict], methods) -> dict[str, list[float]]:
     return curves
 
 
+def refusals(rows: list[dict]) -> dict[str, dict]:
+    """The methods that refused examples of `rows` (`runner.evaluate_context`): per method how many, which
+    examples and the first message. A refused example is left out of that method's statistics and of its
+    paired comparisons.
+
+    Args:
+        rows: Per-example evaluation records.
+
+    Returns:
+        ``{method: {"n", "examples", "message"}}``, {} when no method refused.
+    """
+    out: dict[str, dict] = {}
+    for r in rows:
+        for method, message in (r.get("refused") or {}).items():
+            entry = out.setdefault(method, {"n": 0, "examples": [], "message": message})
+            entry["n"] += 1
+            entry["examples"].append(r.get("id", "?"))
+    return out
+
+
 def group_of(record: dict) -> str:
     """The summary group of an example: its task, split by whether the model answered right when the model wrote
     its own reasoning (``"arithmetic (right)"``, ``"arithmetic (wrong)"``; `protocols.correctness`).
@@ -277,7 +297,7 @@ def summarise(records: list[dict], settings: dict | None = None) -> dict:
     Returns:
         ``{"settings", "tasks"}``: per group its example count, per-method statistics (with bootstrap intervals
         and, for FlashTrace, the paired comparison against K = 0), mean deletion curves, tokens, times and the
-        Recovery cap and chance.
+        Recovery cap and chance, and the methods that refused examples (`refusals`, only when any did).
     """
     tasks: dict[str, dict] = {}
     for task in dict.fromkeys(group_of(r) for r in records):
@@ -292,6 +312,8 @@ def summarise(records: list[dict], settings: dict | None = None) -> dict:
             "recovery_cap": _stats([recovery_cap(r["n_prompt"], r["n_gold"]) for r in rows]),
             "recovery_chance": _stats([recovery_chance(r["n_prompt"]) for r in rows if r["n_gold"]]),
         }
+        if refused := refusals(rows):
+            tasks[task]["refused"] = refused
     return {"settings": settings or {}, "tasks": tasks}
 
 
@@ -349,6 +371,9 @@ def _task_markdown(task: str, info: dict) -> list[str]:
     if all(parts.get(p, {}).get("mean") is not None for p in PARTS):
         lines.append("Time per example: " + " + ".join(f"{p} {parts[p]['mean']:.1f} s" for p in PARTS)
                      + f" = {sum(parts[p]['mean'] for p in PARTS):.1f} s (means)")
+    for method, r in info.get("refused", {}).items():
+        lines.append(f"{method} refused {r['n']} of {info['n']} examples ({', '.join(r['examples'])}: "
+                     f"{r['message']}); its statistics leave them out")
     lines += _paired_lines(info["methods"])
     masses = {m: v["prompt_mass_vs_k0"] for m, v in info["methods"].items() if "prompt_mass_vs_k0" in v}
     if masses:
@@ -412,4 +437,4 @@ def write_report(out: str | Path, settings: dict | None = None) -> dict:
     return summary
 
 
-__all__ = ["load_records", "load_settings", "settings_line", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "time_parts", "summarise", "markdown", "write_report"]
+__all__ = ["load_records", "load_settings", "settings_line", "find_eval_folders", "gold_token_mask", "recovery_cap", "recovery_chance", "ci95", "time_parts", "refusals", "summarise", "markdown", "write_report"]

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 import torch
 
+from ..base.errors import InputError
 from ..base.fileio import atomic_write_text
 from ..engine.models import LoadedModel
 from .deletion import DeletionScorer
@@ -100,17 +101,20 @@ def evaluate_method(ctx: EvalContext, name: str, k: int = 20, progress: MethodPr
             "n": _round(result.n), "d": _round(result.d), "scores": _round(scores)}
 
 
-def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
+def example_record(ctx: EvalContext, methods: dict[str, dict], k: int, refused: dict[str, str] | None = None
+                   ) -> dict:
     """The per-example record around the method entries `methods` (``deletion_s``: their deletion total).
 
     Args:
         ctx: The example evaluated.
         methods: ``{name: record entry}`` (`evaluate_method`).
         k: The deletion curves' steps.
+        refused: ``{name: message}`` of the methods that refused the example (kept under ``"refused"`` when any).
 
     Returns:
         The record: the example (task, meta, texts, gold), its token counts, target and prompt positions and
-        tokens, `k`, the scoring precision, the forward pass's seconds, the deletion total and the methods.
+        tokens, `k`, the scoring precision, the forward pass's seconds, the deletion total, the methods and the
+        refusals.
     """
     ex, seq = ctx.example, ctx.prepared.sequence
     return {
@@ -122,12 +126,15 @@ def example_record(ctx: EvalContext, methods: dict[str, dict], k: int) -> dict:
         "score_dtype": dtype_name(ctx.score_dtype or ctx.loaded.dtype),
         "forward_s": ctx.prepared.timings.get("forward_s"),
         "deletion_s": sum(m["deletion_s"] for m in methods.values()), "methods": methods,
+        **({"refused": dict(refused)} if refused else {}),
     }
 
 
 def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress: MethodProgress | None = None) -> dict:
     """Every method in turn (`evaluate_method`: attribution, then its deletion curve, sharing the states
-    already scored); returns the example's record.
+    already scored); returns the example's record. A method that refuses the example (an `InputError`: a
+    stop-token preset that leaves the target no token, say) is recorded under ``"refused"`` with its message,
+    and the other methods go on; any other error propagates.
 
     Args:
         ctx: The example ready for evaluation.
@@ -138,7 +145,13 @@ def evaluate_context(ctx: EvalContext, methods: list[str], k: int = 20, progress
     Returns:
         The example's record (`example_record`).
     """
-    return example_record(ctx, {name: evaluate_method(ctx, name, k, progress) for name in methods}, k)
+    done, refused = {}, {}
+    for name in methods:
+        try:
+            done[name] = evaluate_method(ctx, name, k, progress)
+        except InputError as exc:
+            refused[name] = str(exc)
+    return example_record(ctx, done, k, refused)
 
 
 def _existing(path: Path, example: Example, k: int, target: str, score_dtype: str) -> dict | None:
@@ -164,7 +177,8 @@ def _plan(examples: Iterable[tuple[str, Example]], methods: list[str], folder: P
     for ex_id, example in examples:
         path = folder / f"{ex_id}.json"
         previous = _existing(path, example, k, target, score_dtype) if resume else None
-        yield ex_id, example, path, previous, [m for m in methods if previous is None or m not in previous["methods"]]
+        held = set() if previous is None else {*previous["methods"], *previous.get("refused", {})}
+        yield ex_id, example, path, previous, [m for m in methods if m not in held]
 
 
 def pending(examples: Iterable[tuple[str, Example]], methods: list[str], out: Path, k: int = 20,
@@ -202,8 +216,11 @@ def _compute(loaded: LoadedModel, ex_id: str, example: Example, todo: list[str],
 
 
 def _write(path: Path, record: dict, previous: dict | None) -> None:
-    if previous is not None:  # extend: earlier methods first, times add up
+    if previous is not None:  # extend: earlier methods (and refusals) first, times add up
         record["methods"] = {**previous["methods"], **record["methods"]}
+        refused = {**previous.get("refused", {}), **record.get("refused", {})}
+        if refused:
+            record["refused"] = refused
         for key in ("total_s", "deletion_s", "forward_s"):
             if record.get(key) is not None:
                 record[key] = (previous.get(key) or 0.0) + record[key]
@@ -229,7 +246,8 @@ def run_eval(loaded: LoadedModel, examples: Iterable[tuple[str, Example]], metho
         score_dtype: The deletion curves' precision (`engine.models.scoring.score_dtype`).
         resume: With `resume`, an example already written for the same prompt, response, target and k is kept
             when it has every method, and extended when it lacks some: only the missing methods are attributed
-            and scored, and merged into its record (the others keep their results).
+            and scored, and merged into its record (the others keep their results). A method recorded as
+            refused for the example is not run again (the refusal is deterministic).
         on_example: Called as ``on_example(id, record)`` after each example; it gets ``{}`` for a kept example.
         progress: ``progress(id, method, phase, done, total)`` follows each method of each example
             (`evaluate_method`).

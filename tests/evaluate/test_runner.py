@@ -136,6 +136,32 @@ def test_run_eval_resume_and_report(llama, tmp_path):
     assert seen[-1] is not None and seen[-1] != answer_target  # recomputed for the new target, not kept
 
 
+def test_a_method_refusing_one_example_is_recorded_and_the_run_goes_on(llama, tmp_path):
+    """The punctuation stop preset leaves an answer of only punctuation no target token: that method is recorded
+    as refused for that example, every other method and example still runs, a resumed run does not retry it, and
+    the report says so (a refusal used to abort the whole evaluation)."""
+    from dataclasses import replace
+
+    plain = make_example("needle", 1, length=30)
+    marks = replace(plain, response=plain.response.rsplit("Answer:", 1)[0] + "Answer: ?!", answer="?!")
+    examples = [("needle-marks", marks), ("needle-plain", plain)]
+    methods = ["flashtrace-k0-punct", "flashtrace-k0"]
+    records = {}
+    run_eval(llama, examples, methods, tmp_path, k=0, on_example=lambda i, r: records.setdefault(i, r))
+    assert set(records["needle-marks"]["methods"]) == {"flashtrace-k0"}
+    assert "no token with positive weight" in records["needle-marks"]["refused"]["flashtrace-k0-punct"]
+    assert set(records["needle-plain"]["methods"]) == set(methods) and "refused" not in records["needle-plain"]
+    again = []
+    run_eval(llama, examples, methods, tmp_path, k=0, on_example=lambda i, r: again.append(r))
+    assert again == [{}, {}]  # nothing left to run: the refusal is kept, not retried
+    summary = write_report(tmp_path)
+    refused = summary["tasks"]["needle"]["refused"]
+    assert refused == {"flashtrace-k0-punct": {"n": 1, "examples": ["needle-marks"],
+                                               "message": records["needle-marks"]["refused"]["flashtrace-k0-punct"]}}
+    assert summary["tasks"]["needle"]["methods"]["flashtrace-k0-punct"]["recovery"]["n"] == 1
+    assert "flashtrace-k0-punct refused 1 of 2 examples (needle-marks" in markdown(summary)
+
+
 def test_summarise_mean_std():
     def rec(task, rise):
         return {"task": task, "k": 2, "n_tokens": 10, "n_prompt": 25, "n_gold": 6, "total_s": 1.0, "deletion_s": 0.5,
