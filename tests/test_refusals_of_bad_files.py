@@ -6,9 +6,11 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
+from flashtrace.cli import main
 from flashtrace.store.library import Library, LibraryError
 from tests.bad_files import gallery_data
 
@@ -44,37 +46,43 @@ def copy_of(folder, tmp_path):
     return shutil.copytree(folder, tmp_path / "model")
 
 
-def trace_with(model: str, *extra):
-    return run_cli("trace", "--model", str(model), "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
-                   "--no-progress", *extra)
+def trace_with(capsys, model, *extra) -> SimpleNamespace:
+    """`flashtrace trace` on `model`, run by `main` in this process (a fresh interpreter per damaged folder took
+    7 s; `test_a_prompt_that_is_not_utf8` runs one as a shell does): its exit status and stderr (bytes)."""
+    try:
+        code = main(["trace", "--model", str(model), "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
+                     "--no-progress", *extra])
+    except SystemExit as exc:
+        code = exc.code
+    return SimpleNamespace(returncode=code, stderr=capsys.readouterr().err.encode())
 
 
-def test_truncated_safetensors_weights(model_folder, tmp_path):
+def test_truncated_safetensors_weights(model_folder, tmp_path, capsys):
     folder = copy_of(model_folder, tmp_path)
     weights = next(folder.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[:1000])
-    assert "cannot be read" in one_line_exit_2(trace_with(folder))
+    assert "cannot be read" in one_line_exit_2(trace_with(capsys, folder))
 
 
-def test_safetensors_with_a_bad_header(model_folder, tmp_path):
+def test_safetensors_with_a_bad_header(model_folder, tmp_path, capsys):
     folder = copy_of(model_folder, tmp_path)
     next(folder.glob("*.safetensors")).write_bytes(b"\xff" * 8 + b"not a header" * 10)
-    assert "cannot be read" in one_line_exit_2(trace_with(folder))
+    assert "cannot be read" in one_line_exit_2(trace_with(capsys, folder))
 
 
-def test_a_config_that_does_not_match_the_weights(model_folder, tmp_path):
+def test_a_config_that_does_not_match_the_weights(model_folder, tmp_path, capsys):
     folder = copy_of(model_folder, tmp_path)
     config = json.loads((folder / "config.json").read_text())
     config["intermediate_size"] = config["intermediate_size"] * 2
     (folder / "config.json").write_text(json.dumps(config))
-    assert "do not match" in one_line_exit_2(trace_with(folder))
+    assert "do not match" in one_line_exit_2(trace_with(capsys, folder))
 
 
-def test_a_folder_with_a_config_but_no_weights(model_folder, tmp_path):
+def test_a_folder_with_a_config_but_no_weights(model_folder, tmp_path, capsys):
     folder = copy_of(model_folder, tmp_path)
     for weights in folder.glob("*.safetensors"):
         weights.unlink()
-    err = one_line_exit_2(trace_with(folder))
+    err = one_line_exit_2(trace_with(capsys, folder))
     assert "no weights" in err and "neither a local folder" not in err
 
 
