@@ -62,14 +62,6 @@ def test_export_refuses_special_files_and_links(tmp_path, trace_file, flag):
     assert (tmp_path / "target.txt").read_text() == "keep me"
 
 
-def test_trace_json_refuses_a_device_link_before_the_run(tmp_path):
-    made = special_files(tmp_path)
-    res = run_cli("trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
-                  "--json", str(made["device_link"]), "--no-progress")
-    assert res.returncode == 2 and "symbolic link" in res.stderr, res.stderr
-    assert os.path.islink(made["device_link"]) and stat.S_ISCHR(os.stat(made["device"]).st_mode)
-
-
 def test_a_path_that_becomes_special_after_the_check_is_not_replaced(tmp_path):
     """The check runs before a long trace; the write re-checks what is there just before it renames."""
     path = tmp_path / "out.json"
