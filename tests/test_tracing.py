@@ -8,6 +8,7 @@ import torch
 
 import flashtrace
 from flashtrace import Trace, TraceValidationError
+from flashtrace.base.errors import InputError
 from flashtrace.run.tracing import attribute, prepare, resolve_target, stop_mask
 
 PROMPT = "Ann has 3 red balls. Ben has 4 blue balls. How many balls do they have together?"
@@ -161,6 +162,17 @@ def test_bad_stop_tokens_and_hop0_are_refused(prepared):
         attribute(prepared, stop_tokens="default")
     with pytest.raises(ValueError, match="hop0"):
         attribute(prepared, hop0="reasoning")
+
+
+def test_a_target_of_only_stop_tokens_is_refused_before_any_work_with_the_preset_named(tiny_llama):
+    """An answer of only punctuation has nothing left to explain under ``punctuation``: refused with the target, the
+    preset and the ways out named, before the method runs; ``paper`` (which keeps "?" and "!") traces it."""
+    prepared = prepare(tiny_llama, PROMPT, "Ann has 3 balls.\nAnswer: ?!")
+    ticks = []
+    with pytest.raises(InputError, match=r"only stop tokens under the stop preset 'punctuation'.*paper"):
+        attribute(prepared, target="answer", stop_tokens="punctuation", progress=lambda *a: ticks.append(a))
+    assert ticks == []
+    assert attribute(prepared, target="answer", stop_tokens="paper").settings.stop_tokens == "paper"
 
 
 def test_progress_is_reported(prepared):

@@ -399,8 +399,9 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
         The trace; a list of traces, in order, for a list of `Prepared`.
 
     Raises:
-        InputError: When an option is refused, the method cannot run the hops or steps asked for, or the target
-            is not in the response.
+        InputError: When an option is refused, the method cannot run the hops or steps asked for, the target
+            is not in the response, or the stop preset leaves the target no token (an answer of only punctuation
+            under ``punctuation``).
     """
     if isinstance(prepared, (list, tuple)):
         settings = dict(target=target, target_chars=target_chars, hops=hops, method=method, recursive=recursive,
@@ -418,6 +419,11 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
     segments = segment_sequence(seq, boundaries=segment_boundaries)
     step_targets = [s for s in segments if s.role in ("reasoning", "answer")]
     keep = (~masks.stops).float()
+    if not (masks.target * keep).any():
+        text = "".join(t.text for t in seq.tokens[lo:hi])
+        raise InputError(f"the target {text.strip()[:60]!r} (tokens {lo}:{hi}) is only stop tokens under the stop "
+                         f"preset {stop_tokens!r}, so nothing is left to explain; choose another target or stop "
+                         f"preset (paper, punctuation, none)")
     planned = [spec.units((masks.target * keep)[None], n_layers)]  # upper bounds; exact when each call starts
     planned += [spec.units((masks.recursive * keep)[None], n_layers)] * hops
     if steps:
