@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .base.lazy import lazy_exports
 from .base.errors import FlashTraceError
 from .base.install import version as _version
-from .analysis.limits import DEFAULT_HOPS
+from .analysis.limits import DEFAULT_HOPS, DEFAULT_STOP_TOKENS
 from .analysis.schema import Trace, TraceValidationError, register_views
 
 # torch and transformers load on first use of a name that needs them (the app's first page stays fast)
@@ -52,7 +52,7 @@ register_views(**{view: _notebook_view(function) for view, function in (
 
 def trace(model: "LoadedModel | str", prompt: "str | list | Sequence[int]", response: "str | list | None" = None, *,
           hops: int = DEFAULT_HOPS, target: "str | tuple[int, int]" = "value", method: str = "flashtrace",
-          steps: bool = False, stop_tokens: "str | list[str]" = "paper", hop0: str = "answer",
+          steps: bool = False, stop_tokens: "str | list[str]" = DEFAULT_STOP_TOKENS, hop0: str = "answer",
           recursive: str = "reasoning+answer", threshold: float | None = None, title: str = "",
           options: dict | None = None, generate: bool = False, max_new_tokens: int = 256,
           chat_template: bool = True, reasoning_instruction: bool = False, do_sample: bool = False,

@@ -11,7 +11,8 @@ from flashtrace.engine.attribution import METHODS
 from flashtrace.evaluate.gallery import PRESETS, preset_text
 from flashtrace.app.glossary import help_link
 from flashtrace.engine.inputs import REASONING_INSTRUCTION, answer_guess, detect_spans
-from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS, MAX_TITLE, STOP_PRESETS
+from flashtrace.analysis.limits import (APP_HOP0, DEFAULT_HOPS, DEFAULT_STOP_TOKENS, HOP0_SPANS, MAX_HOPS, MAX_INPUT_CHARS,
+                                       MAX_TITLE, STOP_PRESETS)
 from flashtrace.run.tracing import attribute
 
 OTHER = "Other: Hugging Face id or local folder"
@@ -142,8 +143,10 @@ if not (spec.hops and spec.steps):  # the registry says what a method can do: ba
     st.caption(f"{method} runs without recursive hops or step-level data (hops 0).")  # md-ok: registry name
 c_stops, c_hop0 = st.columns(2)
 stop_choice = c_stops.selectbox("Stop tokens (weight 0)", [*STOP_PRESETS, "list"], key="stop_tokens",
-                                help="paper (default): ',' '.' and whitespace, the authors' set; punctuation: every "
-                                     "punctuation-only token; none; or your own list (whitespace is included)")
+                                index=STOP_PRESETS.index(DEFAULT_STOP_TOKENS),
+                                help=f"paper: ',' '.' and whitespace, the authors' set; punctuation: every "
+                                     f"punctuation-only token; none; or your own list (whitespace is included). "
+                                     f"Default {DEFAULT_STOP_TOKENS}, chosen from the evaluation (docs/evaluation.md)")
 stop_tokens = (c_stops.text_input("Stop-token list, separated by spaces", ", .", key="stop_list").split()
                if stop_choice == "list" else stop_choice)
 hop0 = c_hop0.selectbox("Hop 0 covers", HOP0_SPANS, index=HOP0_SPANS.index(APP_HOP0), key="hop0",

@@ -29,7 +29,7 @@ from .distributed import kill_hook
 from ..base.fileio import DestinationError, atomic_write_text, open_log, publish_text
 from ..store.library import Library, sanitize_name
 from ..store.index import LibraryIndex
-from ..analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
+from ..analysis.limits import DEFAULT_HOPS, DEFAULT_STOP_TOKENS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS, check_hops
 from ..analysis.schema import Trace
 from ..base.errors import InputError
 
@@ -90,7 +90,7 @@ class BatchSettings:
     hops: int | None = None
     target: str = "value"
     recursive: str = RECURSIVE_SPANS[0]
-    stop_tokens: str | list = "paper"
+    stop_tokens: str | list = DEFAULT_STOP_TOKENS
     hop0: str = HOP0_SPANS[0]
     chat_template: bool = True
     generate: bool = False

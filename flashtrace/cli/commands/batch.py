@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: The `batch` subcommand's parser; the options are added to it in place.
     """
     from ...engine.choices import model_help
-    from ...analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
+    from ...analysis.limits import DEFAULT_HOPS, DEFAULT_STOP_TOKENS, HOP0_SPANS, MAX_HOPS, RECURSIVE_SPANS
     from ...engine.attribution import METHODS
 
     parser.add_argument("input", type=Path, help="JSONL file: one object per line with prompt, and optionally response "
@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
-    stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
-                       help="tokens with weight 0 in targets and scores (as in flashtrace trace)")
+    stops.add_argument("--stop-tokens", default=DEFAULT_STOP_TOKENS, metavar="paper|punctuation|none|LIST",
+                       help=f"tokens with weight 0 in targets and scores (as in flashtrace trace; default {DEFAULT_STOP_TOKENS})")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
     parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
                         help="span of hop 0: the target, or the whole generation")

@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser: The `trace` subcommand's parser; the options are added to it in place.
     """
     from ...engine.choices import model_help
-    from ...analysis.limits import DEFAULT_HOPS, HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE, RECURSIVE_SPANS
+    from ...analysis.limits import (DEFAULT_HOPS, DEFAULT_STOP_TOKENS, HOP0_SPANS, MAX_HOPS, METHOD_THRESHOLD_RANGE,
+                                    RECURSIVE_SPANS)
     from ...engine.attribution import METHODS
     from ...engine.attribution.registry import method_name
 
@@ -56,10 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
-    stops.add_argument("--stop-tokens", default="paper", metavar="paper|punctuation|none|LIST",
-                       help="tokens with weight 0 in targets and scores: paper (default: ',' '.' and whitespace, "
-                            "the authors' set), punctuation (every punctuation-only token), none, or a "
-                            "whitespace-separated list such as ', . ?' (whitespace-only tokens are included)")
+    stops.add_argument("--stop-tokens", default=DEFAULT_STOP_TOKENS, metavar="paper|punctuation|none|LIST",
+                       help="tokens with weight 0 in targets and scores: paper (',' '.' and whitespace, the "
+                            "authors' set), punctuation (every punctuation-only token), none, or a "
+                            "whitespace-separated list such as ', . ?' (whitespace-only tokens are included); "
+                            f"default {DEFAULT_STOP_TOKENS} (docs/evaluation.md, Defaults)")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
     parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
                         help="span of hop 0: the target (default) or the whole generation, reasoning + answer "
