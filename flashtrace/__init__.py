@@ -75,7 +75,8 @@ def trace(model: "LoadedModel | str", prompt: "str | list | Sequence[int]", resp
         method: A registered attribution method (``flashtrace``, ``ifr``, ``attention``, ``ig``, ...; captum's
             and inseq's names are aliases).
         steps: Also attribute every reasoning step (the hop graph's data).
-        stop_tokens: A preset (``paper``, ``punctuation``, ``none``) or a list of token texts given weight 0.
+        stop_tokens: A preset (``punctuation``, the default; ``paper``, the authors' set; ``none``) or a list of token
+            texts given weight 0.
         hop0: ``answer`` (the target at hop 0, the paper's formulation) or ``generation`` (the whole response).
         recursive: Which generated tokens later hops re-attribute.
         threshold: The method's proximity threshold τ (None: off).

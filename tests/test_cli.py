@@ -46,7 +46,9 @@ def test_stop_token_and_hop0_flags_reach_the_trace(tmp_path):
 
     base = ["trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. Why?", "--response", "He has 2.\nAnswer: 2",
             "--no-progress", "--hops", "0"]
-    for extra, stops, hop0 in [([], "paper", "answer"), (["--no-stop-tokens"], "none", "answer"),
+    from flashtrace.analysis.limits import DEFAULT_STOP_TOKENS
+
+    for extra, stops, hop0 in [([], DEFAULT_STOP_TOKENS, "answer"), (["--no-stop-tokens"], "none", "answer"),
                                (["--stop-tokens", "punctuation", "--hop0", "generation"], "punctuation", "generation"),
                                (["--stop-tokens", ", . ?"], [",", ".", "?"], "answer")]:
         out = tmp_path / "t.json"

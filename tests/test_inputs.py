@@ -102,9 +102,11 @@ def test_stop_token_presets(preset):
     assert {t for t in TOKENS if is_stop_token(t, preset)} == EXPECTED[preset]
 
 
-def test_paper_is_the_default_stop_set():
-    assert [is_stop_token(t) for t in TOKENS] == [is_stop_token(t, "paper") for t in TOKENS]
-    assert not is_stop_token(" ?") and is_stop_token(" .")  # a question's final "?" keeps its score
+def test_the_default_stop_set_is_the_default_preset():
+    from flashtrace.engine.inputs import DEFAULT_STOP_TOKENS
+
+    assert [is_stop_token(t) for t in TOKENS] == [is_stop_token(t, DEFAULT_STOP_TOKENS) for t in TOKENS]
+    assert not is_stop_token(" ?", "paper") and is_stop_token(" .", "paper")  # the authors' set keeps a final "?"
 
 
 def test_user_stop_list_matches_after_stripping_and_keeps_whitespace_stops():

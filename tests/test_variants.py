@@ -144,11 +144,12 @@ def test_half_precision_traces_match_the_float64_reference(dtype, rel):
     loaded = load_model("tiny-llama", dtype=dtype)
     assert next(loaded.model.parameters()).dtype == dtype
     prepared = prepare(loaded, PROMPT, WITH_STEPS, chat_template=False)
-    trace = attribute(prepared, hops=2)
+    trace = attribute(prepared, hops=2, stop_tokens="paper")  # the preset the reference is told
     assert_traced(trace)
     expected, final = reference_hops(trace, full_recording(prepared), 2, "paper", "reasoning+answer", "answer")
     assert_matches(trace, expected, final, rel=rel)
-    full = attribute(prepare(_load("tiny-llama"), PROMPT, WITH_STEPS, chat_template=False), hops=2)
+    full = attribute(prepare(_load("tiny-llama"), PROMPT, WITH_STEPS, chat_template=False), hops=2,
+                     stop_tokens="paper")
     prompt = trace.positions("prompt")
     best = max(prompt, key=lambda i: full.scores.prompt[i])
     assert trace.scores.prompt[best] >= sorted(trace.scores.prompt)[-3]  # float32's top token stays near the top

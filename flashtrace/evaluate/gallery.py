@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..analysis.limits import GALLERY_HOP0
+from ..analysis.limits import GALLERY_HOP0, GALLERY_STOP_TOKENS
 from ..analysis.schema import Trace
 from ..store.gallery import GalleryItem, gallery_dir, write_index
 from .tasks import make_example
@@ -114,8 +114,8 @@ def build_trace(spec: GallerySpec, loaded: LoadedModel, progress: Callable[[int,
     else:
         prompt, response = spec.prompt, spec.response
     prepared = prepare(loaded, prompt, response)
-    trace = attribute(prepared, target="answer", hops=HOPS, hop0=spec.hop0, steps=True, title=spec.title,
-                      progress=progress)
+    trace = attribute(prepared, target="answer", hops=HOPS, hop0=spec.hop0, stop_tokens=GALLERY_STOP_TOKENS,
+                      steps=True, title=spec.title, progress=progress)
     data = round_floats(json.loads(trace.to_json()))
     data["extra"] = {"gallery": extra}
     rounded = Trace.from_dict(data)  # what ships: the check below reads exactly these numbers

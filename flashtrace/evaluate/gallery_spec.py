@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..analysis.limits import GALLERY_HOP0, HOP0_SPANS, MAX_HOPS
+from ..analysis.limits import GALLERY_HOP0, GALLERY_STOP_TOKENS, HOP0_SPANS, MAX_HOPS
 from ..analysis.diff import answer_text
 from ..analysis.schema import Trace
 from ..analysis.failure import edit_result
@@ -184,8 +184,8 @@ def build_task(task: Task, loaded: LoadedModel, progress: Callable[[int, int], N
 
     prepared = prepare(loaded, task.prompt, generate=True, max_new_tokens=task.max_new_tokens,
                        reasoning_instruction=task.reasoning_instruction, hops=task.hops)
-    trace = attribute(prepared, target="value", hops=task.hops, hop0=task.hop0, steps=True, title=task.title,
-                      progress=progress)
+    trace = attribute(prepared, target="value", hops=task.hops, hop0=task.hop0, stop_tokens=GALLERY_STOP_TOKENS,
+                      steps=True, title=task.title, progress=progress)
     original = _finish(loaded, trace, task, is_right(trace, task.answer), {})
     if task.edit is None:
         return [original]

@@ -124,7 +124,9 @@ def _flashtrace(hops: int, stop_tokens: str = "paper", hop0: str = "answer") -> 
 
 
 def _ifr(ctx: EvalContext) -> torch.Tensor:
-    return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=0, method="ifr").scores.final)
+    """Token-wise IFR with the ``paper`` stop tokens, as FlashTrace's unsuffixed rows (whatever the default)."""
+    return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=0, method="ifr",
+                                  stop_tokens="paper").scores.final)
 
 
 def _baseline(name: str, options: Callable[[EvalContext], dict] = lambda ctx: {}

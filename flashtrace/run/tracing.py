@@ -379,10 +379,11 @@ def attribute(prepared: Prepared | list[Prepared], *, target: TargetSpec = "valu
         method: Any registered method (`flashtrace.engine.attribution.METHODS`, or captum's and inseq's name for
             one: `registry.ALIASES`, stored under ours).
         recursive: The span later hops re-attribute: ``reasoning+answer`` or ``reasoning``.
-        stop_tokens: Tokens that get weight 0 in targets and scores; default ``paper``: ``,``, ``.`` and
-            whitespace-only tokens, the set the authors' code used for the paper's numbers; ``punctuation``
-            zeroes every punctuation-only token, which drops tokens such as a question's final ``?`` that are
-            often the top-scored ones.
+        stop_tokens: Tokens that get weight 0 in targets and scores; default ``punctuation`` (every
+            punctuation-only or whitespace-only token, which drops tokens such as a question's final ``?`` that
+            are often the top-scored ones; chosen on the Qwen models' own reasoning, docs/evaluation.md);
+            ``paper``: ``,``, ``.`` and whitespace-only tokens, the set the authors' code used for the paper's
+            numbers; ``none``; or a list of token texts.
         hop0: ``answer`` attributes the target span at hop 0 (the paper's formulation); ``generation`` attributes
             the whole response (reasoning + answer) at hop 0 whatever the target, as the code behind the paper's
             tables (flashtrace 0.1.1) did.

@@ -124,7 +124,7 @@ def text_color_for(background: str) -> str:
 # hop-0 span, the shade its hop count K, light to dark), the baselines warm or neutral ones. A name always
 # gets the same colour, whichever run, chart or selection of methods it is drawn in. Every colour keeps a
 # contrast of at least 2:1 on a white and on the dark theme's background, and no two are close.
-FLASHTRACE_SHADES = {"": ("#60a5fa", "#2563eb", "#1e40af"),          # blue: the default (paper) stop tokens
+FLASHTRACE_SHADES = {"": ("#60a5fa", "#2563eb", "#1e40af"),          # blue: the paper stop tokens (the authors' set)
                      "-punct": ("#06b6d4", "#0891b2", "#155e75"),    # cyan: punctuation stop tokens
                      "-nostop": ("#a78bfa", "#7c3aed", "#5b21b6"),   # violet: no stop tokens
                      "-gen": ("#14b8a6", "#0d9488", "#115e59")}      # teal: hop 0 over the whole generation

@@ -1,14 +1,16 @@
 """The defaults agree with the committed evaluation (issue 46 item 5): the app's and the API's hop-0 span is the
 one with the better mean Recovery@10% over the tasks on the Qwen models' own reasoning; the default depth K is the
 simplest one that no deeper K beats beyond its interval (Recovery@10%, RISE and MAS, paired on the same examples);
-docs/evaluation.md states both choices with the numbers this test recomputes."""
+the default stop preset is `paper` unless another preset beats it beyond its interval on some model and metric and
+loses beyond it on none; docs/evaluation.md states the choices with the numbers this test recomputes."""
 
 import inspect
 from pathlib import Path
 
 import pytest
 
-from flashtrace.analysis.limits import APP_HOP0, DEFAULT_HOPS, GALLERY_HOP0, HOP0_SPANS
+from flashtrace.analysis.limits import (APP_HOP0, DEFAULT_HOPS, DEFAULT_STOP_TOKENS, GALLERY_HOP0, GALLERY_STOP_TOKENS,
+                                        HOP0_SPANS)
 import flashtrace
 from flashtrace.evaluate.report import load_records
 from flashtrace.evaluate.stats import paired_difference
@@ -86,6 +88,7 @@ def test_the_app_and_the_api_share_the_default_and_the_gallery_says_how_it_was_b
     for item in items:  # every shipped trace records the span it was made with; the Qwen ones, the gallery's
         trace = load_gallery_trace(item.name)
         assert trace.settings.hop0 in (GALLERY_HOP0, APP_HOP0)
+        assert trace.settings.stop_tokens == GALLERY_STOP_TOKENS, item.name  # a rebuild keeps them (gallery.py)
         if item.written:
             assert trace.settings.hop0 == GALLERY_HOP0
 
@@ -110,3 +113,68 @@ def test_the_docs_give_each_depths_paired_difference_recomputed_here(model):
     section = doc.split("## Defaults, decided on the models' own reasoning", 1)[1].split("\n## ", 1)[0]
     for (depth, metric), difference in depth_gains(model).items():
         assert paired_text(difference) in section, (model, depth, metric, paired_text(difference))
+
+
+# the stop presets at the default depth, each the evaluation method that runs it; `paper` is the one to beat
+STOP_METHOD = {"paper": f"flashtrace-k{DEFAULT_HOPS}", "punctuation": f"flashtrace-k{DEFAULT_HOPS}-punct",
+               "none": f"flashtrace-k{DEFAULT_HOPS}-nostop"}
+
+
+def preset_gains(model: str) -> dict[tuple[str, str], dict]:
+    """``(preset, metric) -> paired difference`` of each other preset against `paper` at the default depth, on the
+    examples of the model's own reasoning that have both, oriented so that a positive difference favours the
+    preset (for RISE and MAS: paper's value minus the preset's). A preset without a run on a metric is left out."""
+    gains = {}
+    for metric, higher in HIGHER_IS_BETTER.items():
+        records = records_of(OWN[model] if metric == "recovery" else RISE[model])
+        for preset, method in STOP_METHOD.items():
+            both = [r for r in records if method in r["methods"] and STOP_METHOD["paper"] in r["methods"]]
+            if preset == "paper" or not both:
+                continue
+            values = [r["methods"][method][metric] for r in both]
+            base = [r["methods"][STOP_METHOD["paper"]][metric] for r in both]
+            gains[preset, metric] = paired_difference(values, base) if higher else paired_difference(base, values)
+    return gains
+
+
+def chosen_stop_preset() -> str:
+    """`paper` (the authors' set), unless another preset is better beyond its interval on some model and metric
+    and worse beyond it on none; of several such, the one with the higher mean Recovery@10% over all examples."""
+    gains = {model: preset_gains(model) for model in OWN}
+    chosen = []
+    for preset in STOP_METHOD:
+        found = [d for g in gains.values() for (p, _), d in g.items() if p == preset]
+        if found and any(d["interval"][0] > 0 for d in found) and all(d["interval"][1] >= 0 for d in found):
+            chosen.append(preset)
+    if not chosen:
+        return "paper"
+
+    def recovery(preset: str) -> float:
+        records = [r for model in OWN for r in records_of(OWN[model]) if STOP_METHOD[preset] in r["methods"]]
+        return sum(r["methods"][STOP_METHOD[preset]]["recovery"] for r in records) / len(records)
+
+    return max(chosen, key=recovery)
+
+
+def test_every_stop_preset_was_run_on_both_models_own_reasoning():
+    for model in OWN:
+        assert {p for p, metric in preset_gains(model) if metric == "recovery"} == set(STOP_METHOD) - {"paper"}, model
+
+
+def test_the_default_stop_preset_is_the_one_the_rule_picks_and_everything_shares_it():
+    assert chosen_stop_preset() == DEFAULT_STOP_TOKENS, {m: preset_gains(m) for m in OWN}
+    assert inspect.signature(attribute).parameters["stop_tokens"].default == DEFAULT_STOP_TOKENS
+    assert inspect.signature(flashtrace.trace).parameters["stop_tokens"].default == DEFAULT_STOP_TOKENS
+    from flashtrace.run.batch import BatchSettings
+
+    assert BatchSettings.__dataclass_fields__["stop_tokens"].default == DEFAULT_STOP_TOKENS
+    # the CLI: tests/test_cli.py traces without --stop-tokens and finds DEFAULT_STOP_TOKENS in the trace
+
+
+@pytest.mark.parametrize("model", OWN)
+def test_the_docs_give_each_stop_presets_paired_difference_recomputed_here(model):
+    doc = (ROOT / "docs" / "evaluation.md").read_text()
+    section = doc.split("## Defaults, decided on the models' own reasoning", 1)[1].split("\n## ", 1)[0]
+    assert f"**Stop preset: `{DEFAULT_STOP_TOKENS}`**" in section
+    for (preset, metric), difference in preset_gains(model).items():
+        assert paired_text(difference) in section, (model, preset, metric, paired_text(difference))

@@ -81,7 +81,7 @@ def test_flashtrace_variants_use_their_settings(ctx):
         return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=1, **kw).scores.final)
 
     assert torch.equal(get_eval_method("flashtrace-k1")(ctx), scores(stop_tokens="paper"))
-    assert torch.equal(get_eval_method("flashtrace-k1-gen")(ctx), scores(hop0="generation"))
+    assert torch.equal(get_eval_method("flashtrace-k1-gen")(ctx), scores(hop0="generation", stop_tokens="paper"))
     assert torch.equal(get_eval_method("flashtrace-k1-punct")(ctx), scores(stop_tokens="punctuation"))
     assert torch.equal(get_eval_method("flashtrace-k1-gen-nostop")(ctx), scores(stop_tokens="none", hop0="generation"))
     assert not torch.equal(get_eval_method("flashtrace-k1-gen")(ctx), get_eval_method("flashtrace-k1")(ctx))

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
-    stops.add_argument("--stop-tokens", default=DEFAULT_STOP_TOKENS, metavar="paper|punctuation|none|LIST",
+    stops.add_argument("--stop-tokens", default=None, metavar="paper|punctuation|none|LIST",
                        help=f"tokens with weight 0 in targets and scores (as in flashtrace trace; default {DEFAULT_STOP_TOKENS})")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
     parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ...run.batch import BatchSettings, run_batch
     from .trace import method_options
-    from ...engine.inputs import parse_stop_tokens
+    from ...engine.inputs import DEFAULT_STOP_TOKENS, parse_stop_tokens
     from ...base.fileio import check_folder
     from ...store.library import default_root, sanitize_name
 
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     check_folder(out, "--out" if args.out is not None else "--collection")
     settings = BatchSettings(
         model=args.model, method=args.method, options=method_options(args.option), hops=args.hops, target=args.target,
-        recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens),
+        recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens or DEFAULT_STOP_TOKENS),
         hop0=args.hop0, chat_template=not args.no_chat_template, generate=args.generate,
         reasoning_instruction=args.reasoning_instruction,
         max_new_tokens=args.max_new_tokens, steps=args.steps, dtype=args.dtype, device=args.device)

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recursive", default=RECURSIVE_SPANS[0], choices=RECURSIVE_SPANS,
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
-    stops.add_argument("--stop-tokens", default=DEFAULT_STOP_TOKENS, metavar="paper|punctuation|none|LIST",
+    stops.add_argument("--stop-tokens", default=None, metavar="paper|punctuation|none|LIST",
                        help="tokens with weight 0 in targets and scores: paper (',' '.' and whitespace, the "
                             "authors' set), punctuation (every punctuation-only token), none, or a "
                             "whitespace-separated list such as ', . ?' (whitespace-only tokens are included); "
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..summary import print_summary
 
-    from ...analysis.limits import DEFAULT_HOPS
+    from ...analysis.limits import DEFAULT_HOPS, DEFAULT_STOP_TOKENS
     from ...base.fileio import atomic_write_text
     from ...engine.attribution import get_method
     from ...engine.inputs import parse_stop_tokens
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         args.hops = DEFAULT_HOPS if spec.hops else 0
     prompt = _read(args.prompt_file, args.prompt, "--prompt-file")
     response = _read(args.response_file, args.response, "--response-file")
-    stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens)
+    stop_tokens = "none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens or DEFAULT_STOP_TOKENS)
     if response is None and not args.generate:
         raise InputError("give --response-file/--response to teacher-force, or --generate")
     if not prompt.strip():
