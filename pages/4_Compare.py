@@ -81,6 +81,11 @@ def _method_choice(trace) -> tuple[list[str], str]:
     options = [*app_methods.FAST_METHODS, *(app_methods.SLOW_METHODS if slow else ())]
     ss["methods"] = [m for m in ss.get("methods", app_methods.DEFAULT_CHOICE) if m in options]
     chosen = st.multiselect("Methods", options, key="methods")
+    stops = trace.settings.stop_tokens
+    if stops != "paper":  # the evaluation's method rows are fixed: FlashTrace's and IFR's use the authors' set
+        shown = ui.code_text(stops) if isinstance(stops, str) else "a stop-token list"
+        st.caption(f"FlashTrace and IFR run here with the `paper` stop tokens, as in the evaluation's tables; this "
+                   f"trace was made with {shown}, so its own scores can differ from the flashtrace-kK rows.")
     offered = app_methods.precisions(trace)
     precision = offered[0] if len(offered) == 1 else st.radio(
         "Deletion scoring", offered, format_func=lambda p: f"{p} ({'faster' if p == offered[0] else 'exact'})",

@@ -50,6 +50,16 @@ class _Clock:
         return self.now
 
 
+def test_the_methods_say_which_stop_tokens_they_use_when_the_trace_has_others(open_page, tiny_ref):
+    """The evaluation's method rows use the ``paper`` stop tokens; a trace made with the default ``punctuation``
+    is told so beside them (a gallery trace, made with ``paper``, is not)."""
+    text = _methods_text(open_page(COMPARE, trace=tiny_ref))
+    assert "stop tokens, as in the evaluation's tables" in text and "punctuation" in text, text
+    gallery = open_page(COMPARE, trace="gallery:needle")
+    assert "Offer the slow methods" in " ".join(c.label for c in gallery.checkbox)  # the methods are drawn
+    assert "as in the evaluation's tables" not in _methods_text(gallery)
+
+
 def test_warm_up_is_timed_apart_from_each_method(open_page, tiny_ref, monkeypatch):
     real = eval_methods.EVAL_METHODS["flashtrace-k0"]
     calls = []
