@@ -146,7 +146,8 @@ stop_choice = c_stops.selectbox("Stop tokens (weight 0)", [*STOP_PRESETS, "list"
                                 index=STOP_PRESETS.index(DEFAULT_STOP_TOKENS),
                                 help=f"paper: ',' '.' and whitespace, the authors' set; punctuation: every "
                                      f"punctuation-only token; none; or your own list (whitespace is included). "
-                                     f"Default {ui.code_text(DEFAULT_STOP_TOKENS)}, chosen from the evaluation (docs/evaluation.md)")
+                                     f"Default {ui.code_text(DEFAULT_STOP_TOKENS)}, chosen from the evaluation "
+                                     f"(docs/evaluation.md)")
 stop_tokens = (c_stops.text_input("Stop-token list, separated by spaces", ", .", key="stop_list").split()
                if stop_choice == "list" else stop_choice)
 hop0 = c_hop0.selectbox("Hop 0 covers", HOP0_SPANS, index=HOP0_SPANS.index(APP_HOP0), key="hop0",

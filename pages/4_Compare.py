@@ -83,9 +83,9 @@ def _method_choice(trace) -> tuple[list[str], str]:
     chosen = st.multiselect("Methods", options, key="methods")
     stops = trace.settings.stop_tokens
     if stops != "paper":  # the evaluation's method rows are fixed: FlashTrace's and IFR's use the authors' set
-        shown = ui.code_text(stops) if isinstance(stops, str) else "a stop-token list"
         st.caption(f"FlashTrace and IFR run here with the `paper` stop tokens, as in the evaluation's tables; this "
-                   f"trace was made with {shown}, so its own scores can differ from the flashtrace-kK rows.")
+                   f"trace was made with {ui.code_text(stops if isinstance(stops, str) else ' '.join(stops))}, so "
+                   f"its own scores can differ from the flashtrace-kK rows.")
     offered = app_methods.precisions(trace)
     precision = offered[0] if len(offered) == 1 else st.radio(
         "Deletion scoring", offered, format_func=lambda p: f"{p} ({'faster' if p == offered[0] else 'exact'})",

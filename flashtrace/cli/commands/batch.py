@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="span re-attributed by hops >= 1")
     stops = parser.add_mutually_exclusive_group()
     stops.add_argument("--stop-tokens", default=None, metavar="paper|punctuation|none|LIST",
-                       help=f"tokens with weight 0 in targets and scores (as in flashtrace trace; default {DEFAULT_STOP_TOKENS})")
+                       help=f"tokens with weight 0 in targets and scores (as in flashtrace trace; default "
+                            f"{DEFAULT_STOP_TOKENS})")
     stops.add_argument("--no-stop-tokens", action="store_true", help="alias of --stop-tokens none")
     parser.add_argument("--hop0", default=HOP0_SPANS[0], choices=HOP0_SPANS,
                         help="span of hop 0: the target, or the whole generation")
@@ -109,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     check_folder(out, "--out" if args.out is not None else "--collection")
     settings = BatchSettings(
         model=args.model, method=args.method, options=method_options(args.option), hops=args.hops, target=args.target,
-        recursive=args.recursive, stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens or DEFAULT_STOP_TOKENS),
+        recursive=args.recursive,
+        stop_tokens="none" if args.no_stop_tokens else parse_stop_tokens(args.stop_tokens or DEFAULT_STOP_TOKENS),
         hop0=args.hop0, chat_template=not args.no_chat_template, generate=args.generate,
         reasoning_instruction=args.reasoning_instruction,
         max_new_tokens=args.max_new_tokens, steps=args.steps, dtype=args.dtype, device=args.device)
