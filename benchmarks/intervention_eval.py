@@ -68,7 +68,8 @@ def example_record(loaded, task: str, seed: int, args, written=None) -> dict:
 
     start = time.perf_counter()
     ex = make_example(task, seed, args.length) if written is None else written
-    trace = attribute(prepare(loaded, ex.prompt, ex.response), hops=args.hops, steps=True)
+    trace = attribute(prepare(loaded, ex.prompt, ex.response), hops=args.hops, steps=True,
+                      stop_tokens=args.stop_tokens)
     trace = trace.model_copy(update={"extra": {**trace.extra, "gold": [list(g) for g in ex.gold]}})
     traced = time.perf_counter() - start
     record = intervene(loaded, trace, n_random=args.n_random, seed=seed, batch_size=args.batch_size)
@@ -334,6 +335,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--length", type=int, default=150)
     parser.add_argument("--hops", type=int, default=2)
+    parser.add_argument("--stop-tokens", default="paper",
+                        help="stop-token preset of the traces (default paper: the committed runs were made with it, "
+                             "before punctuation became the library's default)")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--n-random", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=8)

@@ -36,7 +36,7 @@ STEPS = ["Mia starts with 12 stickers.", "Her brother gives her 7, so 12 + 7 = 1
 def make_trace(loaded):
     prompt = " ".join(FACTS) + " " + QUESTION
     response = "\n".join(f"{i}. {s}" for i, s in enumerate(STEPS, 1)) + "\nAnswer: 28"
-    return attribute(prepare(loaded, prompt, response), hops=1, steps=True)
+    return attribute(prepare(loaded, prompt, response), hops=1, steps=True, stop_tokens="paper")  # as committed
 
 
 def timed(loaded, trace, repeats: int, **options) -> dict:
