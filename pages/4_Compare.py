@@ -5,6 +5,7 @@ import streamlit as st
 
 from flashtrace.app import methods as app_methods, state as app_state, ui
 from flashtrace.analysis.facts import OF_PROMPT, analyse
+from flashtrace.analysis.limits import EVAL_STOP_TOKENS
 from flashtrace.app.glossary import help_link
 from flashtrace.analysis.story import change_words, depth_table, gold_words, moves_words, reach_words, swap_words
 from flashtrace.viz import mass_per_hop, visible_label
@@ -82,10 +83,11 @@ def _method_choice(trace) -> tuple[list[str], str]:
     ss["methods"] = [m for m in ss.get("methods", app_methods.DEFAULT_CHOICE) if m in options]
     chosen = st.multiselect("Methods", options, key="methods")
     stops = trace.settings.stop_tokens
-    if stops != "paper":  # the evaluation's method rows are fixed: FlashTrace's and IFR's use the authors' set
-        st.caption(f"FlashTrace and IFR run here with the `paper` stop tokens, as in the evaluation's tables; this "
-                   f"trace was made with {ui.code_text(stops if isinstance(stops, str) else ' '.join(stops))}, so "
-                   f"its own scores can differ from the flashtrace-kK rows.")
+    if stops != EVAL_STOP_TOKENS:  # the evaluation's method rows are fixed (FlashTrace's and IFR's stop tokens)
+        st.caption(f"FlashTrace and IFR run here with the {ui.code_text(EVAL_STOP_TOKENS)} stop tokens, as in the "
+                   f"evaluation's tables; this trace was made with "
+                   f"{ui.code_text(stops if isinstance(stops, str) else ' '.join(stops))}, so its own scores can "
+                   f"differ from the flashtrace-kK rows.")
     offered = app_methods.precisions(trace)
     precision = offered[0] if len(offered) == 1 else st.radio(
         "Deletion scoring", offered, format_func=lambda p: f"{p} ({'faster' if p == offered[0] else 'exact'})",

@@ -32,6 +32,7 @@ APP_HOP0 = "answer"  # the app's default, as the API's: the best mean Recovery@1
 # (docs/evaluation.md, "Defaults, decided on the models' own reasoning"; tests/evaluate/test_defaults_decision.py)
 GALLERY_HOP0 = "generation"  # the committed gallery was built with hop 0 over reasoning + answer; each trace says so
 GALLERY_STOP_TOKENS = "paper"  # and with the paper stop tokens (the default then); a rebuild keeps them
+EVAL_STOP_TOKENS = "paper"  # the evaluation's unsuffixed rows (flashtrace-kK, ifr), as committed, whatever the default
 DEFAULT_HOPS = 0  # K: the app's, the API's and the CLI's; recursive hops (K >= 1) did not beat K = 0 beyond their
 # intervals on the Qwen models' own reasoning, so the simpler variant (docs/evaluation.md, "Defaults, decided on the
 # models' own reasoning"; tests/evaluate/test_defaults_decision.py)
@@ -41,7 +42,7 @@ METHOD_THRESHOLD_RANGE = "[0, 1]"  # a method's proximity threshold
 __all__ = ["MAX_TOKENS", "MAX_HOPS", "MAX_TEXT", "MAX_FILE_BYTES", "MAX_TITLE", "MAX_INPUT_CHARS", "MAX_INPUT_BYTES",
            "MAX_STOP_TOKENS", "MAX_STOP_TOKEN_CHARS", "MAX_TIMINGS", "MAX_SCORE", "MAX_EXTRA_DEPTH", "MAX_EXTRA_NODES",
            "REL_TOL",
-           "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "GALLERY_HOP0", "GALLERY_STOP_TOKENS", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
+           "RECURSIVE_SPANS", "HOP0_SPANS", "APP_HOP0", "GALLERY_HOP0", "GALLERY_STOP_TOKENS", "EVAL_STOP_TOKENS", "STOP_PRESETS", "DEFAULT_STOP_TOKENS", "DEFAULT_HOPS", "check_hops",
            "check_recursive", "check_hop0", "check_title", "check_graph_threshold", "check_method_threshold",
            "check_options"]
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..analysis.limits import EVAL_STOP_TOKENS
 from ..engine.attribution import get_method
 from ..engine.models import LoadedModel
 from ..engine.models.scoring import AUTO
@@ -115,7 +116,7 @@ def build_context(loaded: LoadedModel, example: Example, target: str = "answer",
                        score_dtype=score_dtype_for(loaded, score_dtype))
 
 
-def _flashtrace(hops: int, stop_tokens: str = "paper", hop0: str = "answer") -> Callable[[EvalContext], torch.Tensor]:
+def _flashtrace(hops: int, stop_tokens: str = EVAL_STOP_TOKENS, hop0: str = "answer") -> Callable[[EvalContext], torch.Tensor]:
     def run(ctx: EvalContext) -> torch.Tensor:
         trace = attribute(ctx.prepared, target=ctx.target, hops=hops, stop_tokens=stop_tokens, hop0=hop0)
         return torch.tensor(trace.scores.final)
@@ -124,9 +125,9 @@ def _flashtrace(hops: int, stop_tokens: str = "paper", hop0: str = "answer") -> 
 
 
 def _ifr(ctx: EvalContext) -> torch.Tensor:
-    """Token-wise IFR with the ``paper`` stop tokens, as FlashTrace's unsuffixed rows (whatever the default)."""
+    """Token-wise IFR with `EVAL_STOP_TOKENS`, as FlashTrace's unsuffixed rows (whatever the default)."""
     return torch.tensor(attribute(ctx.prepared, target=ctx.target, hops=0, method="ifr",
-                                  stop_tokens="paper").scores.final)
+                                  stop_tokens=EVAL_STOP_TOKENS).scores.final)
 
 
 def _baseline(name: str, options: Callable[[EvalContext], dict] = lambda ctx: {}
@@ -172,7 +173,7 @@ def get_eval_method(name: str) -> Callable[[EvalContext], torch.Tensor]:
         return EVAL_METHODS[name]
     m = _VARIANT.fullmatch(name)
     if m and int(m.group(1)) <= 8:
-        stops = {"-nostop": "none", "-punct": "punctuation"}.get(m.group(3) or "", "paper")
+        stops = {"-nostop": "none", "-punct": "punctuation"}.get(m.group(3) or "", EVAL_STOP_TOKENS)
         return _flashtrace(int(m.group(1)), stops, "generation" if m.group(2) else "answer")
     raise InputError(f"unknown evaluation method '{name}'; available: flashtrace, {', '.join(EVAL_METHODS)}, "
                      "flashtrace-kK with optional -gen and -nostop or -punct (e.g. flashtrace-k1-gen)")
