@@ -4,11 +4,12 @@ import json
 import re
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import pytest
 
 from flashtrace.cli import build_parser, command_names, main
+
+from .cli_run import run_main
 
 
 def run_cli(*args, input=None):
@@ -59,26 +60,15 @@ def test_stop_token_and_hop0_flags_reach_the_trace(tmp_path):
         main([*base, "--no-stop-tokens", "--stop-tokens", "punctuation"])
 
 
-def in_process(capsys, *args) -> SimpleNamespace:
-    """`flashtrace ARGS` run by `main` in this process (no interpreter start): ``returncode``, ``stdout``,
-    ``stderr``. The tests above run the installed entry point as a shell does."""
-    try:
-        code = main(list(args))
-    except SystemExit as exc:  # argparse's usage errors
-        code = exc.code
-    out = capsys.readouterr()
-    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
-
-
 def test_bad_target_exits_2_with_one_line(capsys):
-    res = in_process(capsys, "trace", "--model", "tiny-llama", "--prompt", "hi there", "--response", "ok", "--target",
-                     "0:9999", "--no-progress")
+    res = run_main(capsys, "trace", "--model", "tiny-llama", "--prompt", "hi there", "--response", "ok", "--target",
+                   "0:9999", "--no-progress")
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "outside the sequence" in res.stderr
 
 
 def test_missing_response_is_a_usage_error(capsys):
-    res = in_process(capsys, "trace", "--model", "tiny-llama", "--prompt", "hi there")
+    res = run_main(capsys, "trace", "--model", "tiny-llama", "--prompt", "hi there")
     assert res.returncode == 2 and "--generate" in res.stderr
 
 
@@ -102,15 +92,15 @@ def test_a_run_that_would_not_fit_exits_3(monkeypatch, capsys):
 
 def test_export_writes_offline_html_and_refuses_bad_files(tmp_path, capsys):
     trace_file = tmp_path / "t.json"
-    res = in_process(capsys, "trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. How many pens?",
-                     "--response", "Answer: 2", "--json", str(trace_file), "--no-progress")
+    res = run_main(capsys, "trace", "--model", "tiny-llama", "--prompt", "Tom has 2 pens. How many pens?",
+                   "--response", "Answer: 2", "--json", str(trace_file), "--no-progress")
     assert res.returncode == 0, res.stderr
-    res = in_process(capsys, "export", str(trace_file), "--html", str(tmp_path / "t.html"))
+    res = run_main(capsys, "export", str(trace_file), "--html", str(tmp_path / "t.html"))
     assert res.returncode == 0, res.stderr
     page = (tmp_path / "t.html").read_text()
     assert "<html" in page and "<script src=" not in page  # plotly.js is inlined
     (tmp_path / "bad.json").write_text('{"schema_version": 1, "tokens": "nope"}')
-    res = in_process(capsys, "export", str(tmp_path / "bad.json"), "--html", str(tmp_path / "bad.html"))
+    res = run_main(capsys, "export", str(tmp_path / "bad.json"), "--html", str(tmp_path / "bad.html"))
     assert res.returncode == 2 and "invalid trace" in res.stderr and not (tmp_path / "bad.html").exists()
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from flashtrace.base import fileio
 from flashtrace.base.fileio import atomic_write_text, check_destination
-from flashtrace.cli import main
 from flashtrace.store.library import Library
 from tests.bad_files import gallery_data
+from tests.cli_run import run_main
 
 CLI = [sys.executable, "-m", "flashtrace.cli"]
 
@@ -170,13 +170,11 @@ def run_in_process(args: list[str], fifo, capsys) -> tuple[int, str]:
     watchdog = threading.Timer(30, free)
     watchdog.start()
     try:
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code
+        res = run_main(capsys, *args)
     finally:
         watchdog.cancel()
     assert not blocked, f"flashtrace {' '.join(args)} blocked on the named pipe"
-    return code, capsys.readouterr().err
+    return res.returncode, res.stderr
 
 
 @pytest.mark.parametrize("command", list(WRITERS))

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from flashtrace.cli import main
 from flashtrace.store.library import Library, LibraryError
 from tests.bad_files import gallery_data
+from tests.cli_run import run_main
 
 CLI = [sys.executable, "-m", "flashtrace.cli"]
 
@@ -49,12 +49,9 @@ def copy_of(folder, tmp_path):
 def trace_with(capsys, model, *extra) -> SimpleNamespace:
     """`flashtrace trace` on `model`, run by `main` in this process (a fresh interpreter per damaged folder took
     7 s; `test_a_prompt_that_is_not_utf8` runs one as a shell does): its exit status and stderr (bytes)."""
-    try:
-        code = main(["trace", "--model", str(model), "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
-                     "--no-progress", *extra])
-    except SystemExit as exc:
-        code = exc.code
-    return SimpleNamespace(returncode=code, stderr=capsys.readouterr().err.encode())
+    res = run_main(capsys, "trace", "--model", str(model), "--prompt", "Tom has 2 pens.", "--response", "Answer: 2",
+                   "--no-progress", *extra)
+    return SimpleNamespace(returncode=res.returncode, stderr=res.stderr.encode())
 
 
 def test_truncated_safetensors_weights(model_folder, tmp_path, capsys):
